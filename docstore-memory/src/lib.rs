@@ -1,0 +1,275 @@
+//! # docstore-memory
+//!
+//! [`MemoryStore`]: the in-memory [`Store`]. Every call takes one lock, so every operation is
+//! atomic and linearizable, counters are exact, and `update` never conflicts. Queries run the
+//! reference evaluator; a query in id order reads only from its cursor to the end of its page.
+//!
+//! Building one costs about as much as an empty `HashMap`, so property tests can make a fresh
+//! store per case.
+//!
+//! ```
+//! use docstore::{Key, Store};
+//! use docstore_memory::MemoryStore;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let store = MemoryStore::new();
+//! let key = Key::new("acme", "tickets", "T-1")?;
+//! store.create(&key, docstore::object(serde_json::json!({"title": "hello"}))?, "alice").await?;
+//! let doc = store.get(&key).await?.expect("just created");
+//! assert_eq!(doc.version, 1);
+//! assert_eq!(store.count("acme").await?, 1);
+//! # Ok::<(), docstore::Error>(())
+//! # }).unwrap();
+//! ```
+
+use async_trait::async_trait;
+use docstore::clock::next_updated_at;
+use docstore::document::check_size;
+use docstore::key::{validate_collection, validate_site};
+use docstore::query::CompiledQuery;
+use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
+use parking_lot::RwLock;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+
+/// The in-memory backend. See the [crate docs](crate).
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    sites: RwLock<HashMap<String, Site>>,
+    options: StoreOptions,
+}
+
+/// A site's collections, by name; a collection is removed when its last document is.
+type Site = BTreeMap<String, BTreeMap<String, Document>>;
+
+impl MemoryStore {
+    /// An empty store with the default options (system clock, 390 000-byte documents, no
+    /// quota).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty store with the given options.
+    pub fn with_options(options: StoreOptions) -> Self {
+        MemoryStore { sites: RwLock::default(), options }
+    }
+
+    fn check_quota(&self, site: Option<&Site>) -> Result<()> {
+        if let Some(limit) = self.options.max_docs_per_site {
+            let count: usize = site.map_or(0, |s| s.values().map(BTreeMap::len).sum());
+            if count as u64 >= limit {
+                return Err(Error::QuotaExceeded { limit });
+            }
+        }
+        Ok(())
+    }
+
+    fn new_document(&self, key: &Key, data: Data, actor: &str) -> Document {
+        let now = self.options.clock.now();
+        Document {
+            id: key.id().to_owned(),
+            data,
+            created_at: now,
+            updated_at: now,
+            created_by: actor.to_owned(),
+            updated_by: actor.to_owned(),
+            version: 1,
+        }
+    }
+
+    /// Replaces `current`'s data with `data` as a new version written by `actor`.
+    fn rewrite(&self, current: &mut Document, data: Data, actor: &str) -> Document {
+        current.data = data;
+        current.updated_at = next_updated_at(self.options.clock.now(), Some(current.updated_at));
+        current.updated_by = actor.to_owned();
+        current.version += 1;
+        current.clone()
+    }
+
+    fn patch(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: Option<u64>,
+        actor: &str,
+    ) -> Result<Document> {
+        let mut sites = self.sites.write();
+        let current = sites
+            .get_mut(key.site())
+            .and_then(|site| site.get_mut(key.collection()))
+            .and_then(|collection| collection.get_mut(key.id()))
+            .ok_or(Error::NotFound)?;
+        if let Some(expected) = expected_version.filter(|v| *v != current.version) {
+            let _ = expected;
+            return Err(Error::Conflict { current: current.version });
+        }
+        let mut data = current.data.clone();
+        docstore::merge_patch(&mut data, patch);
+        check_size(&data, self.options.max_doc_bytes)?;
+        Ok(self.rewrite(current, data, actor))
+    }
+
+    fn remove(&self, key: &Key, expected_version: Option<u64>) -> Result<bool> {
+        let mut sites = self.sites.write();
+        let Some(site) = sites.get_mut(key.site()) else { return Ok(false) };
+        let Some(collection) = site.get_mut(key.collection()) else { return Ok(false) };
+        let Some(current) = collection.get(key.id()) else { return Ok(false) };
+        if let Some(expected) = expected_version
+            && expected != current.version
+        {
+            return Err(Error::Conflict { current: current.version });
+        }
+        collection.remove(key.id());
+        if collection.is_empty() {
+            site.remove(key.collection());
+        }
+        Ok(true)
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        check_size(&data, self.options.max_doc_bytes)?;
+        let mut sites = self.sites.write();
+        let site = sites.get(key.site());
+        if site.and_then(|s| s.get(key.collection())).is_some_and(|c| c.contains_key(key.id())) {
+            return Err(Error::AlreadyExists);
+        }
+        self.check_quota(site)?;
+        let doc = self.new_document(key, data, actor);
+        sites
+            .entry(key.site().to_owned())
+            .or_default()
+            .entry(key.collection().to_owned())
+            .or_default()
+            .insert(key.id().to_owned(), doc.clone());
+        Ok(doc)
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Document>> {
+        let sites = self.sites.read();
+        Ok(sites
+            .get(key.site())
+            .and_then(|site| site.get(key.collection()))
+            .and_then(|collection| collection.get(key.id()))
+            .cloned())
+    }
+
+    async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        check_size(&data, self.options.max_doc_bytes)?;
+        let mut sites = self.sites.write();
+        let existing = sites
+            .get_mut(key.site())
+            .and_then(|site| site.get_mut(key.collection()))
+            .and_then(|collection| collection.get_mut(key.id()));
+        if let Some(current) = existing {
+            return Ok(self.rewrite(current, data, actor));
+        }
+        self.check_quota(sites.get(key.site()))?;
+        let doc = self.new_document(key, data, actor);
+        sites
+            .entry(key.site().to_owned())
+            .or_default()
+            .entry(key.collection().to_owned())
+            .or_default()
+            .insert(key.id().to_owned(), doc.clone());
+        Ok(doc)
+    }
+
+    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
+        self.patch(key, patch, None, actor)
+    }
+
+    async fn update_if(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document> {
+        self.patch(key, patch, Some(expected_version), actor)
+    }
+
+    async fn delete(&self, key: &Key) -> Result<bool> {
+        self.remove(key, None)
+    }
+
+    async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
+        match self.remove(key, Some(expected_version))? {
+            true => Ok(()),
+            false => Err(Error::NotFound),
+        }
+    }
+
+    async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
+        validate_site(site)?;
+        validate_collection(collection)?;
+        let compiled = query.compile()?;
+        let sites = self.sites.read();
+        let Some(docs) = sites.get(site).and_then(|s| s.get(collection)) else {
+            return Ok(Page::default());
+        };
+        Ok(match compiled.id_order() {
+            Some(descending) => evaluate_in_id_order(&compiled, docs, descending),
+            None => compiled.evaluate(docs.values()),
+        })
+    }
+
+    async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
+        validate_site(site)?;
+        let sites = self.sites.read();
+        Ok(sites.get(site).map_or_else(Vec::new, |collections| {
+            collections.iter().map(|(name, docs)| (name.clone(), docs.len() as u64)).collect()
+        }))
+    }
+
+    async fn count(&self, site: &str) -> Result<u64> {
+        validate_site(site)?;
+        let sites = self.sites.read();
+        Ok(sites.get(site).map_or(0, |s| s.values().map(|docs| docs.len() as u64).sum()))
+    }
+}
+
+/// Walks the collection in id order from the cursor and stops once one match more than the
+/// page holds was seen, so a page costs what it returns plus what the filter skipped.
+fn evaluate_in_id_order(
+    query: &CompiledQuery,
+    docs: &BTreeMap<String, Document>,
+    descending: bool,
+) -> Page {
+    let start = query.after().map(|position| position.id.as_str());
+    let wanted = query.limit().map_or(usize::MAX, |limit| limit + 1);
+    let candidates: Vec<&Document> = match (descending, start) {
+        (false, Some(id)) => walk(docs.range::<str, _>((Bound::Excluded(id), Bound::Unbounded)).map(|e| e.1), query, wanted),
+        (false, None) => walk(docs.values(), query, wanted),
+        (true, Some(id)) => walk(docs.range::<str, _>(..id).rev().map(|e| e.1), query, wanted),
+        (true, None) => walk(docs.values().rev(), query, wanted),
+    };
+    query.evaluate(candidates)
+}
+
+fn walk<'a>(
+    docs: impl Iterator<Item = &'a Document>,
+    query: &CompiledQuery,
+    wanted: usize,
+) -> Vec<&'a Document> {
+    docs.filter(|doc| query.matches(doc)).take(wanted).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    conformance_tests::conformance_suite!(MemoryHarness);
+
+    /// Each store the suite asks for is a new, empty `MemoryStore`.
+    struct MemoryHarness;
+
+    #[async_trait]
+    impl conformance_tests::Harness for MemoryHarness {
+        async fn open(&self, options: StoreOptions) -> std::sync::Arc<dyn Store> {
+            std::sync::Arc::new(MemoryStore::with_options(options))
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Stored documents.
+
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The JSON object a document holds.
+pub type Data = Map<String, Value>;
+
+/// One stored document: its data and the metadata the store keeps for it.
+///
+/// `data` round-trips exactly: integers stay integers (up to `u64::MAX` and down to
+/// `i64::MIN`), floats stay floats, strings come back byte for byte.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// The id, unique within its collection.
+    pub id: String,
+    /// The document body, always a JSON object.
+    pub data: Data,
+    /// When the document was created, in unix nanoseconds (UTC). Never changes.
+    pub created_at: i64,
+    /// When the document was last written, in unix nanoseconds; `>= created_at`, never
+    /// decreasing.
+    pub updated_at: i64,
+    /// The actor passed to the write that created the document.
+    pub created_by: String,
+    /// The actor passed to the last write.
+    pub updated_by: String,
+    /// 1 after the first write, plus exactly 1 for every successful write.
+    pub version: u64,
+}
+
+/// The size of `data` as the store measures it against `max_doc_bytes`: the length of its
+/// compact JSON serialization.
+pub fn data_size(data: &Data) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, data).expect("a JSON map always serializes");
+    counter.0
+}
+
+/// Checks `data` against `limit` ([`Error::TooLarge`] when above it) and returns its size.
+pub fn check_size(data: &Data, limit: usize) -> Result<usize> {
+    let size = data_size(data);
+    if size > limit {
+        return Err(Error::TooLarge { size, limit });
+    }
+    Ok(size)
+}
+
+/// Turns a JSON value into document data; anything but an object is
+/// [`Error::InvalidArgument`].
+///
+/// ```
+/// let data = docstore::object(serde_json::json!({"title": "hello"})).unwrap();
+/// assert_eq!(data["title"], "hello");
+/// assert!(docstore::object(serde_json::json!([1])).is_err());
+/// ```
+pub fn object(value: Value) -> Result<Data> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(Error::invalid(format!(
+            "document data must be a JSON object, not {}",
+            kind_name(&other)
+        ))),
+    }
+}
+
+pub(crate) fn kind_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn size_is_compact_serialization() {
+        let data = object(json!({"a": [1, 2], "b": "é"})).unwrap();
+        assert_eq!(data_size(&data), serde_json::to_string(&data).unwrap().len());
+        assert!(check_size(&data, data_size(&data)).is_ok());
+        assert!(matches!(
+            check_size(&data, data_size(&data) - 1),
+            Err(Error::TooLarge { .. })
+        ));
+    }
+}

@@ -1,0 +1,96 @@
+//! The one error type every backend returns.
+
+/// A boxed error that a backend wraps as the cause of [`Error::Unavailable`] or [`Error::Backend`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything a [`Store`](crate::Store) call can fail with.
+///
+/// Callers match on the variant, never on the message text. Every variant except
+/// [`Error::Unavailable`] and [`Error::Backend`] is returned only when the call changed nothing.
+///
+/// ```
+/// use docstore::Error;
+///
+/// fn should_retry(err: &Error) -> bool {
+///     matches!(err, Error::Unavailable { .. })
+/// }
+/// assert!(!should_retry(&Error::NotFound));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The document does not exist.
+    #[error("document not found")]
+    NotFound,
+
+    /// `create` found a document with the same id.
+    #[error("a document with this id already exists")]
+    AlreadyExists,
+
+    /// A conditional write found another version than the one expected.
+    #[error("version conflict: the document is at version {current}")]
+    Conflict {
+        /// The version the document has now.
+        current: u64,
+    },
+
+    /// A name, field path, query, cursor or other input breaks a rule; the message names it.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The serialized document data is larger than the store's `max_doc_bytes`.
+    #[error("document data is {size} bytes, the limit is {limit}")]
+    TooLarge {
+        /// The size of the serialized `data`, in bytes.
+        size: usize,
+        /// The configured limit, in bytes.
+        limit: usize,
+    },
+
+    /// The site already holds `max_docs_per_site` documents.
+    #[error("the site already holds its quota of {limit} documents")]
+    QuotaExceeded {
+        /// The configured per-site quota.
+        limit: u64,
+    },
+
+    /// A transient failure (throttling, a timeout, I/O): the call may succeed when retried.
+    #[error("backend unavailable: {message}")]
+    Unavailable {
+        /// What failed.
+        message: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// Any other backend failure.
+    #[error("backend error: {message}")]
+    Backend {
+        /// What failed.
+        message: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<BoxError>,
+    },
+}
+
+impl Error {
+    /// An [`Error::InvalidArgument`] with the given message.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidArgument(message.into())
+    }
+
+    /// An [`Error::Unavailable`] wrapping `source`.
+    pub fn unavailable(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Unavailable { message: message.into(), source: Some(source.into()) }
+    }
+
+    /// An [`Error::Backend`] wrapping `source`.
+    pub fn backend(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Backend { message: message.into(), source: Some(source.into()) }
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,60 @@
+//! Settings every backend takes.
+
+use crate::clock::{Clock, SystemClock};
+use std::sync::Arc;
+
+/// The default `max_doc_bytes`: what fits in one DynamoDB item with our attributes.
+pub const DEFAULT_MAX_DOC_BYTES: usize = 390_000;
+
+/// Settings shared by every backend: size limit, optional per-site quota and the clock.
+///
+/// ```
+/// use std::sync::Arc;
+/// use docstore::{ManualClock, StoreOptions};
+///
+/// let options = StoreOptions::default()
+///     .with_max_doc_bytes(10_000)
+///     .with_max_docs_per_site(Some(100))
+///     .with_clock(Arc::new(ManualClock::new(0)));
+/// assert_eq!(options.max_doc_bytes, 10_000);
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct StoreOptions {
+    /// The largest serialized `data` a write accepts, in bytes (default 390 000).
+    pub max_doc_bytes: usize,
+    /// The soft per-site quota on documents (default: none).
+    pub max_docs_per_site: Option<u64>,
+    /// Where timestamps come from (default: the system clock).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            max_doc_bytes: DEFAULT_MAX_DOC_BYTES,
+            max_docs_per_site: None,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Sets `max_doc_bytes`.
+    pub fn with_max_doc_bytes(mut self, max_doc_bytes: usize) -> Self {
+        self.max_doc_bytes = max_doc_bytes;
+        self
+    }
+
+    /// Sets the soft per-site quota (`None`: no quota).
+    pub fn with_max_docs_per_site(mut self, limit: Option<u64>) -> Self {
+        self.max_docs_per_site = limit;
+        self
+    }
+
+    /// Sets the clock.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+}

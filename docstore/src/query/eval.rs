@@ -1,0 +1,258 @@
+//! The reference evaluator: the answer every backend must give.
+
+use super::cursor::{CursorPosition, fingerprint};
+use super::ordering::{comparable, compare_values, values_equal};
+use super::{Cursor, FieldPath, Filter, Query};
+use crate::document::Document;
+use crate::store::Page;
+use crate::{Error, Result};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+/// A filter with its paths parsed; `Ne` is compiled to `Not(Eq)`.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)] // the variants mirror `Filter`'s
+pub enum CompiledFilter {
+    And(Vec<CompiledFilter>),
+    Or(Vec<CompiledFilter>),
+    Not(Box<CompiledFilter>),
+    Eq(FieldPath, Value),
+    Lt(FieldPath, Value),
+    Lte(FieldPath, Value),
+    Gt(FieldPath, Value),
+    Gte(FieldPath, Value),
+    In(FieldPath, Vec<Value>),
+    Exists(FieldPath),
+    Prefix(FieldPath, String),
+    Contains(FieldPath, Value),
+}
+
+impl CompiledFilter {
+    /// Parses every path of `filter`.
+    pub fn new(filter: &Filter) -> Result<Self> {
+        let path = |field: &str| FieldPath::parse(field);
+        let all = |filters: &[Filter]| filters.iter().map(CompiledFilter::new).collect::<Result<Vec<_>>>();
+        Ok(match filter {
+            Filter::And(filters) => CompiledFilter::And(all(filters)?),
+            Filter::Or(filters) => CompiledFilter::Or(all(filters)?),
+            Filter::Not(inner) => CompiledFilter::Not(Box::new(CompiledFilter::new(inner)?)),
+            Filter::Eq(f, v) => CompiledFilter::Eq(path(f)?, v.clone()),
+            Filter::Ne(f, v) => {
+                CompiledFilter::Not(Box::new(CompiledFilter::Eq(path(f)?, v.clone())))
+            }
+            Filter::Lt(f, v) => CompiledFilter::Lt(path(f)?, v.clone()),
+            Filter::Lte(f, v) => CompiledFilter::Lte(path(f)?, v.clone()),
+            Filter::Gt(f, v) => CompiledFilter::Gt(path(f)?, v.clone()),
+            Filter::Gte(f, v) => CompiledFilter::Gte(path(f)?, v.clone()),
+            Filter::In(f, vs) => CompiledFilter::In(path(f)?, vs.clone()),
+            Filter::Exists(f) => CompiledFilter::Exists(path(f)?),
+            Filter::Prefix(f, p) => CompiledFilter::Prefix(path(f)?, p.clone()),
+            Filter::Contains(f, v) => CompiledFilter::Contains(path(f)?, v.clone()),
+        })
+    }
+
+    /// Whether `doc` matches.
+    pub fn matches(&self, doc: &Document) -> bool {
+        let range = |path: &FieldPath, bound: &Value, accept: fn(Ordering) -> bool| {
+            path.resolve(doc).is_some_and(|value| {
+                comparable(&value, bound) && accept(compare_values(Some(&value), Some(bound)))
+            })
+        };
+        match self {
+            CompiledFilter::And(filters) => filters.iter().all(|f| f.matches(doc)),
+            CompiledFilter::Or(filters) => filters.iter().any(|f| f.matches(doc)),
+            CompiledFilter::Not(inner) => !inner.matches(doc),
+            CompiledFilter::Eq(path, expected) => {
+                path.resolve(doc).is_some_and(|value| values_equal(&value, expected))
+            }
+            CompiledFilter::Lt(path, bound) => range(path, bound, Ordering::is_lt),
+            CompiledFilter::Lte(path, bound) => range(path, bound, Ordering::is_le),
+            CompiledFilter::Gt(path, bound) => range(path, bound, Ordering::is_gt),
+            CompiledFilter::Gte(path, bound) => range(path, bound, Ordering::is_ge),
+            CompiledFilter::In(path, candidates) => path
+                .resolve(doc)
+                .is_some_and(|value| candidates.iter().any(|c| values_equal(&value, c))),
+            CompiledFilter::Exists(path) => path.resolve(doc).is_some(),
+            CompiledFilter::Prefix(path, prefix) => path
+                .resolve(doc)
+                .is_some_and(|value| value.as_str().is_some_and(|s| s.starts_with(prefix.as_str()))),
+            CompiledFilter::Contains(path, element) => path.resolve(doc).is_some_and(|value| {
+                value.as_array().is_some_and(|items| items.iter().any(|i| values_equal(i, element)))
+            }),
+        }
+    }
+}
+
+/// A checked query, ready to evaluate.
+#[derive(Clone, Debug)]
+pub struct CompiledQuery {
+    filter: Option<CompiledFilter>,
+    order: Vec<(FieldPath, bool)>,
+    limit: Option<usize>,
+    after: Option<CursorPosition>,
+    fingerprint: String,
+}
+
+/// One document's sort values, borrowed where it can.
+type SortKey<'a> = Vec<Option<Cow<'a, Value>>>;
+
+impl CompiledQuery {
+    /// Checks `query`: every path, `limit` (not 0), and the cursor (decodable, and made by a
+    /// query with the same filter and order).
+    pub fn new(query: &Query) -> Result<Self> {
+        let filter = query.filter.as_ref().map(CompiledFilter::new).transpose()?;
+        let order = query
+            .order
+            .iter()
+            .map(|o| Ok((FieldPath::parse(&o.field)?, o.descending)))
+            .collect::<Result<Vec<_>>>()?;
+        if query.limit == Some(0) {
+            return Err(Error::invalid("limit must be at least 1 (or absent for all)"));
+        }
+        let shape = serde_json::to_vec(&(&query.filter, &query.order))
+            .expect("a query always serializes");
+        let fingerprint = fingerprint(&shape);
+        let after = match &query.cursor {
+            None => None,
+            Some(cursor) => {
+                let position = CursorPosition::decode(cursor)?;
+                if position.fingerprint != fingerprint || position.keys.len() != order.len() {
+                    return Err(Error::invalid(
+                        "cursor belongs to a query with another filter or order",
+                    ));
+                }
+                Some(position)
+            }
+        };
+        Ok(CompiledQuery { filter, order, limit: query.limit, after, fingerprint })
+    }
+
+    /// The compiled filter, if any.
+    pub fn filter(&self) -> Option<&CompiledFilter> {
+        self.filter.as_ref()
+    }
+
+    /// The sort keys as `(path, descending)`, without the implicit `$id` tie-break.
+    pub fn order(&self) -> &[(FieldPath, bool)] {
+        &self.order
+    }
+
+    /// The page size.
+    pub fn limit(&self) -> Option<usize> {
+        self.limit
+    }
+
+    /// The decoded cursor the page starts after, if any.
+    pub fn after(&self) -> Option<&CursorPosition> {
+        self.after.as_ref()
+    }
+
+    /// `Some(descending)` when the result order is the id order (no sort key, or `$id` first),
+    /// so that a backend reading in id order can stop once the page is full.
+    pub fn id_order(&self) -> Option<bool> {
+        match self.order.first() {
+            None => Some(false),
+            Some((FieldPath::Id, descending)) => Some(*descending),
+            Some(_) => None,
+        }
+    }
+
+    /// Whether `doc` passes the filter.
+    pub fn matches(&self, doc: &Document) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.matches(doc))
+    }
+
+    /// The result order of two documents: the sort keys, then `$id` ascending.
+    pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
+        self.compare_keys(&self.sort_key(a), &a.id, &self.sort_key(b), &b.id)
+    }
+
+    /// Whether `doc` comes after the cursor (always true without a cursor).
+    pub fn is_after_cursor(&self, doc: &Document) -> bool {
+        self.after.as_ref().is_none_or(|position| {
+            let cursor_key: SortKey<'_> =
+                position.keys.iter().map(|k| k.as_ref().map(Cow::Borrowed)).collect();
+            self.compare_keys(&self.sort_key(doc), &doc.id, &cursor_key, &position.id)
+                == Ordering::Greater
+        })
+    }
+
+    /// The cursor that continues after `doc`.
+    pub fn cursor_after(&self, doc: &Document) -> Cursor {
+        CursorPosition {
+            fingerprint: self.fingerprint.clone(),
+            keys: self.sort_key(doc).into_iter().map(|k| k.map(Cow::into_owned)).collect(),
+            id: doc.id.clone(),
+        }
+        .encode()
+    }
+
+    /// The page this query gives over `docs` (in any order): filter, skip to the cursor,
+    /// sort, cut at the limit. `next` is set exactly when more matches follow.
+    pub fn evaluate<'a>(&self, docs: impl IntoIterator<Item = &'a Document>) -> Page {
+        let mut selected: Vec<(SortKey<'a>, &'a Document)> = docs
+            .into_iter()
+            .filter(|doc| self.matches(doc) && self.is_after_cursor(doc))
+            .map(|doc| (self.sort_key(doc), doc))
+            .collect();
+        let by_order =
+            |a: &(SortKey<'a>, &Document), b: &(SortKey<'a>, &Document)| {
+                self.compare_keys(&a.0, &a.1.id, &b.0, &b.1.id)
+            };
+        let more = self.limit.is_some_and(|limit| selected.len() > limit);
+        if let (true, Some(limit)) = (more, self.limit) {
+            selected.select_nth_unstable_by(limit, by_order);
+            selected.truncate(limit);
+        }
+        selected.sort_unstable_by(by_order);
+        let documents: Vec<Document> = selected.into_iter().map(|(_, doc)| doc.clone()).collect();
+        let next = if more { documents.last().map(|doc| self.cursor_after(doc)) } else { None };
+        Page { documents, next, exhausted_scan: false }
+    }
+
+    fn sort_key<'a>(&self, doc: &'a Document) -> SortKey<'a> {
+        self.order.iter().map(|(path, _)| path.resolve(doc)).collect()
+    }
+
+    fn compare_keys(&self, a: &SortKey<'_>, a_id: &str, b: &SortKey<'_>, b_id: &str) -> Ordering {
+        for ((x, y), (_, descending)) in a.iter().zip(b).zip(&self.order) {
+            let ordering = compare_values(x.as_deref(), y.as_deref());
+            let ordering = if *descending { ordering.reverse() } else { ordering };
+            if ordering != Ordering::Equal {
+                return ordering;
+            }
+        }
+        a_id.cmp(b_id)
+    }
+}
+
+/// Whether `doc` matches `filter`; a bad path is [`Error::InvalidArgument`].
+pub fn matches(filter: &Filter, doc: &Document) -> Result<bool> {
+    Ok(CompiledFilter::new(filter)?.matches(doc))
+}
+
+/// The reference answer of `query` over `docs`: one page, exactly as every backend must
+/// return it.
+///
+/// ```
+/// use docstore::Document;
+/// use docstore::query::{Filter, Query, evaluate};
+///
+/// let doc = |id: &str, n: i64| Document {
+///     id: id.into(),
+///     data: docstore::object(serde_json::json!({"n": n})).unwrap(),
+///     created_at: 0, updated_at: 0, created_by: String::new(), updated_by: String::new(),
+///     version: 1,
+/// };
+/// let docs = [doc("a", 3), doc("b", 1), doc("c", 2)];
+/// let query = Query::new().filter(Filter::gte("n", 2)).order_by("n").limit(1);
+/// let page = evaluate(&docs, &query).unwrap();
+/// assert_eq!(page.documents[0].id, "c");
+/// let rest = evaluate(&docs, &query.clone().after(page.next)).unwrap();
+/// assert_eq!(rest.documents[0].id, "a");
+/// assert!(rest.next.is_none());
+/// ```
+pub fn evaluate<'a>(docs: impl IntoIterator<Item = &'a Document>, query: &Query) -> Result<Page> {
+    Ok(query.compile()?.evaluate(docs))
+}

@@ -1,0 +1,232 @@
+//! The query model and the reference evaluator.
+//!
+//! A [`Query`] is plain data (serde, so an application can accept it as JSON) with a builder
+//! API. [`Query::compile`] checks it and gives a [`CompiledQuery`], whose answer on a set of
+//! documents is *the* answer: every backend, whatever it pushes down, returns exactly the
+//! documents and order that [`evaluate`] gives.
+//!
+//! ```
+//! use docstore::query::{Filter, Query};
+//!
+//! let query = Query::new()
+//!     .filter(Filter::eq("status", "open").and(Filter::gte("priority", 3)))
+//!     .order_by_desc("$updated_at")
+//!     .limit(20);
+//! let json = serde_json::to_string(&query).unwrap();
+//! assert_eq!(serde_json::from_str::<Query>(&json).unwrap(), query);
+//! ```
+
+mod cursor;
+mod eval;
+mod ordering;
+mod path;
+
+pub use cursor::{Cursor, CursorPosition};
+pub use eval::{CompiledFilter, CompiledQuery, evaluate, matches};
+pub use ordering::{canonical_json, compare_numbers, compare_values, values_equal};
+pub use path::{FieldPath, resolve_in};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A query over one collection: filter, order, page size and where the page starts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Query {
+    /// Which documents match (`None`: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<Filter>,
+    /// Sort keys, most significant first; ties are always broken by `$id` ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub order: Vec<Order>,
+    /// The page size (`None`: all matches on one page; `0` is invalid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// Where to continue: the `next` cursor of the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<Cursor>,
+}
+
+impl Query {
+    /// A query matching every document, in id order, on one page.
+    pub fn new() -> Self {
+        Query::default()
+    }
+
+    /// Sets the filter.
+    pub fn filter(mut self, filter: Filter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Adds an ascending sort key.
+    pub fn order_by(mut self, field: impl Into<String>) -> Self {
+        self.order.push(Order::asc(field));
+        self
+    }
+
+    /// Adds a descending sort key.
+    pub fn order_by_desc(mut self, field: impl Into<String>) -> Self {
+        self.order.push(Order::desc(field));
+        self
+    }
+
+    /// Sets the page size.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Continues after the given cursor (`None`: from the start).
+    pub fn after(mut self, cursor: Option<Cursor>) -> Self {
+        self.cursor = cursor;
+        self
+    }
+
+    /// Checks the query (paths, limit, cursor) and prepares it for evaluation.
+    pub fn compile(&self) -> crate::Result<CompiledQuery> {
+        CompiledQuery::new(self)
+    }
+}
+
+/// A sort key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Order {
+    /// The field path (see [`FieldPath`]).
+    pub field: String,
+    /// Reverse the total order for this key (missing fields then sort last).
+    #[serde(default)]
+    pub descending: bool,
+}
+
+impl Order {
+    /// Ascending on `field`.
+    pub fn asc(field: impl Into<String>) -> Self {
+        Order { field: field.into(), descending: false }
+    }
+
+    /// Descending on `field`.
+    pub fn desc(field: impl Into<String>) -> Self {
+        Order { field: field.into(), descending: true }
+    }
+}
+
+/// A filter over documents. Fields are text paths (see [`FieldPath`]), checked when the query
+/// is compiled.
+///
+/// Serialized externally tagged in snake case, e.g. `{"eq": ["status", "open"]}`,
+/// `{"and": [...]}`, `{"not": {...}}`, `{"exists": "a.b"}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Filter {
+    /// All of the filters match (an empty `And` matches everything).
+    And(Vec<Filter>),
+    /// Any of the filters matches (an empty `Or` matches nothing).
+    Or(Vec<Filter>),
+    /// The filter does not match.
+    Not(Box<Filter>),
+    /// The field is present and equal to the value (numbers by exact value).
+    Eq(String, Value),
+    /// Exactly `Not(Eq(field, value))`: a missing field is "not equal".
+    Ne(String, Value),
+    /// The field is less than the value (both numbers, both strings or both booleans).
+    Lt(String, Value),
+    /// The field is less than or equal to the value (same kinds only).
+    Lte(String, Value),
+    /// The field is greater than the value (same kinds only).
+    Gt(String, Value),
+    /// The field is greater than or equal to the value (same kinds only).
+    Gte(String, Value),
+    /// The field equals one of the values (an empty list matches nothing).
+    In(String, Vec<Value>),
+    /// The field resolves (a stored `null` exists).
+    Exists(String),
+    /// The field is a string starting with the prefix.
+    Prefix(String, String),
+    /// The field is an array with an element equal to the value.
+    Contains(String, Value),
+}
+
+impl Filter {
+    /// `field == value`.
+    pub fn eq(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Filter::Eq(field.into(), value.into())
+    }
+    /// `field != value` (also true when the field is missing).
+    pub fn ne(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Filter::Ne(field.into(), value.into())
+    }
+    /// `field < value`.
+    pub fn lt(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Filter::Lt(field.into(), value.into())
+    }
+    /// `field <= value`.
+    pub fn lte(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Filter::Lte(field.into(), value.into())
+    }
+    /// `field > value`.
+    pub fn gt(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Filter::Gt(field.into(), value.into())
+    }
+    /// `field >= value`.
+    pub fn gte(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Filter::Gte(field.into(), value.into())
+    }
+    /// `field` equals one of `values`.
+    pub fn is_in<V: Into<Value>>(
+        field: impl Into<String>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        Filter::In(field.into(), values.into_iter().map(Into::into).collect())
+    }
+    /// `field` resolves.
+    pub fn exists(field: impl Into<String>) -> Self {
+        Filter::Exists(field.into())
+    }
+    /// `field` is a string starting with `prefix`.
+    pub fn prefix(field: impl Into<String>, prefix: impl Into<String>) -> Self {
+        Filter::Prefix(field.into(), prefix.into())
+    }
+    /// `field` is an array holding `value`.
+    pub fn contains(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Filter::Contains(field.into(), value.into())
+    }
+    /// All of `filters`.
+    pub fn all(filters: impl IntoIterator<Item = Filter>) -> Self {
+        Filter::And(filters.into_iter().collect())
+    }
+    /// Any of `filters`.
+    pub fn any(filters: impl IntoIterator<Item = Filter>) -> Self {
+        Filter::Or(filters.into_iter().collect())
+    }
+    /// `self` and `other` (extends `self` when it already is an `And`).
+    pub fn and(self, other: Filter) -> Self {
+        match self {
+            Filter::And(mut filters) => {
+                filters.push(other);
+                Filter::And(filters)
+            }
+            first => Filter::And(vec![first, other]),
+        }
+    }
+    /// `self` or `other` (extends `self` when it already is an `Or`).
+    pub fn or(self, other: Filter) -> Self {
+        match self {
+            Filter::Or(mut filters) => {
+                filters.push(other);
+                Filter::Or(filters)
+            }
+            first => Filter::Or(vec![first, other]),
+        }
+    }
+}
+
+impl std::ops::Not for Filter {
+    type Output = Filter;
+
+    /// `!filter` is `Filter::Not(filter)`.
+    fn not(self) -> Filter {
+        Filter::Not(Box::new(self))
+    }
+}

@@ -1,0 +1,71 @@
+//! The `Store` trait every backend implements.
+
+use crate::document::{Data, Document};
+use crate::key::Key;
+use crate::query::{Cursor, Query};
+use crate::Result;
+use async_trait::async_trait;
+
+/// One page of a query's answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Page {
+    /// The matching documents of this page, in the query's order.
+    pub documents: Vec<Document>,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<Cursor>,
+    /// True when the backend stopped reading before it had seen the whole collection (the
+    /// DynamoDB backend's `max_scan` bound), so the answer may be missing documents.
+    pub exhausted_scan: bool,
+}
+
+/// A document store: the one API every backend implements.
+///
+/// The trait is object safe; applications hold an `Arc<dyn Store>` and choose the backend by
+/// configuration. The contract (semantics, errors, query rules) is `DESIGN.md`, and the
+/// `conformance-tests` crate checks it for every backend.
+///
+/// Every failed write leaves the store exactly as it was.
+#[async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// Creates a document at version 1; [`Error::AlreadyExists`](crate::Error::AlreadyExists)
+    /// if the id is taken.
+    async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document>;
+
+    /// Reads a document.
+    async fn get(&self, key: &Key) -> Result<Option<Document>>;
+
+    /// Creates or replaces a document; a replaced document keeps its `created_*` fields and
+    /// its version grows by one.
+    async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document>;
+
+    /// Applies an RFC 7386 merge patch, retrying internally when a concurrent write got in
+    /// between; [`Error::NotFound`](crate::Error::NotFound) if the document does not exist,
+    /// [`Error::Conflict`](crate::Error::Conflict) only after bounded retries under heavy
+    /// contention.
+    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document>;
+
+    /// Applies a merge patch if the document is still at `expected_version`;
+    /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise.
+    async fn update_if(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document>;
+
+    /// Deletes a document; `true` when there was one.
+    async fn delete(&self, key: &Key) -> Result<bool>;
+
+    /// Deletes a document if it is still at `expected_version`.
+    async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()>;
+
+    /// Runs a query over one collection.
+    async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page>;
+
+    /// The collections of a site holding at least one document, by name, with their counts.
+    async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>>;
+
+    /// The number of documents in a site.
+    async fn count(&self, site: &str) -> Result<u64>;
+}
