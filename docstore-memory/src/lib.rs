@@ -51,7 +51,10 @@ impl MemoryStore {
 
     /// An empty store with the given options.
     pub fn with_options(options: StoreOptions) -> Self {
-        MemoryStore { sites: RwLock::default(), options }
+        MemoryStore {
+            sites: RwLock::default(),
+            options,
+        }
     }
 
     fn check_quota(&self, site: Option<&Site>) -> Result<()> {
@@ -101,7 +104,9 @@ impl MemoryStore {
             .ok_or(Error::NotFound)?;
         if let Some(expected) = expected_version.filter(|v| *v != current.version) {
             let _ = expected;
-            return Err(Error::Conflict { current: current.version });
+            return Err(Error::Conflict {
+                current: current.version,
+            });
         }
         let mut data = current.data.clone();
         docstore::merge_patch(&mut data, patch);
@@ -111,13 +116,21 @@ impl MemoryStore {
 
     fn remove(&self, key: &Key, expected_version: Option<u64>) -> Result<bool> {
         let mut sites = self.sites.write();
-        let Some(site) = sites.get_mut(key.site()) else { return Ok(false) };
-        let Some(collection) = site.get_mut(key.collection()) else { return Ok(false) };
-        let Some(current) = collection.get(key.id()) else { return Ok(false) };
+        let Some(site) = sites.get_mut(key.site()) else {
+            return Ok(false);
+        };
+        let Some(collection) = site.get_mut(key.collection()) else {
+            return Ok(false);
+        };
+        let Some(current) = collection.get(key.id()) else {
+            return Ok(false);
+        };
         if let Some(expected) = expected_version
             && expected != current.version
         {
-            return Err(Error::Conflict { current: current.version });
+            return Err(Error::Conflict {
+                current: current.version,
+            });
         }
         collection.remove(key.id());
         if collection.is_empty() {
@@ -133,7 +146,10 @@ impl Store for MemoryStore {
         check_size(&data, self.options.max_doc_bytes)?;
         let mut sites = self.sites.write();
         let site = sites.get(key.site());
-        if site.and_then(|s| s.get(key.collection())).is_some_and(|c| c.contains_key(key.id())) {
+        if site
+            .and_then(|s| s.get(key.collection()))
+            .is_some_and(|c| c.contains_key(key.id()))
+        {
             return Err(Error::AlreadyExists);
         }
         self.check_quota(site)?;
@@ -220,14 +236,19 @@ impl Store for MemoryStore {
         validate_site(site)?;
         let sites = self.sites.read();
         Ok(sites.get(site).map_or_else(Vec::new, |collections| {
-            collections.iter().map(|(name, docs)| (name.clone(), docs.len() as u64)).collect()
+            collections
+                .iter()
+                .map(|(name, docs)| (name.clone(), docs.len() as u64))
+                .collect()
         }))
     }
 
     async fn count(&self, site: &str) -> Result<u64> {
         validate_site(site)?;
         let sites = self.sites.read();
-        Ok(sites.get(site).map_or(0, |s| s.values().map(|docs| docs.len() as u64).sum()))
+        Ok(sites
+            .get(site)
+            .map_or(0, |s| s.values().map(|docs| docs.len() as u64).sum()))
     }
 }
 
@@ -241,9 +262,20 @@ fn evaluate_in_id_order(
     let start = query.after().map(|position| position.id.as_str());
     let wanted = query.limit().map_or(usize::MAX, |limit| limit + 1);
     let candidates: Vec<&Document> = match (descending, start) {
-        (false, Some(id)) => walk(docs.range::<str, _>((Bound::Excluded(id), Bound::Unbounded)).map(|e| e.1), query, wanted),
+        (false, Some(id)) => walk(
+            docs.range::<str, _>((Bound::Excluded(id), Bound::Unbounded))
+                .map(|e| e.1),
+            query,
+            wanted,
+        ),
         (false, None) => walk(docs.values(), query, wanted),
-        (true, Some(id)) => walk(docs.range::<str, _>(..id).rev().map(|e| e.1), query, wanted),
+        (true, Some(id)) => walk(
+            docs.range::<str, _>((Bound::Unbounded, Bound::Excluded(id)))
+                .rev()
+                .map(|e| e.1),
+            query,
+            wanted,
+        ),
         (true, None) => walk(docs.values().rev(), query, wanted),
     };
     query.evaluate(candidates)

@@ -94,7 +94,10 @@ mod tests {
     #[test]
     fn size_is_compact_serialization() {
         let data = object(json!({"a": [1, 2], "b": "é"})).unwrap();
-        assert_eq!(data_size(&data), serde_json::to_string(&data).unwrap().len());
+        assert_eq!(
+            data_size(&data),
+            serde_json::to_string(&data).unwrap().len()
+        );
         assert!(check_size(&data, data_size(&data)).is_ok());
         assert!(matches!(
             check_size(&data, data_size(&data) - 1),

@@ -83,12 +83,18 @@ impl Error {
 
     /// An [`Error::Unavailable`] wrapping `source`.
     pub fn unavailable(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Error::Unavailable { message: message.into(), source: Some(source.into()) }
+        Error::Unavailable {
+            message: message.into(),
+            source: Some(source.into()),
+        }
     }
 
     /// An [`Error::Backend`] wrapping `source`.
     pub fn backend(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Error::Backend { message: message.into(), source: Some(source.into()) }
+        Error::Backend {
+            message: message.into(),
+            source: Some(source.into()),
+        }
     }
 }
 

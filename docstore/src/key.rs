@@ -42,7 +42,11 @@ impl Key {
         validate_site(&site)?;
         validate_collection(&collection)?;
         validate_id(&id)?;
-        Ok(Key { site, collection, id })
+        Ok(Key {
+            site,
+            collection,
+            id,
+        })
     }
 
     /// The site (tenant) the document belongs to.
@@ -101,7 +105,10 @@ fn validate_name(field: &str, name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid(format!("{field} must not be empty")));
     }
-    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
         return Err(Error::invalid(format!(
             "{field} may only contain A-Z, a-z, 0-9, '_' and '-' (found {c:?})"
         )));
@@ -162,9 +169,13 @@ mod tests {
 
     #[test]
     fn messages_name_the_field() {
-        let Err(Error::InvalidArgument(m)) = Key::new("a", "b!", "c") else { panic!() };
+        let Err(Error::InvalidArgument(m)) = Key::new("a", "b!", "c") else {
+            panic!()
+        };
         assert!(m.contains("collection"), "{m}");
-        let Err(Error::InvalidArgument(m)) = Key::new("a", "b", "") else { panic!() };
+        let Err(Error::InvalidArgument(m)) = Key::new("a", "b", "") else {
+            panic!()
+        };
         assert!(m.contains("id"), "{m}");
     }
 }

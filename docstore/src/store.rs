@@ -1,9 +1,9 @@
 //! The `Store` trait every backend implements.
 
+use crate::Result;
 use crate::document::{Data, Document};
 use crate::key::Key;
 use crate::query::{Cursor, Query};
-use crate::Result;
 use async_trait::async_trait;
 
 /// One page of a query's answer.

@@ -69,7 +69,9 @@ impl CursorPosition {
     /// Decodes cursor text; anything that is not a cursor is [`Error::InvalidArgument`].
     pub fn decode(cursor: &Cursor) -> Result<Self> {
         let bad = || Error::invalid("cursor is not a cursor of this store");
-        let bytes = URL_SAFE_NO_PAD.decode(cursor.0.as_bytes()).map_err(|_| bad())?;
+        let bytes = URL_SAFE_NO_PAD
+            .decode(cursor.0.as_bytes())
+            .map_err(|_| bad())?;
         serde_json::from_slice(&bytes).map_err(|_| bad())
     }
 }
@@ -79,7 +81,9 @@ impl CursorPosition {
 pub(crate) fn fingerprint(bytes: &[u8]) -> String {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let hash = bytes.iter().fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME));
+    let hash = bytes
+        .iter()
+        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME));
     format!("{hash:016x}")
 }
 
@@ -92,10 +96,18 @@ mod tests {
     fn round_trips_exact_values() {
         let position = CursorPosition {
             fingerprint: fingerprint(b"q"),
-            keys: vec![None, Some(json!(u64::MAX)), Some(json!(5e-324)), Some(json!({"a": "é"}))],
+            keys: vec![
+                None,
+                Some(json!(u64::MAX)),
+                Some(json!(5e-324)),
+                Some(json!({"a": "é"})),
+            ],
             id: "a\"b".into(),
         };
-        assert_eq!(CursorPosition::decode(&position.encode()).unwrap(), position);
+        assert_eq!(
+            CursorPosition::decode(&position.encode()).unwrap(),
+            position
+        );
     }
 
     #[test]

@@ -32,7 +32,12 @@ impl CompiledFilter {
     /// Parses every path of `filter`.
     pub fn new(filter: &Filter) -> Result<Self> {
         let path = |field: &str| FieldPath::parse(field);
-        let all = |filters: &[Filter]| filters.iter().map(CompiledFilter::new).collect::<Result<Vec<_>>>();
+        let all = |filters: &[Filter]| {
+            filters
+                .iter()
+                .map(CompiledFilter::new)
+                .collect::<Result<Vec<_>>>()
+        };
         Ok(match filter {
             Filter::And(filters) => CompiledFilter::And(all(filters)?),
             Filter::Or(filters) => CompiledFilter::Or(all(filters)?),
@@ -63,9 +68,9 @@ impl CompiledFilter {
             CompiledFilter::And(filters) => filters.iter().all(|f| f.matches(doc)),
             CompiledFilter::Or(filters) => filters.iter().any(|f| f.matches(doc)),
             CompiledFilter::Not(inner) => !inner.matches(doc),
-            CompiledFilter::Eq(path, expected) => {
-                path.resolve(doc).is_some_and(|value| values_equal(&value, expected))
-            }
+            CompiledFilter::Eq(path, expected) => path
+                .resolve(doc)
+                .is_some_and(|value| values_equal(&value, expected)),
             CompiledFilter::Lt(path, bound) => range(path, bound, Ordering::is_lt),
             CompiledFilter::Lte(path, bound) => range(path, bound, Ordering::is_le),
             CompiledFilter::Gt(path, bound) => range(path, bound, Ordering::is_gt),
@@ -74,11 +79,15 @@ impl CompiledFilter {
                 .resolve(doc)
                 .is_some_and(|value| candidates.iter().any(|c| values_equal(&value, c))),
             CompiledFilter::Exists(path) => path.resolve(doc).is_some(),
-            CompiledFilter::Prefix(path, prefix) => path
-                .resolve(doc)
-                .is_some_and(|value| value.as_str().is_some_and(|s| s.starts_with(prefix.as_str()))),
+            CompiledFilter::Prefix(path, prefix) => path.resolve(doc).is_some_and(|value| {
+                value
+                    .as_str()
+                    .is_some_and(|s| s.starts_with(prefix.as_str()))
+            }),
             CompiledFilter::Contains(path, element) => path.resolve(doc).is_some_and(|value| {
-                value.as_array().is_some_and(|items| items.iter().any(|i| values_equal(i, element)))
+                value
+                    .as_array()
+                    .is_some_and(|items| items.iter().any(|i| values_equal(i, element)))
             }),
         }
     }
@@ -108,10 +117,12 @@ impl CompiledQuery {
             .map(|o| Ok((FieldPath::parse(&o.field)?, o.descending)))
             .collect::<Result<Vec<_>>>()?;
         if query.limit == Some(0) {
-            return Err(Error::invalid("limit must be at least 1 (or absent for all)"));
+            return Err(Error::invalid(
+                "limit must be at least 1 (or absent for all)",
+            ));
         }
-        let shape = serde_json::to_vec(&(&query.filter, &query.order))
-            .expect("a query always serializes");
+        let shape =
+            serde_json::to_vec(&(&query.filter, &query.order)).expect("a query always serializes");
         let fingerprint = fingerprint(&shape);
         let after = match &query.cursor {
             None => None,
@@ -125,7 +136,13 @@ impl CompiledQuery {
                 Some(position)
             }
         };
-        Ok(CompiledQuery { filter, order, limit: query.limit, after, fingerprint })
+        Ok(CompiledQuery {
+            filter,
+            order,
+            limit: query.limit,
+            after,
+            fingerprint,
+        })
     }
 
     /// The compiled filter, if any.
@@ -171,8 +188,11 @@ impl CompiledQuery {
     /// Whether `doc` comes after the cursor (always true without a cursor).
     pub fn is_after_cursor(&self, doc: &Document) -> bool {
         self.after.as_ref().is_none_or(|position| {
-            let cursor_key: SortKey<'_> =
-                position.keys.iter().map(|k| k.as_ref().map(Cow::Borrowed)).collect();
+            let cursor_key: SortKey<'_> = position
+                .keys
+                .iter()
+                .map(|k| k.as_ref().map(Cow::Borrowed))
+                .collect();
             self.compare_keys(&self.sort_key(doc), &doc.id, &cursor_key, &position.id)
                 == Ordering::Greater
         })
@@ -182,7 +202,11 @@ impl CompiledQuery {
     pub fn cursor_after(&self, doc: &Document) -> Cursor {
         CursorPosition {
             fingerprint: self.fingerprint.clone(),
-            keys: self.sort_key(doc).into_iter().map(|k| k.map(Cow::into_owned)).collect(),
+            keys: self
+                .sort_key(doc)
+                .into_iter()
+                .map(|k| k.map(Cow::into_owned))
+                .collect(),
             id: doc.id.clone(),
         }
         .encode()
@@ -196,10 +220,9 @@ impl CompiledQuery {
             .filter(|doc| self.matches(doc) && self.is_after_cursor(doc))
             .map(|doc| (self.sort_key(doc), doc))
             .collect();
-        let by_order =
-            |a: &(SortKey<'a>, &Document), b: &(SortKey<'a>, &Document)| {
-                self.compare_keys(&a.0, &a.1.id, &b.0, &b.1.id)
-            };
+        let by_order = |a: &(SortKey<'a>, &Document), b: &(SortKey<'a>, &Document)| {
+            self.compare_keys(&a.0, &a.1.id, &b.0, &b.1.id)
+        };
         let more = self.limit.is_some_and(|limit| selected.len() > limit);
         if let (true, Some(limit)) = (more, self.limit) {
             selected.select_nth_unstable_by(limit, by_order);
@@ -207,18 +230,33 @@ impl CompiledQuery {
         }
         selected.sort_unstable_by(by_order);
         let documents: Vec<Document> = selected.into_iter().map(|(_, doc)| doc.clone()).collect();
-        let next = if more { documents.last().map(|doc| self.cursor_after(doc)) } else { None };
-        Page { documents, next, exhausted_scan: false }
+        let next = if more {
+            documents.last().map(|doc| self.cursor_after(doc))
+        } else {
+            None
+        };
+        Page {
+            documents,
+            next,
+            exhausted_scan: false,
+        }
     }
 
     fn sort_key<'a>(&self, doc: &'a Document) -> SortKey<'a> {
-        self.order.iter().map(|(path, _)| path.resolve(doc)).collect()
+        self.order
+            .iter()
+            .map(|(path, _)| path.resolve(doc))
+            .collect()
     }
 
     fn compare_keys(&self, a: &SortKey<'_>, a_id: &str, b: &SortKey<'_>, b_id: &str) -> Ordering {
         for ((x, y), (_, descending)) in a.iter().zip(b).zip(&self.order) {
             let ordering = compare_values(x.as_deref(), y.as_deref());
-            let ordering = if *descending { ordering.reverse() } else { ordering };
+            let ordering = if *descending {
+                ordering.reverse()
+            } else {
+                ordering
+            };
             if ordering != Ordering::Equal {
                 return ordering;
             }

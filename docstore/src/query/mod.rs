@@ -103,12 +103,18 @@ pub struct Order {
 impl Order {
     /// Ascending on `field`.
     pub fn asc(field: impl Into<String>) -> Self {
-        Order { field: field.into(), descending: false }
+        Order {
+            field: field.into(),
+            descending: false,
+        }
     }
 
     /// Descending on `field`.
     pub fn desc(field: impl Into<String>) -> Self {
-        Order { field: field.into(), descending: true }
+        Order {
+            field: field.into(),
+            descending: true,
+        }
     }
 }
 

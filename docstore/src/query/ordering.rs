@@ -21,7 +21,8 @@ pub fn values_equal(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| values_equal(v, w)))
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| values_equal(v, w)))
         }
         _ => a == b,
     }
@@ -67,7 +68,9 @@ fn compare_int_float(int: i128, float: f64) -> Ordering {
     }
     // `truncated` is integral and within i128, so the conversion is exact.
     match int.cmp(&(truncated as i128)) {
-        Ordering::Equal => 0.0_f64.partial_cmp(&(float - truncated)).unwrap_or(Ordering::Equal),
+        Ordering::Equal => 0.0_f64
+            .partial_cmp(&(float - truncated))
+            .unwrap_or(Ordering::Equal),
         unequal => unequal,
     }
 }
@@ -188,9 +191,24 @@ mod tests {
         assert_eq!(cmp(json!(u64::MAX), json!(u64::MAX - 1)), Ordering::Greater);
         assert_eq!(cmp(json!(i64::MIN), json!(u64::MAX)), Ordering::Less);
         // 2^53 + 1 is not representable as f64; it is above the float 2^53.
-        assert_eq!(cmp(json!(9_007_199_254_740_993u64), json!(9_007_199_254_740_992.0)), Ordering::Greater);
-        assert_eq!(cmp(json!(9_007_199_254_740_992u64), json!(9_007_199_254_740_992.0)), Ordering::Equal);
-        assert_eq!(cmp(json!(u64::MAX), json!(1.8446744073709552e19)), Ordering::Less);
+        assert_eq!(
+            cmp(
+                json!(9_007_199_254_740_993u64),
+                json!(9_007_199_254_740_992.0)
+            ),
+            Ordering::Greater
+        );
+        assert_eq!(
+            cmp(
+                json!(9_007_199_254_740_992u64),
+                json!(9_007_199_254_740_992.0)
+            ),
+            Ordering::Equal
+        );
+        assert_eq!(
+            cmp(json!(u64::MAX), json!(1.8446744073709552e19)),
+            Ordering::Less
+        );
         assert_eq!(cmp(json!(-3), json!(-2.5)), Ordering::Less);
         assert_eq!(cmp(json!(-2), json!(-2.5)), Ordering::Greater);
         assert_eq!(cmp(json!(2), json!(2.5)), Ordering::Less);
@@ -198,7 +216,10 @@ mod tests {
         assert_eq!(cmp(json!(0), json!(-0.0)), Ordering::Equal);
         assert_eq!(cmp(json!(0), json!(5e-324)), Ordering::Less);
         assert_eq!(cmp(json!(i64::MIN), json!(-1e300)), Ordering::Greater);
-        assert_eq!(cmp(json!(u64::MAX), json!(1.7976931348623157e308)), Ordering::Less);
+        assert_eq!(
+            cmp(json!(u64::MAX), json!(1.7976931348623157e308)),
+            Ordering::Less
+        );
         assert_eq!(cmp(json!(1.5), json!(2.5)), Ordering::Less);
     }
 
@@ -225,8 +246,16 @@ mod tests {
         ];
         assert_eq!(compare_values(None, Some(&ascending[0])), Ordering::Less);
         for pair in ascending.windows(2) {
-            assert_eq!(cmp(pair[0].clone(), pair[1].clone()), Ordering::Less, "{pair:?}");
-            assert_eq!(cmp(pair[1].clone(), pair[0].clone()), Ordering::Greater, "{pair:?}");
+            assert_eq!(
+                cmp(pair[0].clone(), pair[1].clone()),
+                Ordering::Less,
+                "{pair:?}"
+            );
+            assert_eq!(
+                cmp(pair[1].clone(), pair[0].clone()),
+                Ordering::Greater,
+                "{pair:?}"
+            );
         }
     }
 
@@ -240,7 +269,10 @@ mod tests {
 
     #[test]
     fn equality_is_by_value() {
-        assert!(values_equal(&json!({"a": [1, 2.0]}), &json!({"a": [1.0, 2]})));
+        assert!(values_equal(
+            &json!({"a": [1, 2.0]}),
+            &json!({"a": [1.0, 2]})
+        ));
         assert!(!values_equal(&json!({"a": 1}), &json!({"a": 1, "b": null})));
         assert!(!values_equal(&json!(null), &json!(false)));
         assert!(!values_equal(&json!(0), &json!(false)));
@@ -249,6 +281,9 @@ mod tests {
 
     #[test]
     fn canonical_sorts_keys() {
-        assert_eq!(canonical_json(&json!({"b": 1, "a": [true, {"d": 1.5, "c": "x"}]})), r#"{"a":[true,{"c":"x","d":1.5}],"b":1}"#);
+        assert_eq!(
+            canonical_json(&json!({"b": 1, "a": [true, {"d": 1.5, "c": "x"}]})),
+            r#"{"a":[true,{"c":"x","d":1.5}],"b":1}"#
+        );
     }
 }

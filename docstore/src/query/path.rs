@@ -138,7 +138,10 @@ impl fmt::Display for FieldPath {
     /// The text form, escaped so that it parses back to the same path.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let FieldPath::Data(segments) = self else {
-            let name = SYSTEM_FIELDS.iter().find(|(_, field)| field == self).map(|(n, _)| *n);
+            let name = SYSTEM_FIELDS
+                .iter()
+                .find(|(_, field)| field == self)
+                .map(|(n, _)| *n);
             return f.write_str(name.unwrap_or_default());
         };
         for (i, segment) in segments.iter().enumerate() {
@@ -181,7 +184,9 @@ mod tests {
 
     #[test]
     fn rejects_bad_paths() {
-        for bad in ["", ".", "a.", ".a", "a..b", "\\", "a\\", r"a\n", r"\x", "$", "$ID", "$id.x", "$foo"] {
+        for bad in [
+            "", ".", "a.", ".a", "a..b", "\\", "a\\", r"a\n", r"\x", "$", "$ID", "$id.x", "$foo",
+        ] {
             assert!(
                 matches!(FieldPath::parse(bad), Err(Error::InvalidArgument(_))),
                 "{bad:?} should be invalid"
@@ -209,7 +214,12 @@ mod tests {
             updated_by: "u".into(),
             version: 3,
         };
-        let get = |p: &str| FieldPath::parse(p).unwrap().resolve(&doc).map(Cow::into_owned);
+        let get = |p: &str| {
+            FieldPath::parse(p)
+                .unwrap()
+                .resolve(&doc)
+                .map(Cow::into_owned)
+        };
         assert_eq!(get("a.b"), Some(serde_json::json!(1)));
         assert_eq!(get("n"), Some(Value::Null));
         assert_eq!(get("arr.0"), None);

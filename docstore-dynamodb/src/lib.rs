@@ -1,0 +1,1 @@
+//! The dynamodb backend of docstore (work in progress).

@@ -1,0 +1,1 @@
+//! The sqlite backend of docstore (work in progress).
