@@ -77,10 +77,95 @@ impl Capabilities {
 macro_rules! conformance_suite {
     ($harness:expr) => {
         $crate::__stamp_cases! { $harness;
+            concurrency: [
+                concurrent_updates_lose_nothing,
+                racing_update_if_has_one_winner,
+                racing_create_has_one_winner,
+                counters_exact_under_concurrency,
+                concurrent_puts_create_once,
+            ],
+            conditional: [
+                update_if_current_version_applies,
+                update_if_stale_version_is_conflict,
+                update_if_missing_is_not_found,
+                delete_if_current_version_deletes,
+                delete_if_stale_version_is_conflict,
+                delete_if_missing_is_not_found,
+            ],
+            counters: [
+                counters_follow_every_write,
+                failed_writes_do_not_move_counters,
+                collections_are_listed_by_name,
+            ],
+            crud: [
+                create_then_get_returns_same_document,
+                create_existing_is_already_exists_and_changes_nothing,
+                get_missing_is_none,
+                put_creates_then_replaces,
+                delete_reports_whether_it_deleted,
+                recreate_after_delete_starts_over,
+                update_merges_or_is_not_found,
+            ],
+            fidelity: [
+                values_round_trip_exactly,
+                number_kinds_are_kept,
+            ],
+            filters: [
+                eq_compares_by_value,
+                eq_null_matches_only_stored_null,
+                ne_includes_missing_fields,
+                ranges_on_numbers,
+                ranges_on_strings_and_booleans,
+                ranges_never_cross_kinds,
+                in_matches_any_value,
+                exists_includes_null,
+                prefix_matches_strings_only,
+                contains_matches_array_elements,
+                boolean_combinations,
+                nested_and_escaped_paths,
+                system_fields_filter,
+                invalid_queries_are_invalid_argument,
+            ],
+            isolation: [
+                sites_are_isolated,
+                collections_are_isolated,
+            ],
+            limits: [
+                max_doc_bytes_at_and_above_the_limit,
+                default_max_doc_bytes_is_390000,
+                quota_refuses_creates_in_a_full_site,
+            ],
+            metadata: [
+                version_grows_by_one_per_write,
+                timestamps_come_from_the_clock,
+                clock_stepping_back_never_moves_updated_at_back,
+                actors_are_recorded,
+            ],
             names: [
                 key_rules_hold_at_every_boundary,
                 store_calls_reject_invalid_names,
                 edge_names_round_trip,
+            ],
+            pagination: [
+                page_walks_equal_the_unpaged_result,
+                last_page_has_no_next,
+                walk_is_exact_under_inserts_and_deletes,
+                garbage_cursor_is_invalid,
+                foreign_cursor_is_invalid,
+            ],
+            patch: [
+                rfc7386_appendix_examples,
+                patch_removals_and_nesting,
+            ],
+            properties: [
+                random_operations_match_the_model,
+                random_queries_match_the_reference_evaluator,
+            ],
+            sorting: [
+                mixed_kinds_sort_in_the_total_order,
+                several_sort_keys,
+                default_order_is_by_id,
+                sort_by_system_fields,
             ],
         }
     };

@@ -1,0 +1,411 @@
+//! Property tests: random operation sequences against a pure model, and random documents x
+//! random queries against the reference evaluator.
+
+use crate::Harness;
+use crate::support::{Ctx, property_cases};
+use docstore::query::evaluate;
+use docstore::{Data, Document, Error, Key, ManualClock, Query, StoreOptions};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest_state_machine::ReferenceStateMachine;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+const COLLECTIONS: [&str; 2] = ["a", "b"];
+const IDS: [&str; 3] = ["1", "2", "3"];
+const ACTORS: [&str; 3] = ["", "ann", "bob"];
+/// Small enough that random data sometimes exceeds it.
+const MAX_DOC_BYTES: usize = 120;
+const QUOTA: u64 = 5;
+const START: i64 = 1_700_000_000_000_000_000;
+
+/// One step of a random run.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// `create`.
+    Create(&'static str, &'static str, Data, &'static str),
+    /// `put`.
+    Put(&'static str, &'static str, Data, &'static str),
+    /// `update`.
+    Update(&'static str, &'static str, Data, &'static str),
+    /// `update_if`.
+    UpdateIf(&'static str, &'static str, Data, u64, &'static str),
+    /// `delete`.
+    Delete(&'static str, &'static str),
+    /// `delete_if`.
+    DeleteIf(&'static str, &'static str, u64),
+    /// `get`.
+    Get(&'static str, &'static str),
+    /// `query` (one page).
+    Query(&'static str, Query),
+    /// `collections` and `count`.
+    Counters,
+    /// Move the clock (backwards too).
+    Clock(i64),
+}
+
+/// What a step gave, comparable between the model and the store.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Doc(Document),
+    Maybe(Option<Document>),
+    Deleted(bool),
+    Done,
+    Page(Vec<Document>, bool),
+    Counters(Vec<(String, u64)>, u64),
+    Failed(String),
+}
+
+fn failure(err: Error) -> Outcome {
+    match err {
+        Error::NotFound => Outcome::Failed("NotFound".into()),
+        Error::AlreadyExists => Outcome::Failed("AlreadyExists".into()),
+        Error::Conflict { current } => Outcome::Failed(format!("Conflict {current}")),
+        Error::TooLarge { size, limit } => Outcome::Failed(format!("TooLarge {size} {limit}")),
+        Error::QuotaExceeded { limit } => Outcome::Failed(format!("QuotaExceeded {limit}")),
+        other => panic!("the store failed: {other}"),
+    }
+}
+
+/// The pure model: documents by (collection, id), and the clock.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    docs: BTreeMap<(&'static str, &'static str), Document>,
+    now: i64,
+}
+
+impl Model {
+    fn count(&self) -> u64 {
+        self.docs.len() as u64
+    }
+
+    fn fresh(&self, id: &str, data: Data, actor: &str) -> Document {
+        Document {
+            id: id.to_owned(),
+            data,
+            created_at: self.now,
+            updated_at: self.now,
+            created_by: actor.to_owned(),
+            updated_by: actor.to_owned(),
+            version: 1,
+        }
+    }
+
+    fn rewrite(&mut self, key: (&'static str, &'static str), data: Data, actor: &str) -> Document {
+        let now = self.now;
+        let doc = self
+            .docs
+            .get_mut(&key)
+            .expect("rewrite of a present document");
+        doc.data = data;
+        doc.updated_at = doc.updated_at.max(now);
+        doc.updated_by = actor.to_owned();
+        doc.version += 1;
+        doc.clone()
+    }
+
+    fn too_large(data: &Data) -> Option<Outcome> {
+        docstore::document::check_size(data, MAX_DOC_BYTES)
+            .err()
+            .map(failure)
+    }
+
+    /// Applies `op` and says what the store must answer. Error precedence: size, then
+    /// existence/version, then quota.
+    fn step(&mut self, op: &Op) -> Outcome {
+        match op {
+            Op::Create(c, id, data, actor) => {
+                if let Some(err) = Self::too_large(data) {
+                    return err;
+                }
+                if self.docs.contains_key(&(*c, *id)) {
+                    return failure(Error::AlreadyExists);
+                }
+                if self.count() >= QUOTA {
+                    return failure(Error::QuotaExceeded { limit: QUOTA });
+                }
+                let doc = self.fresh(id, data.clone(), actor);
+                self.docs.insert((c, id), doc.clone());
+                Outcome::Doc(doc)
+            }
+            Op::Put(c, id, data, actor) => {
+                if let Some(err) = Self::too_large(data) {
+                    return err;
+                }
+                if self.docs.contains_key(&(*c, *id)) {
+                    return Outcome::Doc(self.rewrite((c, id), data.clone(), actor));
+                }
+                if self.count() >= QUOTA {
+                    return failure(Error::QuotaExceeded { limit: QUOTA });
+                }
+                let doc = self.fresh(id, data.clone(), actor);
+                self.docs.insert((c, id), doc.clone());
+                Outcome::Doc(doc)
+            }
+            Op::Update(c, id, patch, actor) => self.patch((c, id), patch, None, actor),
+            Op::UpdateIf(c, id, patch, v, actor) => self.patch((c, id), patch, Some(*v), actor),
+            Op::Delete(c, id) => Outcome::Deleted(self.docs.remove(&(*c, *id)).is_some()),
+            Op::DeleteIf(c, id, expected) => match self.docs.get(&(*c, *id)) {
+                None => failure(Error::NotFound),
+                Some(doc) if doc.version != *expected => failure(Error::Conflict {
+                    current: doc.version,
+                }),
+                Some(_) => {
+                    self.docs.remove(&(*c, *id));
+                    Outcome::Done
+                }
+            },
+            Op::Get(c, id) => Outcome::Maybe(self.docs.get(&(*c, *id)).cloned()),
+            Op::Query(c, query) => {
+                let docs = self
+                    .docs
+                    .iter()
+                    .filter(|((col, _), _)| col == c)
+                    .map(|(_, d)| d);
+                let page = evaluate(docs, query).expect("generated queries are valid");
+                Outcome::Page(page.documents, page.next.is_some())
+            }
+            Op::Counters => {
+                let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+                for (c, _) in self.docs.keys() {
+                    *counts.entry(c.to_string()).or_default() += 1;
+                }
+                Outcome::Counters(counts.into_iter().collect(), self.count())
+            }
+            Op::Clock(delta) => {
+                self.now += delta;
+                Outcome::Done
+            }
+        }
+    }
+
+    fn patch(
+        &mut self,
+        key: (&'static str, &'static str),
+        patch: &Data,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Outcome {
+        let Some(doc) = self.docs.get(&key) else {
+            return failure(Error::NotFound);
+        };
+        if let Some(expected) = expected.filter(|v| *v != doc.version) {
+            let _ = expected;
+            return failure(Error::Conflict {
+                current: doc.version,
+            });
+        }
+        let mut data = doc.data.clone();
+        docstore::merge_patch(&mut data, patch);
+        if let Some(err) = Self::too_large(&data) {
+            return err;
+        }
+        Outcome::Doc(self.rewrite(key, data, actor))
+    }
+}
+
+impl ReferenceStateMachine for Model {
+    type State = Model;
+    type Transition = Op;
+
+    fn init_state() -> BoxedStrategy<Model> {
+        Just(Model {
+            docs: BTreeMap::new(),
+            now: START,
+        })
+        .boxed()
+    }
+
+    fn transitions(state: &Model) -> BoxedStrategy<Op> {
+        let c = prop::sample::select(&COLLECTIONS[..]);
+        let id = prop::sample::select(&IDS[..]);
+        let actor = prop::sample::select(&ACTORS[..]);
+        let mut versions: Vec<u64> = state.docs.values().map(|d| d.version).collect();
+        versions.extend([0, 1, 2]);
+        let version = prop::sample::select(versions);
+        let data = docstore::strategies::data;
+        let patch = docstore::strategies::patch;
+        prop_oneof![
+            3 => (c.clone(), id.clone(), data(), actor.clone()).prop_map(|(c, i, d, a)| Op::Create(c, i, d, a)),
+            2 => (c.clone(), id.clone(), data(), actor.clone()).prop_map(|(c, i, d, a)| Op::Put(c, i, d, a)),
+            2 => (c.clone(), id.clone(), patch(), actor.clone()).prop_map(|(c, i, p, a)| Op::Update(c, i, p, a)),
+            2 => (c.clone(), id.clone(), patch(), version.clone(), actor).prop_map(|(c, i, p, v, a)| Op::UpdateIf(c, i, p, v, a)),
+            1 => (c.clone(), id.clone()).prop_map(|(c, i)| Op::Delete(c, i)),
+            1 => (c.clone(), id.clone(), version).prop_map(|(c, i, v)| Op::DeleteIf(c, i, v)),
+            1 => (c.clone(), id).prop_map(|(c, i)| Op::Get(c, i)),
+            2 => (c, docstore::strategies::query()).prop_map(|(c, q)| Op::Query(c, q)),
+            1 => Just(Op::Counters),
+            1 => prop_oneof![Just(0i64), 1i64..1_000, -1_000i64..0].prop_map(Op::Clock),
+        ]
+        .boxed()
+    }
+
+    fn apply(mut state: Model, op: &Op) -> Model {
+        state.step(op);
+        state
+    }
+}
+
+fn runner(default_cases: u32) -> TestRunner {
+    TestRunner::new(Config {
+        cases: property_cases(default_cases),
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
+/// Runs `body` for every generated value inside the current (multi-threaded) runtime.
+fn run_blocking<S: Strategy>(
+    runner: &mut TestRunner,
+    strategy: &S,
+    body: impl Fn(S::Value) -> Result<(), TestCaseError>,
+) {
+    let result = tokio::task::block_in_place(|| runner.run(strategy, body));
+    if let Err(err) = result {
+        panic!("{err}");
+    }
+}
+
+/// Random sequences of every operation (with a small size limit, a quota and a clock that
+/// also steps back) give exactly the answers of a pure model, call by call.
+pub async fn random_operations_match_the_model(h: &dyn Harness) {
+    let handle = tokio::runtime::Handle::current();
+    let knows_last = h.capabilities().knows_last_page;
+    let mut runner = runner(256);
+    let strategy = Model::sequential_strategy(1..40);
+    run_blocking(&mut runner, &strategy, |(initial, ops, seen)| {
+        handle.block_on(async {
+            let clock = Arc::new(ManualClock::new(initial.now));
+            let options = StoreOptions::default()
+                .with_clock(clock.clone())
+                .with_max_doc_bytes(MAX_DOC_BYTES)
+                .with_max_docs_per_site(Some(QUOTA));
+            let ctx = Ctx::with_options(h, "model", options).await;
+            let mut model = initial;
+            for (i, op) in ops.iter().enumerate() {
+                if let Some(seen) = &seen {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                }
+                let expected = model.step(op);
+                let got = run_on_store(&ctx, &clock, model.now, op).await;
+                let (got, expected) = match (got, expected) {
+                    // Without last-page knowledge only the documents must agree.
+                    (Outcome::Page(g, _), Outcome::Page(e, _)) if !knows_last => {
+                        (Outcome::Page(g, false), Outcome::Page(e, false))
+                    }
+                    pair => pair,
+                };
+                prop_assert_eq!(&got, &expected, "step {} {:?}", i, op);
+            }
+            Ok(())
+        })
+    });
+}
+
+async fn run_on_store(ctx: &Ctx, clock: &ManualClock, now: i64, op: &Op) -> Outcome {
+    let store = &ctx.store;
+    let key = |c: &str, id: &str| Key::new(&ctx.site, c, id).unwrap();
+    let doc = |r: docstore::Result<Document>| r.map_or_else(failure, Outcome::Doc);
+    match op {
+        Op::Create(c, id, data, actor) => doc(store.create(&key(c, id), data.clone(), actor).await),
+        Op::Put(c, id, data, actor) => doc(store.put(&key(c, id), data.clone(), actor).await),
+        Op::Update(c, id, patch, actor) => doc(store.update(&key(c, id), patch, actor).await),
+        Op::UpdateIf(c, id, patch, v, actor) => {
+            doc(store.update_if(&key(c, id), patch, *v, actor).await)
+        }
+        Op::Delete(c, id) => store
+            .delete(&key(c, id))
+            .await
+            .map_or_else(failure, Outcome::Deleted),
+        Op::DeleteIf(c, id, v) => store
+            .delete_if(&key(c, id), *v)
+            .await
+            .map_or_else(failure, |()| Outcome::Done),
+        Op::Get(c, id) => store
+            .get(&key(c, id))
+            .await
+            .map_or_else(failure, Outcome::Maybe),
+        Op::Query(c, query) => {
+            let page = store
+                .query(&ctx.site, c, query)
+                .await
+                .map_err(failure)
+                .unwrap();
+            Outcome::Page(page.documents, page.next.is_some())
+        }
+        Op::Counters => {
+            let collections = store.collections(&ctx.site).await.unwrap();
+            Outcome::Counters(collections, store.count(&ctx.site).await.unwrap())
+        }
+        Op::Clock(_) => {
+            clock.set(now);
+            Outcome::Done
+        }
+    }
+}
+
+/// Random documents x random queries (every operator, mixed kinds, nested and escaped paths,
+/// system fields, several sort keys, page sizes 1–5): every page the store returns equals
+/// the reference evaluator's page for the same cursor, and a walk ends.
+pub async fn random_queries_match_the_reference_evaluator(h: &dyn Harness) {
+    let handle = tokio::runtime::Handle::current();
+    let knows_last = h.capabilities().knows_last_page;
+    let mut runner = runner(256);
+    let docs = prop::collection::vec(
+        (
+            docstore::strategies::data(),
+            prop::sample::select(&ACTORS[..]),
+            0i64..3,
+            any::<bool>(),
+        ),
+        0..12,
+    );
+    let strategy = (
+        docs,
+        prop::collection::vec(docstore::strategies::query(), 1..4),
+    );
+    run_blocking(&mut runner, &strategy, |(docs, queries)| {
+        handle.block_on(async {
+            let clock = Arc::new(ManualClock::new(START));
+            let ctx = Ctx::with_options(
+                h,
+                "query",
+                StoreOptions::default().with_clock(clock.clone()),
+            )
+            .await;
+            let mut stored = Vec::new();
+            for (i, (data, actor, tick, touch)) in docs.into_iter().enumerate() {
+                clock.advance(tick);
+                let key = ctx.key("q", &format!("d{}", (i * 7) % 12));
+                let mut doc = ctx.store.put(&key, data, actor).await.unwrap();
+                if touch {
+                    doc = ctx
+                        .store
+                        .update(&key, &Data::new(), "toucher")
+                        .await
+                        .unwrap();
+                }
+                stored.retain(|d: &Document| d.id != doc.id);
+                stored.push(doc);
+            }
+            for query in queries {
+                let mut cursor = None;
+                for _ in 0..=stored.len() + 1 {
+                    let paged = query.clone().after(cursor);
+                    let expected = evaluate(&stored, &paged).unwrap();
+                    let got = ctx.store.query(&ctx.site, "q", &paged).await.unwrap();
+                    prop_assert_eq!(&got.documents, &expected.documents, "{:?}", paged);
+                    if knows_last || expected.next.is_some() {
+                        prop_assert_eq!(got.next.is_some(), expected.next.is_some(), "{:?}", paged);
+                    }
+                    match got.next {
+                        Some(next) => cursor = Some(next),
+                        None => break,
+                    }
+                }
+            }
+            Ok(())
+        })
+    });
+}
