@@ -1,0 +1,137 @@
+//! Documents to and from rows.
+
+use crate::error::{Fail, corrupt};
+use docstore::{Data, Document, Error, Key};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+/// The columns [`document`] reads, in order.
+pub(crate) const COLUMNS: &str =
+    "id, data, created_at, updated_at, created_by, updated_by, version";
+
+/// Serializes `data` as it is stored, refusing it when larger than `limit` (the size is the
+/// one `docstore::document::data_size` measures: the compact serialization).
+pub(crate) fn encode(data: &Data, limit: usize) -> Result<String, Error> {
+    let text =
+        serde_json::to_string(data).map_err(|err| Error::backend("serializing data", err))?;
+    if text.len() > limit {
+        return Err(Error::TooLarge {
+            size: text.len(),
+            limit,
+        });
+    }
+    Ok(text)
+}
+
+/// A document from a row holding [`COLUMNS`].
+pub(crate) fn document(row: &Row<'_>) -> Result<Document, Fail> {
+    let text: String = row.get(1)?;
+    let data: Data = serde_json::from_str(&text).map_err(|err| corrupt(format!("data: {err}")))?;
+    let version: i64 = row.get(6)?;
+    Ok(Document {
+        id: row.get(0)?,
+        data,
+        created_at: row.get(2)?,
+        updated_at: row.get(3)?,
+        created_by: row.get(4)?,
+        updated_by: row.get(5)?,
+        version: u64::try_from(version).map_err(|_| corrupt("negative version"))?,
+    })
+}
+
+/// The stored document at `key`, if any.
+pub(crate) fn load(conn: &Connection, key: &Key) -> Result<Option<Document>, Fail> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let row = stmt
+        .query_row(params![key.site(), key.collection(), key.id()], |row| {
+            Ok(document(row))
+        })
+        .optional()?;
+    row.transpose()
+}
+
+/// Inserts a new document.
+pub(crate) fn insert(conn: &Connection, key: &Key, doc: &Document, text: &str) -> Result<(), Fail> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO documents \
+         (site, collection, id, data, created_at, updated_at, created_by, updated_by, version) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    stmt.execute(params![
+        key.site(),
+        key.collection(),
+        key.id(),
+        text,
+        doc.created_at,
+        doc.updated_at,
+        doc.created_by,
+        doc.updated_by,
+        version_param(doc.version)?,
+    ])?;
+    Ok(())
+}
+
+/// Replaces the data and write metadata of an existing document.
+pub(crate) fn rewrite(
+    conn: &Connection,
+    key: &Key,
+    doc: &Document,
+    text: &str,
+) -> Result<(), Fail> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE documents SET data = ?4, updated_at = ?5, updated_by = ?6, version = ?7 \
+         WHERE site = ?1 AND collection = ?2 AND id = ?3",
+    )?;
+    stmt.execute(params![
+        key.site(),
+        key.collection(),
+        key.id(),
+        text,
+        doc.updated_at,
+        doc.updated_by,
+        version_param(doc.version)?,
+    ])?;
+    Ok(())
+}
+
+/// Deletes the document at `key`; whether there was one.
+pub(crate) fn remove(conn: &Connection, key: &Key) -> Result<bool, Fail> {
+    let mut stmt = conn
+        .prepare_cached("DELETE FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3")?;
+    Ok(stmt.execute(params![key.site(), key.collection(), key.id()])? > 0)
+}
+
+/// The number of documents in `site`, from the counters.
+pub(crate) fn site_count(conn: &Connection, site: &str) -> Result<u64, Fail> {
+    let mut stmt =
+        conn.prepare_cached("SELECT COALESCE(SUM(documents), 0) FROM collections WHERE site = ?1")?;
+    let count: i64 = stmt.query_row([site], |row| row.get(0))?;
+    u64::try_from(count).map_err(|_| Fail::Store(corrupt("negative counter")))
+}
+
+/// The collections of `site` with their counts, by name.
+pub(crate) fn collections(conn: &Connection, site: &str) -> Result<Vec<(String, u64)>, Fail> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT collection, documents FROM collections WHERE site = ?1 ORDER BY collection",
+    )?;
+    let rows = stmt.query_map([site], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (name, count) = row?;
+        let count = u64::try_from(count).map_err(|_| Fail::Store(corrupt("negative counter")))?;
+        out.push((name, count));
+    }
+    Ok(out)
+}
+
+fn version_param(version: u64) -> Result<i64, Fail> {
+    i64::try_from(version).map_err(|_| {
+        Fail::Store(Error::Backend {
+            message: format!("version {version} does not fit SQLite's INTEGER"),
+            source: None,
+        })
+    })
+}

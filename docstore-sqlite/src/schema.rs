@@ -1,0 +1,95 @@
+//! The schema, its versioned migrations and the per-connection settings.
+
+use crate::error::Fail;
+use crate::options::{Durability, SqliteOptions};
+use rusqlite::{Connection, TransactionBehavior};
+
+/// The schema version this library writes (`PRAGMA user_version`).
+pub(crate) const SCHEMA_VERSION: i64 = 1;
+
+/// Migration `n` (1-based) takes a database from version `n - 1` to `n`.
+const MIGRATIONS: [&str; 1] = [
+    // Version 1: one row per document, the keys as the primary key, the data as the JSON text
+    // serde_json wrote (never re-serialized by SQLite, so it reads back byte for byte), the
+    // metadata as columns. Per-collection counters kept exact by triggers inside the writing
+    // transaction.
+    r#"
+    CREATE TABLE documents (
+        site       TEXT    NOT NULL,
+        collection TEXT    NOT NULL,
+        id         TEXT    NOT NULL,
+        data       TEXT    NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        created_by TEXT    NOT NULL,
+        updated_by TEXT    NOT NULL,
+        version    INTEGER NOT NULL CHECK (version >= 1),
+        PRIMARY KEY (site, collection, id)
+    ) STRICT;
+
+    CREATE TABLE collections (
+        site       TEXT    NOT NULL,
+        collection TEXT    NOT NULL,
+        documents  INTEGER NOT NULL CHECK (documents > 0),
+        PRIMARY KEY (site, collection)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TRIGGER documents_count_insert AFTER INSERT ON documents BEGIN
+        INSERT INTO collections (site, collection, documents)
+            VALUES (NEW.site, NEW.collection, 1)
+            ON CONFLICT (site, collection) DO UPDATE SET documents = documents + 1;
+    END;
+
+    CREATE TRIGGER documents_count_delete AFTER DELETE ON documents BEGIN
+        DELETE FROM collections
+            WHERE site = OLD.site AND collection = OLD.collection AND documents = 1;
+        UPDATE collections SET documents = documents - 1
+            WHERE site = OLD.site AND collection = OLD.collection;
+    END;
+    "#,
+];
+
+/// Settings every connection gets: the busy timeout and the durability.
+pub(crate) fn configure(conn: &Connection, options: &SqliteOptions) -> Result<(), Fail> {
+    conn.busy_timeout(options.busy_timeout)?;
+    let synchronous = match options.durability {
+        Durability::Full => "FULL",
+        Durability::Normal => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", synchronous)?;
+    Ok(())
+}
+
+/// Switches a file database to WAL (persistent, so once per file is enough).
+pub(crate) fn enable_wal(conn: &Connection) -> Result<(), Fail> {
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Fail::Store(docstore::Error::Backend {
+            message: format!("sqlite refused WAL mode (journal_mode is {mode})"),
+            source: None,
+        }));
+    }
+    Ok(())
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] in one immediate transaction, so that two
+/// processes opening a new file at once migrate it once. A newer schema is refused.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), Fail> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if current > SCHEMA_VERSION {
+        return Err(Fail::Store(docstore::Error::Backend {
+            message: format!(
+                "the database has schema version {current}; this docstore-sqlite knows \
+                 versions up to {SCHEMA_VERSION}"
+            ),
+            source: None,
+        }));
+    }
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        tx.execute_batch(migration)?;
+        tx.pragma_update(None, "user_version", index as i64 + 1)?;
+    }
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,255 @@
+//! `SqliteStore` and its `Store` implementation: the write rules (versions, timestamps, quota,
+//! size, conditions), each write one immediate transaction.
+
+use crate::conn::{Connections, blocking};
+use crate::error::Fail;
+use crate::options::SqliteOptions;
+use crate::{query, rows};
+use async_trait::async_trait;
+use docstore::clock::next_updated_at;
+use docstore::key::{validate_collection, validate_site};
+use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
+use rusqlite::Connection;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The SQLite backend. See the [crate docs](crate).
+///
+/// Cheap to clone: clones share the connections.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    conns: Connections,
+    options: StoreOptions,
+}
+
+impl SqliteStore {
+    /// Opens the database file at `path` (created if missing) with the default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, StoreOptions::default(), SqliteOptions::default())
+    }
+
+    /// Opens the database file at `path` with the given store options.
+    pub fn open_with_options(path: impl AsRef<Path>, options: StoreOptions) -> Result<Self> {
+        Self::open_with(path, options, SqliteOptions::default())
+    }
+
+    /// Opens the database file at `path` with the given store and SQLite options: creates the
+    /// file if missing, switches it to WAL and brings its schema to the current version.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: StoreOptions,
+        sqlite: SqliteOptions,
+    ) -> Result<Self> {
+        let conns = Connections::open_file(path.as_ref().to_path_buf(), sqlite)?;
+        Ok(Self::from_parts(conns, options))
+    }
+
+    /// A new private in-memory database with the default options, gone when the last clone
+    /// is dropped. Reads share the one connection with writes.
+    pub fn in_memory() -> Result<Self> {
+        Self::in_memory_with_options(StoreOptions::default())
+    }
+
+    /// A new private in-memory database with the given store options.
+    pub fn in_memory_with_options(options: StoreOptions) -> Result<Self> {
+        let conns = Connections::open_memory(SqliteOptions::default())?;
+        Ok(Self::from_parts(conns, options))
+    }
+
+    fn from_parts(conns: Connections, options: StoreOptions) -> Self {
+        SqliteStore {
+            inner: Arc::new(Inner { conns, options }),
+        }
+    }
+
+    /// Runs `op` on the writer inside an immediate transaction, off the async runtime.
+    async fn write<T: Send + 'static>(
+        &self,
+        op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
+    ) -> Result<T> {
+        let inner = Arc::clone(&self.inner);
+        let mut op = op;
+        blocking(move || inner.conns.write(|tx| op(&inner, tx))).await
+    }
+
+    /// Runs `op` on a read connection, off the async runtime.
+    async fn read<T: Send + 'static>(
+        &self,
+        op: impl FnMut(&Connection) -> Result<T, Fail> + Send + 'static,
+    ) -> Result<T> {
+        let inner = Arc::clone(&self.inner);
+        blocking(move || inner.conns.read(op)).await
+    }
+}
+
+impl Inner {
+    fn now(&self) -> i64 {
+        self.options.clock.now()
+    }
+
+    fn check_quota(&self, conn: &Connection, site: &str) -> Result<(), Fail> {
+        if let Some(limit) = self.options.max_docs_per_site
+            && rows::site_count(conn, site)? >= limit
+        {
+            return Err(Error::QuotaExceeded { limit }.into());
+        }
+        Ok(())
+    }
+
+    fn insert_new(
+        &self,
+        conn: &Connection,
+        key: &Key,
+        data: &Data,
+        text: &str,
+        actor: &str,
+    ) -> Result<Document, Fail> {
+        self.check_quota(conn, key.site())?;
+        let now = self.now();
+        let doc = Document {
+            id: key.id().to_owned(),
+            data: data.clone(),
+            created_at: now,
+            updated_at: now,
+            created_by: actor.to_owned(),
+            updated_by: actor.to_owned(),
+            version: 1,
+        };
+        rows::insert(conn, key, &doc, text)?;
+        Ok(doc)
+    }
+
+    /// Writes `data` as the next version of `current`.
+    fn replace(
+        &self,
+        conn: &Connection,
+        key: &Key,
+        mut current: Document,
+        data: Data,
+        text: &str,
+        actor: &str,
+    ) -> Result<Document, Fail> {
+        current.data = data;
+        current.updated_at = next_updated_at(self.now(), Some(current.updated_at));
+        current.updated_by = actor.to_owned();
+        current.version += 1;
+        rows::rewrite(conn, key, &current, text)?;
+        Ok(current)
+    }
+
+    fn patch(
+        &self,
+        conn: &Connection,
+        key: &Key,
+        patch: &Data,
+        expected_version: Option<u64>,
+        actor: &str,
+    ) -> Result<Document, Fail> {
+        let current = rows::load(conn, key)?.ok_or(Error::NotFound)?;
+        if expected_version.is_some_and(|expected| expected != current.version) {
+            return Err(Error::Conflict {
+                current: current.version,
+            }
+            .into());
+        }
+        let mut data = current.data.clone();
+        docstore::merge_patch(&mut data, patch);
+        let text = rows::encode(&data, self.options.max_doc_bytes)?;
+        self.replace(conn, key, current, data, &text, actor)
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
+        let (key, actor) = (key.clone(), actor.to_owned());
+        self.write(move |inner, conn| {
+            if rows::load(conn, &key)?.is_some() {
+                return Err(Error::AlreadyExists.into());
+            }
+            inner.insert_new(conn, &key, &data, &text, &actor)
+        })
+        .await
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Document>> {
+        let key = key.clone();
+        self.read(move |conn| rows::load(conn, &key)).await
+    }
+
+    async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
+        let (key, actor) = (key.clone(), actor.to_owned());
+        self.write(move |inner, conn| match rows::load(conn, &key)? {
+            Some(current) => inner.replace(conn, &key, current, data.clone(), &text, &actor),
+            None => inner.insert_new(conn, &key, &data, &text, &actor),
+        })
+        .await
+    }
+
+    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
+        let (key, patch, actor) = (key.clone(), patch.clone(), actor.to_owned());
+        self.write(move |inner, conn| inner.patch(conn, &key, &patch, None, &actor))
+            .await
+    }
+
+    async fn update_if(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document> {
+        let (key, patch, actor) = (key.clone(), patch.clone(), actor.to_owned());
+        self.write(move |inner, conn| {
+            inner.patch(conn, &key, &patch, Some(expected_version), &actor)
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &Key) -> Result<bool> {
+        let key = key.clone();
+        self.write(move |_, conn| rows::remove(conn, &key)).await
+    }
+
+    async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
+        let key = key.clone();
+        self.write(move |_, conn| {
+            let current = rows::load(conn, &key)?.ok_or(Error::NotFound)?;
+            if current.version != expected_version {
+                return Err(Error::Conflict {
+                    current: current.version,
+                }
+                .into());
+            }
+            rows::remove(conn, &key)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
+        validate_site(site)?;
+        validate_collection(collection)?;
+        let plan = query::Plan::new(site, collection, query)?;
+        self.read(move |conn| plan.run(conn)).await
+    }
+
+    async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
+        validate_site(site)?;
+        let site = site.to_owned();
+        self.read(move |conn| rows::collections(conn, &site)).await
+    }
+
+    async fn count(&self, site: &str) -> Result<u64> {
+        validate_site(site)?;
+        let site = site.to_owned();
+        self.read(move |conn| rows::site_count(conn, &site)).await
+    }
+}

@@ -1,0 +1,43 @@
+//! The whole conformance suite on file-backed stores: every store the suite opens is a new
+//! `SqliteStore` (own connections) on one shared database file, so cases also run against
+//! each other's writers through SQLite's locking.
+
+use async_trait::async_trait;
+use docstore::{Store, StoreOptions};
+use docstore_sqlite::SqliteStore;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+fn shared_file() -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary directory"))
+        .path()
+        .join("conformance.db")
+}
+
+struct SqliteHarness;
+
+#[async_trait]
+impl conformance_tests::Harness for SqliteHarness {
+    async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
+        Arc::new(SqliteStore::open_with_options(shared_file(), options).expect("open the store"))
+    }
+}
+
+conformance_tests::conformance_suite!(SqliteHarness);
+
+/// The suite once more on private in-memory databases (one per store).
+mod in_memory {
+    use super::*;
+
+    struct MemoryHarness;
+
+    #[async_trait]
+    impl conformance_tests::Harness for MemoryHarness {
+        async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
+            Arc::new(SqliteStore::in_memory_with_options(options).expect("open the store"))
+        }
+    }
+
+    conformance_tests::conformance_suite!(MemoryHarness);
+}
