@@ -294,3 +294,116 @@ pub fn matches(filter: &Filter, doc: &Document) -> Result<bool> {
 pub fn evaluate<'a>(docs: impl IntoIterator<Item = &'a Document>, query: &Query) -> Result<Page> {
     Ok(query.compile()?.evaluate(docs))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::Order;
+    use serde_json::json;
+
+    fn doc(id: &str, data: Value) -> Document {
+        Document {
+            id: id.into(),
+            data: crate::object(data).unwrap(),
+            created_at: 10,
+            updated_at: 20,
+            created_by: "c".into(),
+            updated_by: "u".into(),
+            version: 2,
+        }
+    }
+
+    fn hits(filter: Filter, docs: &[Document]) -> Vec<String> {
+        let query = Query::new().filter(filter);
+        evaluate(docs, &query).unwrap().documents.into_iter().map(|d| d.id).collect()
+    }
+
+    #[test]
+    fn operators_follow_the_contract() {
+        let docs = [
+            doc("a", json!({"n": 1, "t": ["x"], "s": "pre"})),
+            doc("b", json!({"n": 1.0, "s": 5})),
+            doc("c", json!({"n": null})),
+            doc("d", json!({})),
+        ];
+        assert_eq!(hits(Filter::eq("n", 1), &docs), ["a", "b"]);
+        assert_eq!(hits(Filter::ne("n", 1), &docs), ["c", "d"]);
+        assert_eq!(hits(Filter::eq("n", Value::Null), &docs), ["c"]);
+        assert_eq!(hits(Filter::exists("n"), &docs), ["a", "b", "c"]);
+        assert_eq!(hits(Filter::gte("n", 1), &docs), ["a", "b"]);
+        assert_eq!(hits(Filter::lt("n", Value::Null), &docs), Vec::<String>::new());
+        assert_eq!(hits(!Filter::lt("n", 5), &docs), ["c", "d"]);
+        assert_eq!(hits(Filter::prefix("s", ""), &docs), ["a"]);
+        assert_eq!(hits(Filter::contains("t", "x"), &docs), ["a"]);
+        assert_eq!(hits(Filter::contains("s", "p"), &docs), Vec::<String>::new());
+        assert_eq!(hits(Filter::is_in("n", [Value::Null, json!(1.0)]), &docs), ["a", "b", "c"]);
+        assert_eq!(hits(Filter::all([]), &docs).len(), 4);
+        assert!(hits(Filter::any([]), &docs).is_empty());
+        assert_eq!(hits(Filter::eq("$version", 2).and(Filter::eq("$id", "d")), &docs), ["d"]);
+    }
+
+    #[test]
+    fn pages_walk_the_whole_answer_and_cursors_are_bound_to_their_query() {
+        let docs: Vec<Document> =
+            (0..10).map(|i| doc(&format!("d{i}"), json!({"k": i % 3}))).collect();
+        let base = Query::new().order_by_desc("k");
+        let all = evaluate(&docs, &base).unwrap().documents;
+        let mut walked = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = evaluate(&docs, &base.clone().limit(3).after(cursor)).unwrap();
+            walked.extend(page.documents);
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(walked, all);
+        let first = evaluate(&docs, &base.clone().limit(3)).unwrap();
+        let foreign = Query::new().order_by("k").limit(3).after(first.next.clone());
+        assert!(matches!(evaluate(&docs, &foreign), Err(Error::InvalidArgument(_))));
+        let resized = base.clone().limit(50).after(first.next);
+        assert_eq!(evaluate(&docs, &resized).unwrap().documents.len(), 7);
+    }
+
+    #[test]
+    fn exact_limit_has_no_next() {
+        let docs = [doc("a", json!({})), doc("b", json!({}))];
+        assert!(evaluate(&docs, &Query::new().limit(2)).unwrap().next.is_none());
+        assert!(evaluate(&docs, &Query::new().limit(1)).unwrap().next.is_some());
+        assert!(matches!(evaluate(&docs, &Query::new().limit(0)), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn id_order_is_recognised() {
+        let compile = |q: Query| q.compile().unwrap().id_order();
+        assert_eq!(compile(Query::new()), Some(false));
+        assert_eq!(compile(Query::new().order_by_desc("$id")), Some(true));
+        assert_eq!(compile(Query::new().order_by("$id").order_by("x")), Some(false));
+        assert_eq!(compile(Query::new().order_by("x")), None);
+        let order = vec![Order::asc("$version")];
+        assert_eq!(compile(Query { order, ..Query::default() }), None);
+    }
+
+    #[test]
+    fn queries_have_a_readable_json_form() {
+        let text = r#"{
+            "filter": {"and": [{"eq": ["status", "open"]}, {"not": {"exists": "closed_at"}},
+                               {"in": ["p", [1, 2]]}]},
+            "order": [{"field": "$updated_at", "descending": true}, {"field": "title"}],
+            "limit": 20
+        }"#;
+        let query: Query = serde_json::from_str(text).unwrap();
+        let expected = Query::new()
+            .filter(Filter::all([
+                Filter::eq("status", "open"),
+                !Filter::exists("closed_at"),
+                Filter::is_in("p", [1, 2]),
+            ]))
+            .order_by_desc("$updated_at")
+            .order_by("title")
+            .limit(20);
+        assert_eq!(query, expected);
+        assert!(serde_json::from_str::<Query>(r#"{"limit": 1, "lmit": 2}"#).is_err());
+    }
+}
