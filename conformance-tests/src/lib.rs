@@ -161,6 +161,12 @@ macro_rules! conformance_suite {
                 random_operations_match_the_model,
                 random_queries_match_the_reference_evaluator,
             ],
+            restore: [
+                restore_writes_the_document_verbatim,
+                restore_existing_is_already_exists,
+                restore_refuses_bad_documents,
+                restore_respects_the_quota,
+            ],
             sorting: [
                 mixed_kinds_sort_in_the_total_order,
                 several_sort_keys,

@@ -24,7 +24,7 @@
 
 use async_trait::async_trait;
 use docstore::clock::next_updated_at;
-use docstore::document::check_size;
+use docstore::document::{check_restorable, check_size};
 use docstore::key::{validate_collection, validate_site};
 use docstore::query::CompiledQuery;
 use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
@@ -65,6 +65,30 @@ impl MemoryStore {
             }
         }
         Ok(())
+    }
+
+    /// Stores `doc` under `key` when the id is free and the site's quota allows one more.
+    fn insert_new(
+        &self,
+        sites: &mut HashMap<String, Site>,
+        key: &Key,
+        doc: Document,
+    ) -> Result<Document> {
+        let site = sites.get(key.site());
+        if site
+            .and_then(|s| s.get(key.collection()))
+            .is_some_and(|c| c.contains_key(key.id()))
+        {
+            return Err(Error::AlreadyExists);
+        }
+        self.check_quota(site)?;
+        sites
+            .entry(key.site().to_owned())
+            .or_default()
+            .entry(key.collection().to_owned())
+            .or_default()
+            .insert(key.id().to_owned(), doc.clone());
+        Ok(doc)
     }
 
     fn new_document(&self, key: &Key, data: Data, actor: &str) -> Document {
@@ -145,22 +169,7 @@ impl Store for MemoryStore {
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
         check_size(&data, self.options.max_doc_bytes)?;
         let mut sites = self.sites.write();
-        let site = sites.get(key.site());
-        if site
-            .and_then(|s| s.get(key.collection()))
-            .is_some_and(|c| c.contains_key(key.id()))
-        {
-            return Err(Error::AlreadyExists);
-        }
-        self.check_quota(site)?;
-        let doc = self.new_document(key, data, actor);
-        sites
-            .entry(key.site().to_owned())
-            .or_default()
-            .entry(key.collection().to_owned())
-            .or_default()
-            .insert(key.id().to_owned(), doc.clone());
-        Ok(doc)
+        self.insert_new(&mut sites, key, self.new_document(key, data, actor))
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
@@ -182,15 +191,7 @@ impl Store for MemoryStore {
         if let Some(current) = existing {
             return Ok(self.rewrite(current, data, actor));
         }
-        self.check_quota(sites.get(key.site()))?;
-        let doc = self.new_document(key, data, actor);
-        sites
-            .entry(key.site().to_owned())
-            .or_default()
-            .entry(key.collection().to_owned())
-            .or_default()
-            .insert(key.id().to_owned(), doc.clone());
-        Ok(doc)
+        self.insert_new(&mut sites, key, self.new_document(key, data, actor))
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
@@ -216,6 +217,12 @@ impl Store for MemoryStore {
             true => Ok(()),
             false => Err(Error::NotFound),
         }
+    }
+
+    async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
+        check_restorable(key, document, self.options.max_doc_bytes)?;
+        let mut sites = self.sites.write();
+        self.insert_new(&mut sites, key, document.clone()).map(drop)
     }
 
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {

@@ -57,6 +57,28 @@ pub fn check_size(data: &Data, limit: usize) -> Result<usize> {
     Ok(size)
 }
 
+/// Checks a document handed to [`Store::restore`](crate::Store::restore) for `key`: same id,
+/// `version >= 1`, `created_at <= updated_at` ([`Error::InvalidArgument`]), and data within
+/// `max_doc_bytes` ([`Error::TooLarge`]).
+pub fn check_restorable(key: &crate::Key, document: &Document, max_doc_bytes: usize) -> Result<()> {
+    if document.id != key.id() {
+        return Err(Error::invalid(format!(
+            "document id {:?} differs from the key's id {:?}",
+            document.id,
+            key.id()
+        )));
+    }
+    if document.version == 0 {
+        return Err(Error::invalid("document version must be at least 1"));
+    }
+    if document.created_at > document.updated_at {
+        return Err(Error::invalid(
+            "document created_at must not be after its updated_at",
+        ));
+    }
+    check_size(&document.data, max_doc_bytes).map(drop)
+}
+
 /// Turns a JSON value into document data; anything but an object is
 /// [`Error::InvalidArgument`].
 ///

@@ -60,6 +60,19 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Deletes a document if it is still at `expected_version`.
     async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()>;
 
+    /// Writes `document` exactly as given — data, timestamps, actors and version — when no
+    /// document with its id exists: the write behind import, copy between stores and restore
+    /// from backups, which must keep history that `create` would reset.
+    ///
+    /// Checks, in this order: `key.id()` equals `document.id`, `version >= 1` and
+    /// `created_at <= updated_at` ([`Error::InvalidArgument`](crate::Error::InvalidArgument)),
+    /// then the size ([`Error::TooLarge`](crate::Error::TooLarge)); see
+    /// [`check_restorable`](crate::document::check_restorable). Then, like `create`:
+    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) when the id is taken,
+    /// [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) in a full site, and the collection
+    /// counter grows by one. Network backends protect it with a write identity like `create`.
+    async fn restore(&self, key: &Key, document: &Document) -> Result<()>;
+
     /// Runs a query over one collection.
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page>;
 

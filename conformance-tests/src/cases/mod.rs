@@ -19,4 +19,5 @@ pub mod names;
 pub mod pagination;
 pub mod patch;
 pub mod properties;
+pub mod restore;
 pub mod sorting;

@@ -315,7 +315,12 @@ mod tests {
 
     fn hits(filter: Filter, docs: &[Document]) -> Vec<String> {
         let query = Query::new().filter(filter);
-        evaluate(docs, &query).unwrap().documents.into_iter().map(|d| d.id).collect()
+        evaluate(docs, &query)
+            .unwrap()
+            .documents
+            .into_iter()
+            .map(|d| d.id)
+            .collect()
     }
 
     #[test]
@@ -331,21 +336,34 @@ mod tests {
         assert_eq!(hits(Filter::eq("n", Value::Null), &docs), ["c"]);
         assert_eq!(hits(Filter::exists("n"), &docs), ["a", "b", "c"]);
         assert_eq!(hits(Filter::gte("n", 1), &docs), ["a", "b"]);
-        assert_eq!(hits(Filter::lt("n", Value::Null), &docs), Vec::<String>::new());
+        assert_eq!(
+            hits(Filter::lt("n", Value::Null), &docs),
+            Vec::<String>::new()
+        );
         assert_eq!(hits(!Filter::lt("n", 5), &docs), ["c", "d"]);
         assert_eq!(hits(Filter::prefix("s", ""), &docs), ["a"]);
         assert_eq!(hits(Filter::contains("t", "x"), &docs), ["a"]);
-        assert_eq!(hits(Filter::contains("s", "p"), &docs), Vec::<String>::new());
-        assert_eq!(hits(Filter::is_in("n", [Value::Null, json!(1.0)]), &docs), ["a", "b", "c"]);
+        assert_eq!(
+            hits(Filter::contains("s", "p"), &docs),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            hits(Filter::is_in("n", [Value::Null, json!(1.0)]), &docs),
+            ["a", "b", "c"]
+        );
         assert_eq!(hits(Filter::all([]), &docs).len(), 4);
         assert!(hits(Filter::any([]), &docs).is_empty());
-        assert_eq!(hits(Filter::eq("$version", 2).and(Filter::eq("$id", "d")), &docs), ["d"]);
+        assert_eq!(
+            hits(Filter::eq("$version", 2).and(Filter::eq("$id", "d")), &docs),
+            ["d"]
+        );
     }
 
     #[test]
     fn pages_walk_the_whole_answer_and_cursors_are_bound_to_their_query() {
-        let docs: Vec<Document> =
-            (0..10).map(|i| doc(&format!("d{i}"), json!({"k": i % 3}))).collect();
+        let docs: Vec<Document> = (0..10)
+            .map(|i| doc(&format!("d{i}"), json!({"k": i % 3})))
+            .collect();
         let base = Query::new().order_by_desc("k");
         let all = evaluate(&docs, &base).unwrap().documents;
         let mut walked = Vec::new();
@@ -360,8 +378,14 @@ mod tests {
         }
         assert_eq!(walked, all);
         let first = evaluate(&docs, &base.clone().limit(3)).unwrap();
-        let foreign = Query::new().order_by("k").limit(3).after(first.next.clone());
-        assert!(matches!(evaluate(&docs, &foreign), Err(Error::InvalidArgument(_))));
+        let foreign = Query::new()
+            .order_by("k")
+            .limit(3)
+            .after(first.next.clone());
+        assert!(matches!(
+            evaluate(&docs, &foreign),
+            Err(Error::InvalidArgument(_))
+        ));
         let resized = base.clone().limit(50).after(first.next);
         assert_eq!(evaluate(&docs, &resized).unwrap().documents.len(), 7);
     }
@@ -369,9 +393,22 @@ mod tests {
     #[test]
     fn exact_limit_has_no_next() {
         let docs = [doc("a", json!({})), doc("b", json!({}))];
-        assert!(evaluate(&docs, &Query::new().limit(2)).unwrap().next.is_none());
-        assert!(evaluate(&docs, &Query::new().limit(1)).unwrap().next.is_some());
-        assert!(matches!(evaluate(&docs, &Query::new().limit(0)), Err(Error::InvalidArgument(_))));
+        assert!(
+            evaluate(&docs, &Query::new().limit(2))
+                .unwrap()
+                .next
+                .is_none()
+        );
+        assert!(
+            evaluate(&docs, &Query::new().limit(1))
+                .unwrap()
+                .next
+                .is_some()
+        );
+        assert!(matches!(
+            evaluate(&docs, &Query::new().limit(0)),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 
     #[test]
@@ -379,10 +416,19 @@ mod tests {
         let compile = |q: Query| q.compile().unwrap().id_order();
         assert_eq!(compile(Query::new()), Some(false));
         assert_eq!(compile(Query::new().order_by_desc("$id")), Some(true));
-        assert_eq!(compile(Query::new().order_by("$id").order_by("x")), Some(false));
+        assert_eq!(
+            compile(Query::new().order_by("$id").order_by("x")),
+            Some(false)
+        );
         assert_eq!(compile(Query::new().order_by("x")), None);
         let order = vec![Order::asc("$version")];
-        assert_eq!(compile(Query { order, ..Query::default() }), None);
+        assert_eq!(
+            compile(Query {
+                order,
+                ..Query::default()
+            }),
+            None
+        );
     }
 
     #[test]
