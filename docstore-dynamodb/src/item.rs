@@ -1,0 +1,250 @@
+//! The table layout of seed 001: attribute names, items built from documents, documents read
+//! back from items, and item sizes.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use docstore::{Data, Document, Error, Key, Result, WriteId};
+use std::collections::HashMap;
+
+/// An item as the SDK holds it.
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+/// Partition key (S): `<site>#<collection>` or `<site>#__collections`.
+pub(crate) const PK: &str = "pk";
+/// Sort key (S): the document id, or the collection name of a counter.
+pub(crate) const SK: &str = "sk";
+/// The JSON text of the document data (S).
+pub(crate) const DATA: &str = "data";
+/// Creation time, unix nanoseconds (N).
+pub(crate) const CREATED_AT: &str = "created_at";
+/// Last write time, unix nanoseconds (N).
+pub(crate) const UPDATED_AT: &str = "updated_at";
+/// The actor of the creating write (S).
+pub(crate) const CREATED_BY: &str = "created_by";
+/// The actor of the last write (S).
+pub(crate) const UPDATED_BY: &str = "updated_by";
+/// The version (N).
+pub(crate) const VERSION: &str = "version";
+/// The random identity of the `create` or `update_if` call that wrote the item (S).
+pub(crate) const WRITE_ID: &str = "w";
+/// A counter's document count (N).
+pub(crate) const COUNT: &str = "n";
+
+/// DynamoDB's item size limit: 400 KB.
+pub(crate) const ITEM_LIMIT: usize = 409_600;
+/// The bytes of an actor the constructor's size check reserves room for (twice: creator and
+/// last writer).
+pub(crate) const ACTOR_RESERVE: usize = 1_024;
+/// The most a number attribute takes (DynamoDB counts at most 21 bytes per number).
+const NUMBER_BYTES: usize = 21;
+
+/// The largest `max_doc_bytes` a store accepts: the item limit less the longest keys, the
+/// attribute names, the numbers, the write identity and two 1 KiB actors.
+pub const MAX_DOC_BYTES_LIMIT: usize = ITEM_LIMIT
+    - item_overhead(
+        docstore::key::MAX_NAME_LEN * 2 + 1,
+        docstore::key::MAX_ID_BYTES,
+        ACTOR_RESERVE,
+        ACTOR_RESERVE,
+    );
+
+/// The size DynamoDB counts for an item without its `data` text: names plus values.
+pub(crate) const fn item_overhead(
+    pk: usize,
+    sk: usize,
+    created_by: usize,
+    updated_by: usize,
+) -> usize {
+    PK.len()
+        + pk
+        + SK.len()
+        + sk
+        + DATA.len()
+        + CREATED_AT.len()
+        + NUMBER_BYTES
+        + UPDATED_AT.len()
+        + NUMBER_BYTES
+        + CREATED_BY.len()
+        + created_by
+        + UPDATED_BY.len()
+        + updated_by
+        + VERSION.len()
+        + NUMBER_BYTES
+        + WRITE_ID.len()
+        + 32
+}
+
+/// The partition key of a collection's documents.
+pub(crate) fn document_pk(site: &str, collection: &str) -> String {
+    format!("{site}#{collection}")
+}
+
+/// The partition key of a site's collection counters.
+pub(crate) fn counters_pk(site: &str) -> String {
+    format!("{site}#__collections")
+}
+
+/// The primary key of a document.
+pub(crate) fn key_of(key: &Key) -> Item {
+    HashMap::from([
+        (
+            PK.to_owned(),
+            AttributeValue::S(document_pk(key.site(), key.collection())),
+        ),
+        (SK.to_owned(), AttributeValue::S(key.id().to_owned())),
+    ])
+}
+
+/// A number attribute.
+pub(crate) fn num(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// A string attribute.
+pub(crate) fn text(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+/// The JSON text stored in `data`.
+pub(crate) fn data_text(data: &Data) -> String {
+    serde_json::to_string(data).expect("a JSON map always serializes")
+}
+
+/// The full item of `doc` at `key`, with the write identity `w` when given.
+pub(crate) fn document_item(key: &Key, doc: &Document, w: Option<&WriteId>) -> Item {
+    let mut item = key_of(key);
+    item.insert(DATA.to_owned(), text(data_text(&doc.data)));
+    item.insert(CREATED_AT.to_owned(), num(doc.created_at));
+    item.insert(UPDATED_AT.to_owned(), num(doc.updated_at));
+    item.insert(CREATED_BY.to_owned(), text(&doc.created_by));
+    item.insert(UPDATED_BY.to_owned(), text(&doc.updated_by));
+    item.insert(VERSION.to_owned(), num(doc.version));
+    if let Some(w) = w {
+        item.insert(WRITE_ID.to_owned(), text(w.as_str()));
+    }
+    item
+}
+
+/// Whether `item` is a stored document (and not, say, the bare key that an emulator returns
+/// as the "old" image of an item an update created).
+pub(crate) fn is_document(item: &Item) -> bool {
+    item.contains_key(VERSION)
+}
+
+/// The document an item holds, with its write identity.
+pub(crate) fn parse_document(item: &Item) -> Result<(Document, Option<WriteId>)> {
+    let doc = Document {
+        id: string(item, SK)?.to_owned(),
+        data: serde_json::from_str(string(item, DATA)?)
+            .map_err(|e| corrupt(item, DATA, e.to_string()))?,
+        created_at: number(item, CREATED_AT)?,
+        updated_at: number(item, UPDATED_AT)?,
+        created_by: string(item, CREATED_BY)?.to_owned(),
+        updated_by: string(item, UPDATED_BY)?.to_owned(),
+        version: number(item, VERSION)?,
+    };
+    let w = match item.get(WRITE_ID) {
+        None => None,
+        Some(_) => Some(WriteId::from_stored(string(item, WRITE_ID)?)),
+    };
+    Ok((doc, w))
+}
+
+/// A string attribute of `item`.
+pub(crate) fn string<'a>(item: &'a Item, name: &str) -> Result<&'a str> {
+    match item.get(name) {
+        Some(AttributeValue::S(s)) => Ok(s),
+        _ => Err(corrupt(item, name, "missing or not a string".into())),
+    }
+}
+
+/// A number attribute of `item`.
+pub(crate) fn number<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T> {
+    match item.get(name) {
+        Some(AttributeValue::N(n)) => n
+            .parse()
+            .map_err(|_| corrupt(item, name, format!("{n:?} is not an integer"))),
+        _ => Err(corrupt(item, name, "missing or not a number".into())),
+    }
+}
+
+fn corrupt(item: &Item, name: &str, what: String) -> Error {
+    let at = match (item.get(PK), item.get(SK)) {
+        (Some(AttributeValue::S(pk)), Some(AttributeValue::S(sk))) => format!("{pk}/{sk}"),
+        _ => "an item".to_owned(),
+    };
+    Error::Backend {
+        message: format!("{at}: attribute `{name}` {what}: not written by docstore"),
+        source: None,
+    }
+}
+
+/// Refuses a write whose item would exceed DynamoDB's limit (only possible with actors beyond
+/// [`ACTOR_RESERVE`]), before anything is sent.
+pub(crate) fn check_item_size(
+    key: &Key,
+    data_len: usize,
+    created_by: usize,
+    updated_by: usize,
+) -> Result<()> {
+    let size = data_len
+        + item_overhead(
+            key.site().len() + 1 + key.collection().len(),
+            key.id().len(),
+            created_by,
+            updated_by,
+        );
+    if size > ITEM_LIMIT {
+        return Err(Error::invalid(format!(
+            "the DynamoDB item would be about {size} bytes, above the {ITEM_LIMIT}-byte item \
+             limit: shorten the actor or the data"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn documents_round_trip_through_items() {
+        let key = Key::new("s", "c", "id-1").unwrap();
+        let doc = Document {
+            id: "id-1".into(),
+            data: docstore::object(json!({"a": u64::MAX, "b": 1.0, "c": i64::MIN, "d": "é\n"}))
+                .unwrap(),
+            created_at: -5,
+            updated_at: i64::MAX,
+            created_by: "".into(),
+            updated_by: "bob".into(),
+            version: u64::MAX,
+        };
+        let w = WriteId::random();
+        let item = document_item(&key, &doc, Some(&w));
+        assert_eq!(string(&item, PK).unwrap(), "s#c");
+        assert_eq!(parse_document(&item).unwrap(), (doc.clone(), Some(w)));
+        let item = document_item(&key, &doc, None);
+        assert_eq!(parse_document(&item).unwrap(), (doc, None));
+    }
+
+    #[test]
+    fn corrupt_items_are_backend_errors() {
+        let mut item = key_of(&Key::new("s", "c", "i").unwrap());
+        item.insert(DATA.into(), text("[1]"));
+        let err = parse_document(&item).unwrap_err();
+        assert!(matches!(err, Error::Backend { .. }), "{err}");
+        assert!(!is_document(&item));
+    }
+
+    #[test]
+    fn the_limit_leaves_room_for_every_attribute() {
+        const { assert!(MAX_DOC_BYTES_LIMIT > docstore::DEFAULT_MAX_DOC_BYTES) };
+        const { assert!(MAX_DOC_BYTES_LIMIT < ITEM_LIMIT - 2 * ACTOR_RESERVE) };
+        let key = Key::new("s".repeat(64), "c".repeat(64), "i".repeat(512)).unwrap();
+        check_item_size(&key, MAX_DOC_BYTES_LIMIT, ACTOR_RESERVE, ACTOR_RESERVE).unwrap();
+        assert!(
+            check_item_size(&key, MAX_DOC_BYTES_LIMIT, ACTOR_RESERVE + 1, ACTOR_RESERVE).is_err()
+        );
+    }
+}

@@ -1,0 +1,241 @@
+//! [`DynamoStore`]: construction, table creation and the [`Store`] implementation, which
+//! hands each call to the module doing it.
+
+use crate::errors::map_sdk_error;
+use crate::item::{MAX_DOC_BYTES_LIMIT, PK, SK};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use docstore::config::DynamoDbConfig;
+use docstore::key::{validate_collection, validate_site};
+use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
+use std::time::Duration;
+
+/// The DynamoDB backend: one table in the layout of seed 001. See the [crate docs](crate).
+#[derive(Clone, Debug)]
+pub struct DynamoStore {
+    pub(crate) client: Client,
+    pub(crate) table: String,
+    pub(crate) max_scan: usize,
+    pub(crate) options: StoreOptions,
+}
+
+impl DynamoStore {
+    /// Connects with the standard AWS configuration chain (credentials, region), overridden
+    /// by `config.region` and `config.endpoint` when set.
+    ///
+    /// Fails with [`Error::InvalidArgument`] when `options.max_doc_bytes` is above
+    /// [`MAX_DOC_BYTES_LIMIT`](crate::MAX_DOC_BYTES_LIMIT) or `config.max_scan` is 0. Nothing is
+    /// sent yet: a missing table shows on the first call (or create it with
+    /// [`create_table`](Self::create_table)).
+    pub async fn connect(config: &DynamoDbConfig, options: StoreOptions) -> Result<Self> {
+        check_settings(config, &options)?;
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        if let Some(region) = &config.region {
+            loader = loader.region(aws_config::Region::new(region.clone()));
+        }
+        if let Some(endpoint) = &config.endpoint {
+            loader = loader.endpoint_url(endpoint);
+        }
+        let client = Client::new(&loader.load().await);
+        Self::from_client(client, config, options)
+    }
+
+    /// Uses an existing SDK client (with its own region, endpoint, HTTP client and
+    /// interceptors); `config.region` and `config.endpoint` are ignored. The same checks as
+    /// [`connect`](Self::connect).
+    pub fn from_client(
+        client: Client,
+        config: &DynamoDbConfig,
+        options: StoreOptions,
+    ) -> Result<Self> {
+        check_settings(config, &options)?;
+        Ok(DynamoStore {
+            client,
+            table: config.table.clone(),
+            max_scan: config.max_scan,
+            options,
+        })
+    }
+
+    /// Creates the table (string `pk` hash key, string `sk` range key, on-demand billing) and
+    /// waits until it is active; a table that already exists is left as it is. Meant for
+    /// development and tests: production tables belong to infrastructure code.
+    pub async fn create_table(&self) -> Result<()> {
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .expect("name and type are set")
+        };
+        let key = |name: &str, key_type| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(key_type)
+                .build()
+                .expect("name and type are set")
+        };
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .attribute_definitions(attribute(PK))
+            .attribute_definitions(attribute(SK))
+            .key_schema(key(PK, KeyType::Hash))
+            .key_schema(key(SK, KeyType::Range))
+            .billing_mode(BillingMode::PayPerRequest)
+            .send()
+            .await;
+        if let Err(err) = created
+            && err.code() != Some("ResourceInUseException")
+        {
+            return Err(self.error("CreateTable", err));
+        }
+        for _ in 0..600 {
+            let described = self
+                .client
+                .describe_table()
+                .table_name(&self.table)
+                .send()
+                .await
+                .map_err(|e| self.error("DescribeTable", e))?;
+            let status = described.table().and_then(|t| t.table_status());
+            if status == Some(&TableStatus::Active) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(Error::Unavailable {
+            message: format!("DynamoDB table `{}` did not become active", self.table),
+            source: None,
+        })
+    }
+
+    /// The table this store uses.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// An SDK failure of `operation` as a docstore error.
+    pub(crate) fn error<E>(&self, operation: &str, err: SdkError<E, HttpResponse>) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        map_sdk_error(&self.table, operation, err)
+    }
+}
+
+fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()> {
+    if options.max_doc_bytes > MAX_DOC_BYTES_LIMIT {
+        return Err(Error::invalid(format!(
+            "max_doc_bytes = {} does not fit in one DynamoDB item (400 KB) with the other \
+             attributes; the DynamoDB backend allows at most {MAX_DOC_BYTES_LIMIT}",
+            options.max_doc_bytes
+        )));
+    }
+    if config.max_scan == 0 {
+        return Err(Error::invalid(
+            "database.dynamodb.max_scan must be at least 1",
+        ));
+    }
+    if config.table.is_empty() {
+        return Err(Error::invalid("database.dynamodb.table must not be empty"));
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Store for DynamoStore {
+    async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        self.create_document(key, data, actor).await
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Document>> {
+        Ok(self.read(key).await?.map(|(doc, _)| doc))
+    }
+
+    async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        self.put_document(key, data, actor).await
+    }
+
+    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
+        self.update_document(key, patch, actor).await
+    }
+
+    async fn update_if(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document> {
+        self.update_document_if(key, patch, expected_version, actor)
+            .await
+    }
+
+    async fn delete(&self, key: &Key) -> Result<bool> {
+        self.delete_document(key, None).await
+    }
+
+    async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
+        match self.delete_document(key, Some(expected_version)).await? {
+            true => Ok(()),
+            false => Err(Error::NotFound),
+        }
+    }
+
+    async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
+        self.restore_document(key, document).await
+    }
+
+    async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
+        validate_site(site)?;
+        validate_collection(collection)?;
+        let compiled = query.compile()?;
+        self.run_query(site, collection, &compiled).await
+    }
+
+    async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
+        validate_site(site)?;
+        self.read_counters(site).await
+    }
+
+    async fn count(&self, site: &str) -> Result<u64> {
+        validate_site(site)?;
+        Ok(self.read_counters(site).await?.iter().map(|(_, n)| n).sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(max_scan: usize) -> DynamoDbConfig {
+        DynamoDbConfig {
+            table: "t".into(),
+            region: None,
+            endpoint: None,
+            max_scan,
+        }
+    }
+
+    #[test]
+    fn settings_beyond_an_item_are_refused() {
+        let options = StoreOptions::default();
+        check_settings(&config(1), &options).unwrap();
+        let too_big = StoreOptions::default().with_max_doc_bytes(MAX_DOC_BYTES_LIMIT + 1);
+        let err = check_settings(&config(1), &too_big).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument(m) if m.contains("max_doc_bytes")),
+            "{err}"
+        );
+        let fits = StoreOptions::default().with_max_doc_bytes(MAX_DOC_BYTES_LIMIT);
+        check_settings(&config(1), &fits).unwrap();
+        assert!(check_settings(&config(0), &options).is_err());
+    }
+}
