@@ -22,10 +22,13 @@
 
 mod conn;
 mod error;
+mod functions;
 mod options;
 mod query;
 mod rows;
 mod schema;
+mod sortkey;
+mod sql;
 mod store;
 
 pub use options::{Durability, SqliteOptions};

@@ -1,9 +1,11 @@
-//! Running a query: one parameterized statement reads the candidates, the reference evaluator
-//! decides the page.
+//! Running a query as one parameterized statement: filter, keyset cursor, order and limit
+//! pushed down (see [`crate::sql`] for why each piece is exactly the reference's answer);
+//! the reference evaluator then cuts the page and makes its cursor.
 
 use crate::error::Fail;
 use crate::rows::{self, COLUMNS};
-use docstore::query::CompiledQuery;
+use crate::sql::Sql;
+use docstore::query::{CompiledQuery, FieldPath};
 use docstore::{Document, Page, Query, Result};
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
@@ -12,10 +14,7 @@ use rusqlite::types::Value as SqlValue;
 #[derive(Debug)]
 pub(crate) struct Plan {
     compiled: CompiledQuery,
-    sql: String,
-    params: Vec<SqlValue>,
-    /// Stop reading once this many candidates matched (id-order queries with a limit).
-    enough: Option<usize>,
+    sql: Sql,
 }
 
 impl Plan {
@@ -23,52 +22,68 @@ impl Plan {
     /// statement.
     pub(crate) fn new(site: &str, collection: &str, query: &Query) -> Result<Self> {
         let compiled = query.compile()?;
-        let mut sql =
-            format!("SELECT {COLUMNS} FROM documents WHERE site = ?1 AND collection = ?2");
-        let mut params = vec![
-            SqlValue::Text(site.to_owned()),
-            SqlValue::Text(collection.to_owned()),
-        ];
-        let mut enough = None;
-        if let Some(descending) = compiled.id_order() {
-            // The primary key gives id order: start after the cursor's id and stop once one
-            // match more than the page holds was read.
-            if let Some(position) = compiled.after() {
-                sql.push_str(if descending {
-                    " AND id < ?3"
-                } else {
-                    " AND id > ?3"
-                });
-                params.push(SqlValue::Text(position.id.clone()));
-            }
-            sql.push_str(if descending {
-                " ORDER BY id DESC"
-            } else {
-                " ORDER BY id"
-            });
-            enough = compiled.limit().map(|limit| limit.saturating_add(1));
+        let mut sql = Sql::default();
+        let (s, c) = (
+            sql.bind(SqlValue::Text(site.to_owned())),
+            sql.bind(SqlValue::Text(collection.to_owned())),
+        );
+        sql.text = format!("SELECT {COLUMNS} FROM documents WHERE site = {s} AND collection = {c}");
+        if let Some(filter) = compiled.filter() {
+            sql.text.push_str(" AND ");
+            sql.filter(filter);
         }
-        Ok(Plan {
-            compiled,
-            sql,
-            params,
-            enough,
-        })
+        // Keys after `$id` never decide anything: ids are unique.
+        let order = match compiled
+            .order()
+            .iter()
+            .position(|(p, _)| *p == FieldPath::Id)
+        {
+            Some(at) => &compiled.order()[..=at],
+            None => compiled.order(),
+        };
+        let mut pushed = true;
+        if let Some(position) = compiled.after() {
+            let before = sql.text.len();
+            sql.text.push_str(" AND ");
+            if sql.after(order, position).is_none() {
+                sql.text.truncate(before);
+                pushed = false;
+            }
+        }
+        if pushed {
+            let mut keys: Vec<String> = order
+                .iter()
+                .map(|(path, descending)| {
+                    let key = sql.key_expr(path);
+                    if *descending {
+                        format!("{key} DESC")
+                    } else {
+                        key
+                    }
+                })
+                .collect();
+            if order.last().is_none_or(|(p, _)| *p != FieldPath::Id) {
+                keys.push("id".to_owned());
+            }
+            sql.text.push_str(" ORDER BY ");
+            sql.text.push_str(&keys.join(", "));
+            if let Some(limit) = compiled.limit() {
+                let n = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+                let n = sql.bind(SqlValue::Integer(n));
+                sql.text.push_str(&format!(" LIMIT {n}"));
+            }
+        }
+        Ok(Plan { compiled, sql })
     }
 
-    /// Reads the candidates and evaluates the page.
+    /// Runs the statement and lets the reference evaluator cut the page. Without the pushed
+    /// cursor (a forged one) the statement returns every match and the evaluator does all.
     pub(crate) fn run(&self, conn: &Connection) -> Result<Page, Fail> {
-        let mut stmt = conn.prepare_cached(&self.sql)?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(&self.params))?;
+        let mut stmt = conn.prepare_cached(&self.sql.text)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(&self.sql.params))?;
         let mut candidates: Vec<Document> = Vec::new();
         while let Some(row) = rows.next()? {
-            let doc = rows::document(row)?;
-            if self.compiled.matches(&doc) {
-                candidates.push(doc);
-                if self.enough.is_some_and(|enough| candidates.len() >= enough) {
-                    break;
-                }
-            }
+            candidates.push(rows::document(row)?);
         }
         Ok(self.compiled.evaluate(&candidates))
     }

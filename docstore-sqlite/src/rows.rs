@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// The columns [`document`] reads, in order.
 pub(crate) const COLUMNS: &str =
-    "id, data, created_at, updated_at, created_by, updated_by, version";
+    "id, json(data), created_at, updated_at, created_by, updated_by, version";
 
 /// Serializes `data` as it is stored, refusing it when larger than `limit` (the size is the
 /// one `docstore::document::data_size` measures: the compact serialization).
@@ -56,7 +56,7 @@ pub(crate) fn insert(conn: &Connection, key: &Key, doc: &Document, text: &str) -
     let mut stmt = conn.prepare_cached(
         "INSERT INTO documents \
          (site, collection, id, data, created_at, updated_at, created_by, updated_by, version) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         VALUES (?1, ?2, ?3, jsonb(?4), ?5, ?6, ?7, ?8, ?9)",
     )?;
     stmt.execute(params![
         key.site(),
@@ -80,7 +80,7 @@ pub(crate) fn rewrite(
     text: &str,
 ) -> Result<(), Fail> {
     let mut stmt = conn.prepare_cached(
-        "UPDATE documents SET data = ?4, updated_at = ?5, updated_by = ?6, version = ?7 \
+        "UPDATE documents SET data = jsonb(?4), updated_at = ?5, updated_by = ?6, version = ?7 \
          WHERE site = ?1 AND collection = ?2 AND id = ?3",
     )?;
     stmt.execute(params![

@@ -9,16 +9,17 @@ pub(crate) const SCHEMA_VERSION: i64 = 1;
 
 /// Migration `n` (1-based) takes a database from version `n - 1` to `n`.
 const MIGRATIONS: [&str; 1] = [
-    // Version 1: one row per document, the keys as the primary key, the data as the JSON text
-    // serde_json wrote (never re-serialized by SQLite, so it reads back byte for byte), the
-    // metadata as columns. Per-collection counters kept exact by triggers inside the writing
+    // Version 1: one row per document, the keys as the primary key, the data as SQLite's binary
+    // JSON (JSONB keeps every number and string literal as the text serde_json wrote, so
+    // `json(data)` gives that text back verbatim, and queries navigate it without parsing),
+    // the metadata as columns. Per-collection counters kept exact by triggers inside the writing
     // transaction.
     r#"
     CREATE TABLE documents (
         site       TEXT    NOT NULL,
         collection TEXT    NOT NULL,
         id         TEXT    NOT NULL,
-        data       TEXT    NOT NULL,
+        data       BLOB    NOT NULL,
         created_at INTEGER NOT NULL,
         updated_at INTEGER NOT NULL,
         created_by TEXT    NOT NULL,
@@ -57,6 +58,7 @@ pub(crate) fn configure(conn: &Connection, options: &SqliteOptions) -> Result<()
         Durability::Normal => "NORMAL",
     };
     conn.pragma_update(None, "synchronous", synchronous)?;
+    crate::functions::register(conn)?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ use crate::options::SqliteOptions;
 use crate::{query, rows};
 use async_trait::async_trait;
 use docstore::clock::next_updated_at;
+use docstore::document::check_restorable;
 use docstore::key::{validate_collection, validate_site};
 use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
 use rusqlite::Connection;
@@ -230,6 +231,27 @@ impl Store for SqliteStore {
             }
             rows::remove(conn, &key)?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
+        check_restorable(key, document, self.inner.options.max_doc_bytes)?;
+        if i64::try_from(document.version).is_err() {
+            return Err(Error::invalid(format!(
+                "document version {} is above {}, the largest the SQLite backend stores",
+                document.version,
+                i64::MAX
+            )));
+        }
+        let text = rows::encode(&document.data, usize::MAX)?;
+        let (key, document) = (key.clone(), document.clone());
+        self.write(move |inner, conn| {
+            if rows::load(conn, &key)?.is_some() {
+                return Err(Error::AlreadyExists.into());
+            }
+            inner.check_quota(conn, key.site())?;
+            rows::insert(conn, &key, &document, &text)
         })
         .await
     }

@@ -1,0 +1,141 @@
+//! SQL functions that let one statement apply the reference semantics exactly where SQLite's
+//! own operators would not (number kinds, integers beyond `i64`, mixed kinds, arrays,
+//! objects). Each one calls `docstore`'s own comparison code on values parsed by serde_json
+//! from the verbatim JSON text SQLite extracts.
+//!
+//! Value arguments: SQL `NULL` is a missing field, `TEXT` is JSON text (what `data -> path`
+//! gives), `INTEGER` is a number (the integer metadata columns).
+
+use crate::sortkey;
+use docstore::query::{compare_values, values_equal};
+use rusqlite::functions::{Context, FunctionFlags};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, Error as SqlError};
+use serde_json::Value;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// `docstore_leaf(op, value, operand)`: 1 when the filter leaf `op` holds, else 0.
+pub(crate) const LEAF: &str = "docstore_leaf";
+/// `docstore_key(value)`: the value's sort key (see [`sortkey`]).
+pub(crate) const KEY: &str = "docstore_key";
+/// `docstore_resolve(data_json, segments_json)`: the JSON text at a path that SQLite's path
+/// syntax cannot spell, or `NULL` when it does not resolve.
+pub(crate) const RESOLVE: &str = "docstore_resolve";
+
+/// The filter leaves `docstore_leaf` evaluates; the operand is JSON text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Eq = 1,
+    Lt = 2,
+    Lte = 3,
+    Gt = 4,
+    Gte = 5,
+    /// The operand is the array of candidates.
+    In = 6,
+    /// The operand is the prefix string.
+    Prefix = 7,
+    Contains = 8,
+}
+
+impl Op {
+    fn from_code(code: i64) -> Option<Op> {
+        Some(match code {
+            1 => Op::Eq,
+            2 => Op::Lt,
+            3 => Op::Lte,
+            4 => Op::Gt,
+            5 => Op::Gte,
+            6 => Op::In,
+            7 => Op::Prefix,
+            8 => Op::Contains,
+            _ => return None,
+        })
+    }
+}
+
+/// Registers the functions on a connection.
+pub(crate) fn register(conn: &Connection) -> rusqlite::Result<()> {
+    let flags = FunctionFlags::SQLITE_UTF8
+        | FunctionFlags::SQLITE_DETERMINISTIC
+        | FunctionFlags::SQLITE_INNOCUOUS;
+    conn.create_scalar_function(LEAF, 3, flags, |ctx| {
+        let op = Op::from_code(ctx.get::<i64>(0)?)
+            .ok_or_else(|| user_error("docstore_leaf: unknown operator"))?;
+        let operand: Arc<Value> = ctx.get_or_create_aux(2, parse_text)?;
+        let value = value_arg(ctx, 1)?;
+        Ok(i64::from(leaf(op, value.as_ref(), &operand)))
+    })?;
+    conn.create_scalar_function(KEY, 1, flags, |ctx| {
+        Ok(sortkey::encode(value_arg(ctx, 0)?.as_ref()))
+    })?;
+    conn.create_scalar_function(RESOLVE, 2, flags, |ctx| {
+        let segments: Arc<Vec<String>> = ctx.get_or_create_aux(1, |raw| {
+            let text = raw.as_str().map_err(|e| user_error(&e.to_string()))?;
+            serde_json::from_str::<Vec<String>>(text).map_err(|e| user_error(&e.to_string()))
+        })?;
+        let data = match ctx.get_raw(0) {
+            ValueRef::Null => return Ok(None),
+            raw => parse_text(raw)?,
+        };
+        let Value::Object(map) = data else {
+            return Ok(None);
+        };
+        Ok(docstore::query::resolve_in(&map, &segments).map(Value::to_string))
+    })?;
+    Ok(())
+}
+
+/// The semantics of `CompiledFilter::matches` for one leaf on the resolved value.
+fn leaf(op: Op, value: Option<&Value>, operand: &Value) -> bool {
+    let Some(value) = value else {
+        return false;
+    };
+    let range = |accept: fn(Ordering) -> bool| {
+        comparable(value, operand) && accept(compare_values(Some(value), Some(operand)))
+    };
+    match op {
+        Op::Eq => values_equal(value, operand),
+        Op::Lt => range(Ordering::is_lt),
+        Op::Lte => range(Ordering::is_le),
+        Op::Gt => range(Ordering::is_gt),
+        Op::Gte => range(Ordering::is_ge),
+        Op::In => operand
+            .as_array()
+            .is_some_and(|candidates| candidates.iter().any(|c| values_equal(value, c))),
+        Op::Prefix => match (value.as_str(), operand.as_str()) {
+            (Some(s), Some(prefix)) => s.starts_with(prefix),
+            _ => false,
+        },
+        Op::Contains => value
+            .as_array()
+            .is_some_and(|items| items.iter().any(|i| values_equal(i, operand))),
+    }
+}
+
+/// Whether a range operator may compare the two values (the reference's rule).
+fn comparable(a: &Value, b: &Value) -> bool {
+    matches!(
+        (a, b),
+        (Value::Number(_), Value::Number(_))
+            | (Value::String(_), Value::String(_))
+            | (Value::Bool(_), Value::Bool(_))
+    )
+}
+
+fn value_arg(ctx: &Context<'_>, index: usize) -> rusqlite::Result<Option<Value>> {
+    match ctx.get_raw(index) {
+        ValueRef::Null => Ok(None),
+        ValueRef::Integer(i) => Ok(Some(Value::from(i))),
+        raw => parse_text(raw).map(Some),
+    }
+}
+
+fn parse_text(raw: ValueRef<'_>) -> rusqlite::Result<Value> {
+    let text = raw.as_str().map_err(|e| user_error(&e.to_string()))?;
+    serde_json::from_str(text).map_err(|e| user_error(&format!("bad JSON argument: {e}")))
+}
+
+fn user_error(message: &str) -> SqlError {
+    SqlError::UserFunctionError(message.into())
+}
