@@ -1,0 +1,130 @@
+//! What every test binary shares: the emulator endpoints (set by
+//! `scripts/with-dynamodb-emulators`), SDK clients for them, one table per test binary and
+//! the conformance harness.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+pub mod faults;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use docstore::config::DynamoDbConfig;
+use docstore::{Store, StoreOptions};
+use docstore_dynamodb::DynamoStore;
+use std::sync::Arc;
+use tokio::sync::OnceCell;
+
+/// One of the two emulators the script starts.
+#[derive(Clone, Copy, Debug)]
+pub enum Emulator {
+    /// dynoxide (crates.io `dynoxide-rs`).
+    Dynoxide,
+    /// moto (PyPI `moto[server]`).
+    Moto,
+}
+
+impl Emulator {
+    /// The emulator's endpoint; panics, naming the script, when the variable is missing.
+    pub fn endpoint(self) -> String {
+        let var = match self {
+            Emulator::Dynoxide => "DOCSTORE_DYNOXIDE_ENDPOINT",
+            Emulator::Moto => "DOCSTORE_MOTO_ENDPOINT",
+        };
+        std::env::var(var).unwrap_or_else(|_| {
+            panic!(
+                "{var} is not set: these tests need the DynamoDB emulators; run them through \
+                 `scripts/with-dynamodb-emulators cargo test -p docstore-dynamodb`"
+            )
+        })
+    }
+
+    /// A plain SDK client for the emulator.
+    pub fn client(self) -> Client {
+        self.client_with(|config| config)
+    }
+
+    /// An SDK client for the emulator, with its configuration adjusted by `customize` (HTTP
+    /// client, interceptors, retries).
+    pub fn client_with(
+        self,
+        customize: impl FnOnce(aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::config::Builder,
+    ) -> Client {
+        let config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .endpoint_url(self.endpoint())
+            .credentials_provider(Credentials::new(
+                "docstore-test",
+                "docstore-test",
+                None,
+                None,
+                "test",
+            ));
+        Client::from_conf(customize(config).build())
+    }
+
+    /// A client whose answers are lost as `faults` says, with quick, unmetered retries.
+    pub fn faulty_client(self, faults: &faults::Faults) -> Client {
+        let (retry, partition) = faults::Faults::retry_config();
+        self.client_with(|config| {
+            config
+                .http_client(faults.http_client())
+                .retry_config(retry)
+                .retry_partition(partition)
+        })
+    }
+}
+
+/// A fresh table name for one test binary.
+pub fn fresh_table(tag: &str) -> String {
+    format!("docstore-{tag}-{}", &docstore::WriteId::random().as_str()[..12])
+}
+
+/// The settings of a store on `table` with `max_scan`.
+pub fn config(table: &str, max_scan: usize) -> DynamoDbConfig {
+    DynamoDbConfig {
+        table: table.to_owned(),
+        region: None,
+        endpoint: None,
+        max_scan,
+    }
+}
+
+/// Creates `table` once per test binary (the first caller does it, the rest wait).
+pub async fn ensure_table(cell: &OnceCell<String>, emulator: Emulator, tag: &str) -> String {
+    cell.get_or_init(|| async {
+        let table = fresh_table(tag);
+        let store = DynamoStore::from_client(
+            emulator.client(),
+            &config(&table, 10_000),
+            StoreOptions::default(),
+        )
+        .expect("valid settings");
+        store.create_table().await.expect("table created");
+        table
+    })
+    .await
+    .clone()
+}
+
+/// The conformance harness: a new client (for the calling test's runtime) on the binary's
+/// one table; every case works in its own site.
+pub struct Harness {
+    pub emulator: Emulator,
+    pub table: &'static OnceCell<String>,
+}
+
+#[async_trait]
+impl conformance_tests::Harness for Harness {
+    async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
+        let table = ensure_table(self.table, self.emulator, "conformance").await;
+        let store = DynamoStore::from_client(
+            self.emulator.client(),
+            &config(&table, 10_000),
+            options,
+        )
+        .expect("valid settings");
+        Arc::new(store)
+    }
+}
