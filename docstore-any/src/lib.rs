@@ -1,0 +1,312 @@
+//! # docstore-any
+//!
+//! Opens the backend an application's configuration names, as an `Arc<dyn Store>`, so the
+//! application never names a backend in code. Each backend is a cargo feature (`memory`,
+//! `sqlite`, `dynamodb`; all on by default).
+//!
+//! From configuration (the [`Config`] struct nests in an application's own config file):
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let config: docstore::config::Config = serde_json::from_value(serde_json::json!({
+//!     "database": { "backend": "memory", "max_doc_bytes": 100000 }
+//! })).unwrap();
+//! let store = docstore_any::open(&config).await?;
+//! assert_eq!(store.count("acme").await?, 0);
+//! # Ok::<(), docstore::Error>(())
+//! # }).unwrap();
+//! ```
+//!
+//! From a URL:
+//!
+//! | URL | backend |
+//! |---|---|
+//! | `memory:` | a new in-memory store |
+//! | `sqlite:path/to/file.db` | the SQLite file (created if missing); `sqlite::memory:` for a private in-memory database |
+//! | `dynamodb://table?region=…&endpoint=…&max_scan=…` | the DynamoDB table |
+//!
+//! Every URL also takes `max_doc_bytes` and `max_docs_per_site`. An unknown parameter,
+//! backend or malformed value is [`Error::InvalidArgument`] naming it.
+//!
+//! ```
+//! let config = docstore_any::parse_url("dynamodb://docs?region=eu-west-1&max_scan=500").unwrap();
+//! let dynamodb = config.database.dynamodb.unwrap();
+//! assert_eq!((dynamodb.table.as_str(), dynamodb.max_scan), ("docs", 500));
+//! assert!(docstore_any::parse_url("sqlite:x.db?max_scan=5").is_err());
+//! ```
+
+use docstore::config::{
+    Backend, Config, DEFAULT_MAX_SCAN, DatabaseConfig, DynamoDbConfig, SqliteConfig,
+};
+use docstore::{DEFAULT_MAX_DOC_BYTES, Error, Result, Store};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The SQLite path that means "a private in-memory database".
+pub const SQLITE_IN_MEMORY: &str = ":memory:";
+
+/// Opens the store `config` describes.
+pub async fn open(config: &Config) -> Result<Arc<dyn Store>> {
+    let database = &config.database;
+    let options = database.store_options();
+    match database.backend {
+        Backend::Memory => open_memory(options),
+        Backend::Sqlite => {
+            let sqlite = database.sqlite.as_ref().ok_or_else(|| {
+                Error::invalid(
+                    "database.sqlite.path is required when database.backend = \"sqlite\"",
+                )
+            })?;
+            open_sqlite(&sqlite.path, options)
+        }
+        Backend::Dynamodb => {
+            let dynamodb = database.dynamodb.as_ref().ok_or_else(|| {
+                Error::invalid(
+                    "database.dynamodb.table is required when database.backend = \"dynamodb\"",
+                )
+            })?;
+            open_dynamodb(dynamodb, options).await
+        }
+    }
+}
+
+/// Opens the store a URL names (see the [crate docs](crate)).
+pub async fn open_url(url: &str) -> Result<Arc<dyn Store>> {
+    open(&parse_url(url)?).await
+}
+
+/// The configuration a URL stands for.
+pub fn parse_url(url: &str) -> Result<Config> {
+    let (scheme, rest) = url.split_once(':').ok_or_else(|| {
+        Error::invalid(format!(
+            "store URL {url:?} has no scheme (expected memory:, sqlite:PATH or dynamodb://TABLE)"
+        ))
+    })?;
+    let (location, params) = rest.split_once('?').unwrap_or((rest, ""));
+    let mut database = DatabaseConfig {
+        backend: Backend::Memory,
+        max_doc_bytes: DEFAULT_MAX_DOC_BYTES,
+        max_docs_per_site: None,
+        sqlite: None,
+        dynamodb: None,
+    };
+    let allowed: &[&str] = match scheme {
+        "memory" => {
+            if !matches!(location, "" | "//") {
+                return Err(Error::invalid(format!(
+                    "store URL {url:?}: memory: takes no location"
+                )));
+            }
+            &[]
+        }
+        "sqlite" => {
+            let path = location.strip_prefix("//").unwrap_or(location);
+            if path.is_empty() {
+                return Err(Error::invalid(format!(
+                    "store URL {url:?}: sqlite: needs a file path (or {SQLITE_IN_MEMORY})"
+                )));
+            }
+            database.backend = Backend::Sqlite;
+            database.sqlite = Some(SqliteConfig {
+                path: PathBuf::from(path),
+            });
+            &[]
+        }
+        "dynamodb" => {
+            let table = location
+                .strip_prefix("//")
+                .unwrap_or(location)
+                .trim_end_matches('/');
+            if table.is_empty() {
+                return Err(Error::invalid(format!(
+                    "store URL {url:?}: dynamodb:// needs a table name"
+                )));
+            }
+            database.backend = Backend::Dynamodb;
+            database.dynamodb = Some(DynamoDbConfig {
+                table: table.to_owned(),
+                region: None,
+                endpoint: None,
+                max_scan: DEFAULT_MAX_SCAN,
+            });
+            &["region", "endpoint", "max_scan"]
+        }
+        other => {
+            return Err(Error::invalid(format!(
+                "store URL {url:?}: unknown backend {other:?} (expected memory, sqlite or dynamodb)"
+            )));
+        }
+    };
+    for (name, value) in form_urlencoded::parse(params.as_bytes()) {
+        let number = |what: &str| {
+            value.parse::<u64>().map_err(|_| {
+                Error::invalid(format!(
+                    "store URL parameter {what}={value:?} is not a number"
+                ))
+            })
+        };
+        match (name.as_ref(), database.dynamodb.as_mut()) {
+            ("max_doc_bytes", _) => database.max_doc_bytes = number("max_doc_bytes")? as usize,
+            ("max_docs_per_site", _) => {
+                database.max_docs_per_site = Some(number("max_docs_per_site")?)
+            }
+            ("region", Some(d)) => d.region = Some(value.into_owned()),
+            ("endpoint", Some(d)) => d.endpoint = Some(value.into_owned()),
+            ("max_scan", Some(d)) => d.max_scan = number("max_scan")? as usize,
+            (other, _) => {
+                let mut known = vec!["max_doc_bytes", "max_docs_per_site"];
+                known.extend(allowed);
+                return Err(Error::invalid(format!(
+                    "store URL parameter {other:?} is not known for {scheme}: (known: {})",
+                    known.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(Config { database })
+}
+
+#[cfg(not(all(feature = "memory", feature = "sqlite", feature = "dynamodb")))]
+fn disabled(backend: &str) -> Error {
+    Error::invalid(format!(
+        "the {backend} backend is not compiled in (enable docstore-any's feature {backend:?})"
+    ))
+}
+
+#[cfg(feature = "memory")]
+fn open_memory(options: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(docstore_memory::MemoryStore::with_options(
+        options,
+    )))
+}
+
+#[cfg(not(feature = "memory"))]
+fn open_memory(_: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
+    Err(disabled("memory"))
+}
+
+#[cfg(feature = "sqlite")]
+fn open_sqlite(path: &std::path::Path, options: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
+    Ok(if path.as_os_str() == SQLITE_IN_MEMORY {
+        Arc::new(docstore_sqlite::SqliteStore::in_memory_with_options(
+            options,
+        )?)
+    } else {
+        Arc::new(docstore_sqlite::SqliteStore::open_with_options(
+            path, options,
+        )?)
+    })
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn open_sqlite(_: &std::path::Path, _: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
+    Err(disabled("sqlite"))
+}
+
+#[cfg(feature = "dynamodb")]
+async fn open_dynamodb(
+    config: &DynamoDbConfig,
+    options: docstore::StoreOptions,
+) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(
+        docstore_dynamodb::DynamoStore::connect(config, options).await?,
+    ))
+}
+
+#[cfg(not(feature = "dynamodb"))]
+async fn open_dynamodb(_: &DynamoDbConfig, _: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
+    Err(disabled("dynamodb"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(url: &str) -> String {
+        match parse_url(url) {
+            Err(Error::InvalidArgument(message)) => message,
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn urls_map_to_configs() {
+        assert_eq!(
+            parse_url("memory:").unwrap().database.backend,
+            Backend::Memory
+        );
+        let sqlite = parse_url("sqlite:dir/my file.db?max_doc_bytes=1000")
+            .unwrap()
+            .database;
+        assert_eq!(sqlite.sqlite.unwrap().path, PathBuf::from("dir/my file.db"));
+        assert_eq!(sqlite.max_doc_bytes, 1000);
+        let absolute = parse_url("sqlite:///tmp/x.db").unwrap().database;
+        assert_eq!(absolute.sqlite.unwrap().path, PathBuf::from("/tmp/x.db"));
+        let dynamo = parse_url(
+            "dynamodb://docs?region=eu-west-1&endpoint=http%3A%2F%2F127.0.0.1%3A8000&max_scan=7&max_docs_per_site=9",
+        )
+        .unwrap()
+        .database;
+        assert_eq!(dynamo.max_docs_per_site, Some(9));
+        let d = dynamo.dynamodb.unwrap();
+        assert_eq!(d.table, "docs");
+        assert_eq!(d.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(d.endpoint.as_deref(), Some("http://127.0.0.1:8000"));
+        assert_eq!(d.max_scan, 7);
+    }
+
+    #[test]
+    fn bad_urls_name_the_problem() {
+        assert!(invalid("mongodb://x").contains("mongodb"));
+        assert!(invalid("nothing").contains("scheme"));
+        assert!(invalid("sqlite:").contains("path"));
+        assert!(invalid("dynamodb://").contains("table"));
+        assert!(invalid("memory:?regin=x").contains("regin"));
+        assert!(invalid("sqlite:x.db?region=x").contains("region"));
+        assert!(invalid("dynamodb://t?max_scan=ten").contains("max_scan"));
+        assert!(invalid("memory:somewhere").contains("location"));
+    }
+
+    #[cfg(all(feature = "memory", feature = "sqlite"))]
+    #[tokio::test]
+    async fn opens_memory_and_sqlite() {
+        let store = open_url("memory:?max_docs_per_site=1").await.unwrap();
+        let key = docstore::Key::new("s", "c", "1").unwrap();
+        store.create(&key, docstore::Data::new(), "").await.unwrap();
+        let second = docstore::Key::new("s", "c", "2").unwrap();
+        let err = store
+            .create(&second, docstore::Data::new(), "")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::QuotaExceeded { limit: 1 }));
+
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("a.db").display());
+        open_url(&url)
+            .await
+            .unwrap()
+            .create(&key, docstore::Data::new(), "")
+            .await
+            .unwrap();
+        let reopened = open_url(&url).await.unwrap();
+        assert_eq!(reopened.get(&key).await.unwrap().unwrap().version, 1);
+        assert!(
+            open_url("sqlite::memory:")
+                .await
+                .unwrap()
+                .get(&key)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn missing_backend_sections_are_named() {
+        let config: Config =
+            serde_json::from_value(serde_json::json!({"database": {"backend": "sqlite"}})).unwrap();
+        let err = open(&config).await.unwrap_err();
+        assert!(err.to_string().contains("database.sqlite.path"), "{err}");
+    }
+}

@@ -1,0 +1,531 @@
+//! The short text form of a [`Query`], for people at a terminal.
+//!
+//! ```text
+//! status = "open" and priority >= 3 order by $updated_at desc limit 20
+//! ```
+//!
+//! Grammar (keywords are case-insensitive; values are JSON):
+//!
+//! ```text
+//! query   := [filter] [ORDER BY field [ASC|DESC] {, field [ASC|DESC]}] [LIMIT n]
+//! filter  := and {OR and}
+//! and     := unary {AND unary}
+//! unary   := NOT unary | primary
+//! primary := ( filter ) | ALL( [filter {, filter}] ) | ANY( [filter {, filter}] )
+//!          | EXISTS field
+//!          | field (= | != | < | <= | > | >=) value
+//!          | field IN [value, ...] | field PREFIX "text" | field CONTAINS value
+//! field   := a path such as address.city, a\.dotted\.key or $updated_at,
+//!            or any path in backquotes: `odd name` (a backquote inside is doubled)
+//! ```
+//!
+//! `AND` binds tighter than `OR`; a chain `a AND b AND c` is one `And` of three. Errors name
+//! the column where the text stopped making sense. [`to_text`] prints a query so that
+//! [`parse`] gives it back unchanged (the cursor is not part of the text form).
+//!
+//! ```
+//! use docstore::{Filter, Query};
+//! use docstore_cli::text_query::{parse, to_text};
+//!
+//! let query = parse(r#"status = "open" and priority >= 3 order by $updated_at desc limit 20"#).unwrap();
+//! assert_eq!(query, Query::new()
+//!     .filter(Filter::eq("status", "open").and(Filter::gte("priority", 3)))
+//!     .order_by_desc("$updated_at")
+//!     .limit(20));
+//! assert_eq!(parse(&to_text(&query)).unwrap(), query);
+//! assert_eq!(parse("status = ").unwrap_err().column, 10);
+//! ```
+
+use docstore::{Filter, Order, Query};
+use serde_json::Value;
+use std::fmt;
+
+/// Where and why the text is not a query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based column (in characters) where the problem starts.
+    pub column: usize,
+    /// What was expected or found there.
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "column {}: {}", self.column, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+const KEYWORDS: [&str; 14] = [
+    "and", "or", "not", "all", "any", "exists", "in", "prefix", "contains", "order", "by", "limit",
+    "asc", "desc",
+];
+
+/// Parses the text form.
+pub fn parse(text: &str) -> Result<Query, ParseError> {
+    let mut parser = Parser { text, pos: 0 };
+    let mut query = Query::new();
+    parser.skip_ws();
+    if !parser.at_end() && !parser.at_keyword("order") && !parser.at_keyword("limit") {
+        query.filter = Some(parser.or()?);
+    }
+    if parser.eat_keyword("order") {
+        parser.expect_keyword("by")?;
+        loop {
+            let field = parser.field()?;
+            let descending = if parser.eat_keyword("desc") {
+                true
+            } else {
+                parser.eat_keyword("asc");
+                false
+            };
+            query.order.push(Order { field, descending });
+            if !parser.eat_symbol(",") {
+                break;
+            }
+        }
+    }
+    if parser.eat_keyword("limit") {
+        query.limit = Some(parser.integer()?);
+    }
+    parser.skip_ws();
+    if !parser.at_end() {
+        return Err(parser.error("expected AND, OR, ORDER BY, LIMIT or the end of the query"));
+    }
+    Ok(query)
+}
+
+/// Prints a query in the text form ([`parse`] gives it back; the cursor is left out).
+pub fn to_text(query: &Query) -> String {
+    let mut parts = Vec::new();
+    if let Some(filter) = &query.filter {
+        parts.push(filter_text(filter, true));
+    }
+    if !query.order.is_empty() {
+        let keys: Vec<String> = query
+            .order
+            .iter()
+            .map(|o| {
+                format!(
+                    "{}{}",
+                    field_text(&o.field),
+                    if o.descending { " DESC" } else { "" }
+                )
+            })
+            .collect();
+        parts.push(format!("ORDER BY {}", keys.join(", ")));
+    }
+    if let Some(limit) = query.limit {
+        parts.push(format!("LIMIT {limit}"));
+    }
+    parts.join(" ")
+}
+
+fn filter_text(filter: &Filter, top: bool) -> String {
+    let value = |v: &Value| serde_json::to_string(v).expect("JSON values print");
+    let list = |name: &str, items: &[Filter]| {
+        let inner: Vec<String> = items.iter().map(|f| filter_text(f, true)).collect();
+        format!("{name}({})", inner.join(", "))
+    };
+    let chain = |items: &[Filter], joiner: &str| {
+        let inner: Vec<String> = items.iter().map(|f| filter_text(f, false)).collect();
+        let text = inner.join(joiner);
+        if top { text } else { format!("({text})") }
+    };
+    match filter {
+        Filter::And(items) if items.len() >= 2 => chain(items, " AND "),
+        Filter::Or(items) if items.len() >= 2 => chain(items, " OR "),
+        Filter::And(items) => list("ALL", items),
+        Filter::Or(items) => list("ANY", items),
+        Filter::Not(inner) => format!("NOT {}", filter_text(inner, false)),
+        Filter::Eq(f, v) => format!("{} = {}", field_text(f), value(v)),
+        Filter::Ne(f, v) => format!("{} != {}", field_text(f), value(v)),
+        Filter::Lt(f, v) => format!("{} < {}", field_text(f), value(v)),
+        Filter::Lte(f, v) => format!("{} <= {}", field_text(f), value(v)),
+        Filter::Gt(f, v) => format!("{} > {}", field_text(f), value(v)),
+        Filter::Gte(f, v) => format!("{} >= {}", field_text(f), value(v)),
+        Filter::In(f, vs) => format!("{} IN {}", field_text(f), value(&Value::Array(vs.clone()))),
+        Filter::Exists(f) => format!("EXISTS {}", field_text(f)),
+        Filter::Prefix(f, p) => format!(
+            "{} PREFIX {}",
+            field_text(f),
+            value(&Value::from(p.as_str()))
+        ),
+        Filter::Contains(f, v) => format!("{} CONTAINS {}", field_text(f), value(v)),
+    }
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '$' | '.' | '\\' | '-')
+}
+
+fn is_keyword(word: &str) -> bool {
+    KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(word))
+}
+
+fn field_text(field: &str) -> String {
+    if !field.is_empty() && field.chars().all(is_word_char) && !is_keyword(field) {
+        field.to_owned()
+    } else {
+        format!("`{}`", field.replace('`', "``"))
+    }
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn rest(&self) -> &str {
+        &self.text[self.pos..]
+    }
+
+    fn at_end(&self) -> bool {
+        self.pos == self.text.len()
+    }
+
+    fn error(&self, message: impl Into<String>) -> ParseError {
+        ParseError {
+            column: self.text[..self.pos].chars().count() + 1,
+            message: message.into(),
+        }
+    }
+
+    fn skip_ws(&mut self) {
+        let trimmed = self.rest().trim_start();
+        self.pos = self.text.len() - trimmed.len();
+    }
+
+    /// The bare word at the current position (after white space), without consuming it.
+    fn peek_word(&mut self) -> &str {
+        self.skip_ws();
+        let end = self
+            .rest()
+            .find(|c: char| !is_word_char(c))
+            .unwrap_or(self.rest().len());
+        &self.rest()[..end]
+    }
+
+    fn at_keyword(&mut self, keyword: &str) -> bool {
+        self.peek_word().eq_ignore_ascii_case(keyword)
+    }
+
+    fn eat_keyword(&mut self, keyword: &str) -> bool {
+        if self.at_keyword(keyword) {
+            self.pos += keyword.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_keyword(&mut self, keyword: &str) -> Result<(), ParseError> {
+        if self.eat_keyword(keyword) {
+            Ok(())
+        } else {
+            Err(self.error(format!("expected {}", keyword.to_uppercase())))
+        }
+    }
+
+    fn eat_symbol(&mut self, symbol: &str) -> bool {
+        self.skip_ws();
+        if self.rest().starts_with(symbol) {
+            self.pos += symbol.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_symbol(&mut self, symbol: &str) -> Result<(), ParseError> {
+        if self.eat_symbol(symbol) {
+            Ok(())
+        } else {
+            Err(self.error(format!("expected {symbol:?}")))
+        }
+    }
+
+    fn or(&mut self) -> Result<Filter, ParseError> {
+        let mut items = vec![self.and()?];
+        while self.eat_keyword("or") {
+            items.push(self.and()?);
+        }
+        Ok(if items.len() == 1 {
+            items.remove(0)
+        } else {
+            Filter::Or(items)
+        })
+    }
+
+    fn and(&mut self) -> Result<Filter, ParseError> {
+        let mut items = vec![self.unary()?];
+        while self.eat_keyword("and") {
+            items.push(self.unary()?);
+        }
+        Ok(if items.len() == 1 {
+            items.remove(0)
+        } else {
+            Filter::And(items)
+        })
+    }
+
+    fn unary(&mut self) -> Result<Filter, ParseError> {
+        if self.eat_keyword("not") {
+            return Ok(Filter::Not(Box::new(self.unary()?)));
+        }
+        self.primary()
+    }
+
+    fn primary(&mut self) -> Result<Filter, ParseError> {
+        if self.eat_symbol("(") {
+            let inner = self.or()?;
+            self.expect_symbol(")")?;
+            return Ok(inner);
+        }
+        for (keyword, all) in [("all", true), ("any", false)] {
+            if self.eat_keyword(keyword) {
+                let items = self.filter_list()?;
+                return Ok(if all {
+                    Filter::And(items)
+                } else {
+                    Filter::Or(items)
+                });
+            }
+        }
+        if self.eat_keyword("exists") {
+            return Ok(Filter::Exists(self.field()?));
+        }
+        let field = self.field()?;
+        self.skip_ws();
+        for (symbol, make) in [
+            ("!=", Filter::Ne as fn(String, Value) -> Filter),
+            ("<=", Filter::Lte),
+            (">=", Filter::Gte),
+            ("=", Filter::Eq),
+            ("<", Filter::Lt),
+            (">", Filter::Gt),
+        ] {
+            if self.eat_symbol(symbol) {
+                return Ok(make(field, self.value()?));
+            }
+        }
+        if self.eat_keyword("in") {
+            let start = self.clone_pos();
+            return match self.value()? {
+                Value::Array(items) => Ok(Filter::In(field, items)),
+                _ => Err(start.error("IN takes a JSON array, e.g. [1, \"two\"]")),
+            };
+        }
+        if self.eat_keyword("prefix") {
+            let start = self.clone_pos();
+            return match self.value()? {
+                Value::String(prefix) => Ok(Filter::Prefix(field, prefix)),
+                _ => Err(start.error("PREFIX takes a JSON string, e.g. \"abc\"")),
+            };
+        }
+        if self.eat_keyword("contains") {
+            return Ok(Filter::Contains(field, self.value()?));
+        }
+        Err(self.error("expected an operator (= != < <= > >= IN PREFIX CONTAINS)"))
+    }
+
+    fn clone_pos(&mut self) -> Parser<'a> {
+        self.skip_ws();
+        Parser {
+            text: self.text,
+            pos: self.pos,
+        }
+    }
+
+    fn filter_list(&mut self) -> Result<Vec<Filter>, ParseError> {
+        self.expect_symbol("(")?;
+        let mut items = Vec::new();
+        if self.eat_symbol(")") {
+            return Ok(items);
+        }
+        loop {
+            items.push(self.or()?);
+            if self.eat_symbol(")") {
+                return Ok(items);
+            }
+            self.expect_symbol(",")?;
+        }
+    }
+
+    fn field(&mut self) -> Result<String, ParseError> {
+        self.skip_ws();
+        if let Some(quoted) = self.rest().strip_prefix('`') {
+            let mut field = String::new();
+            let mut chars = quoted.char_indices();
+            while let Some((i, c)) = chars.next() {
+                if c == '`' {
+                    if quoted[i + 1..].starts_with('`') {
+                        field.push('`');
+                        chars.next();
+                    } else {
+                        self.pos += 1 + i + 1;
+                        return Ok(field);
+                    }
+                } else {
+                    field.push(c);
+                }
+            }
+            return Err(self.error("unclosed backquote"));
+        }
+        let word = self.peek_word().to_owned();
+        if word.is_empty() {
+            return Err(self.error("expected a field"));
+        }
+        if is_keyword(&word) {
+            return Err(self.error(format!(
+                "expected a field, found the keyword {word:?} (write `{word}` for a field of that name)"
+            )));
+        }
+        self.pos += word.len();
+        Ok(word)
+    }
+
+    fn value(&mut self) -> Result<Value, ParseError> {
+        self.skip_ws();
+        if self.at_end() {
+            return Err(self.error("expected a JSON value"));
+        }
+        let mut values = serde_json::Deserializer::from_str(self.rest()).into_iter::<Value>();
+        let first = values.next();
+        let end = values.byte_offset();
+        // The stream reader refuses a number or literal followed by `)`; the value itself
+        // ends at `end`, so read just that part.
+        let value = match first {
+            Some(Ok(value)) => Some(value),
+            Some(Err(_)) if end > 0 => serde_json::from_str(&self.rest()[..end]).ok(),
+            _ => None,
+        };
+        match value {
+            Some(value) => {
+                self.pos += end;
+                Ok(value)
+            }
+            None => Err(self.error(
+                "expected a JSON value (\"text\", 12, 1.5, true, false, null, [...] or {...})",
+            )),
+        }
+    }
+
+    fn integer(&mut self) -> Result<usize, ParseError> {
+        let word = self.peek_word().to_owned();
+        match word.parse::<usize>() {
+            Ok(n) if word.chars().all(|c| c.is_ascii_digit()) => {
+                self.pos += word.len();
+                Ok(n)
+            }
+            _ => Err(self.error("expected a whole number")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
+    use serde_json::json;
+
+    fn err(text: &str) -> (usize, String) {
+        let e = parse(text).unwrap_err();
+        (e.column, e.message)
+    }
+
+    #[test]
+    fn every_operator_parses() {
+        let cases = [
+            ("a = 1", Filter::eq("a", 1)),
+            ("a != \"x\"", Filter::ne("a", "x")),
+            ("a < 1.5", Filter::lt("a", 1.5)),
+            ("a <= -2", Filter::lte("a", -2)),
+            ("a > true", Filter::gt("a", true)),
+            ("a >= null", Filter::gte("a", Value::Null)),
+            (
+                "a IN [1, \"b\", null]",
+                Filter::is_in("a", [json!(1), json!("b"), Value::Null]),
+            ),
+            ("EXISTS a.b", Filter::exists("a.b")),
+            ("a PREFIX \"pre\"", Filter::prefix("a", "pre")),
+            (
+                "tags CONTAINS {\"k\": [1]}",
+                Filter::contains("tags", json!({"k": [1]})),
+            ),
+            ("NOT a = 1", !Filter::eq("a", 1)),
+            ("ALL()", Filter::all([])),
+            ("ANY()", Filter::any([])),
+            ("ALL(a = 1)", Filter::all([Filter::eq("a", 1)])),
+            (
+                "a = 1 and b = 2 or c = 3",
+                Filter::eq("a", 1)
+                    .and(Filter::eq("b", 2))
+                    .or(Filter::eq("c", 3)),
+            ),
+            (
+                "a = 1 and (b = 2 or c = 3)",
+                Filter::eq("a", 1).and(Filter::eq("b", 2).or(Filter::eq("c", 3))),
+            ),
+            ("`odd name` = 1", Filter::eq("odd name", 1)),
+            ("`a``b` = 1", Filter::eq("a`b", 1)),
+            ("`order` = 1", Filter::eq("order", 1)),
+            (r"a\.b = 1", Filter::eq(r"a\.b", 1)),
+            ("$updated_at > 5", Filter::gt("$updated_at", 5)),
+            ("n = 18446744073709551615", Filter::eq("n", u64::MAX)),
+            ("n=1", Filter::eq("n", 1)),
+        ];
+        for (text, filter) in cases {
+            assert_eq!(parse(text).unwrap(), Query::new().filter(filter), "{text}");
+        }
+        assert_eq!(
+            parse("order by a, b desc, c asc limit 5").unwrap(),
+            Query::new()
+                .order_by("a")
+                .order_by_desc("b")
+                .order_by("c")
+                .limit(5)
+        );
+        assert_eq!(parse("  ").unwrap(), Query::new());
+        assert_eq!(parse("LIMIT 3").unwrap(), Query::new().limit(3));
+    }
+
+    #[test]
+    fn errors_point_at_the_column() {
+        assert_eq!(err("a = ").0, 5);
+        assert_eq!(err("a").0, 2);
+        assert!(err("a").1.contains("operator"));
+        assert_eq!(err("a = 1 b = 2").0, 7);
+        assert_eq!(err("(a = 1").0, 7);
+        assert_eq!(err("a IN 5").0, 6);
+        assert!(err("a IN 5").1.contains("array"));
+        assert_eq!(err("a PREFIX 5").0, 10);
+        assert_eq!(err("order = 1"), (7, "expected BY".to_string()));
+        assert!(err("and = 1").1.contains("keyword"));
+        assert_eq!(err("order a").0, 7);
+        assert_eq!(err("limit x").0, 7);
+        assert_eq!(err("limit -1").0, 7);
+        assert_eq!(err("é = {bad").0, 5);
+        assert_eq!(err("`open").0, 1);
+        assert_eq!(err("ALL(a = 1 b)").0, 11);
+        assert_eq!(err("= 1").0, 1);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn printing_then_parsing_gives_the_query_back(query in docstore::strategies::query()) {
+            let text = to_text(&query);
+            let parsed = parse(&text).map_err(|e| TestCaseError::fail(format!("{e} in {text}")))?;
+            prop_assert_eq!(parsed, query, "{}", text);
+        }
+    }
+}
