@@ -37,6 +37,8 @@ pub enum Op {
     DeleteIf(&'static str, &'static str, u64),
     /// `get`.
     Get(&'static str, &'static str),
+    /// `restore` of a document with the given metadata.
+    Restore(&'static str, Document),
     /// `query` (one page).
     Query(&'static str, Query),
     /// `collections` and `count`.
@@ -157,6 +159,20 @@ impl Model {
                 }
             },
             Op::Get(c, id) => Outcome::Maybe(self.docs.get(&(*c, *id)).cloned()),
+            Op::Restore(c, doc) => {
+                let id = IDS.iter().find(|id| **id == doc.id).expect("generated ids");
+                if let Some(err) = Self::too_large(&doc.data) {
+                    return err;
+                }
+                if self.docs.contains_key(&(*c, *id)) {
+                    return failure(Error::AlreadyExists);
+                }
+                if self.count() >= QUOTA {
+                    return failure(Error::QuotaExceeded { limit: QUOTA });
+                }
+                self.docs.insert((c, id), doc.clone());
+                Outcome::Done
+            }
             Op::Query(c, query) => {
                 let docs = self
                     .docs
@@ -230,10 +246,23 @@ impl ReferenceStateMachine for Model {
             3 => (c.clone(), id.clone(), data(), actor.clone()).prop_map(|(c, i, d, a)| Op::Create(c, i, d, a)),
             2 => (c.clone(), id.clone(), data(), actor.clone()).prop_map(|(c, i, d, a)| Op::Put(c, i, d, a)),
             2 => (c.clone(), id.clone(), patch(), actor.clone()).prop_map(|(c, i, p, a)| Op::Update(c, i, p, a)),
-            2 => (c.clone(), id.clone(), patch(), version.clone(), actor).prop_map(|(c, i, p, v, a)| Op::UpdateIf(c, i, p, v, a)),
+            2 => (c.clone(), id.clone(), patch(), version.clone(), actor.clone()).prop_map(|(c, i, p, v, a)| Op::UpdateIf(c, i, p, v, a)),
             1 => (c.clone(), id.clone()).prop_map(|(c, i)| Op::Delete(c, i)),
             1 => (c.clone(), id.clone(), version).prop_map(|(c, i, v)| Op::DeleteIf(c, i, v)),
-            1 => (c.clone(), id).prop_map(|(c, i)| Op::Get(c, i)),
+            1 => (c.clone(), id.clone()).prop_map(|(c, i)| Op::Get(c, i)),
+            1 => (c.clone(), id, data(), actor.clone(), 1u64..6, 0i64..1_000, 0i64..1_000)
+                .prop_map(|(c, id, data, actor, version, age, edited)| {
+                    let document = Document {
+                        id: id.to_owned(),
+                        data,
+                        created_at: START - age - edited,
+                        updated_at: START - age,
+                        created_by: "restorer".to_owned(),
+                        updated_by: actor.to_owned(),
+                        version,
+                    };
+                    Op::Restore(c, document)
+                }),
             2 => (c, docstore::strategies::query()).prop_map(|(c, q)| Op::Query(c, q)),
             1 => Just(Op::Counters),
             1 => prop_oneof![Just(0i64), 1i64..1_000, -1_000i64..0].prop_map(Op::Clock),
@@ -326,6 +355,10 @@ async fn run_on_store(ctx: &Ctx, clock: &ManualClock, now: i64, op: &Op) -> Outc
             .get(&key(c, id))
             .await
             .map_or_else(failure, Outcome::Maybe),
+        Op::Restore(c, doc) => store
+            .restore(&key(c, &doc.id), doc)
+            .await
+            .map_or_else(failure, |()| Outcome::Done),
         Op::Query(c, query) => {
             let page = store
                 .query(&ctx.site, c, query)
