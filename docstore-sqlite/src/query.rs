@@ -43,10 +43,11 @@ impl Plan {
         };
         let mut pushed = true;
         if let Some(position) = compiled.after() {
-            let before = sql.text.len();
+            let (text_len, params_len) = (sql.text.len(), sql.params.len());
             sql.text.push_str(" AND ");
             if sql.after(order, position).is_none() {
-                sql.text.truncate(before);
+                sql.text.truncate(text_len);
+                sql.params.truncate(params_len);
                 pushed = false;
             }
         }

@@ -9,7 +9,8 @@
 //! - every other leaf (numbers of any kind, arrays, objects, `In`, `Contains`) calls
 //!   `docstore_leaf`, which runs `docstore`'s own comparison on the value serde_json parses
 //!   from the verbatim JSON text `data -> path` gives;
-//! - sort keys are `docstore_key` byte strings, whose order is the reference total order.
+//! - sort keys are the metadata columns themselves, or for data paths `docstore_key` byte
+//!   strings, whose order is the reference total order.
 
 use crate::functions::{self, Op};
 use crate::sortkey;
@@ -188,18 +189,19 @@ impl Sql {
         }
     }
 
-    /// The sort key expression of `path`: `id` itself for `$id` (text compares as the
-    /// reference compares strings), a `docstore_key` byte string otherwise.
+    /// The sort key expression of `path`: the column itself for metadata (every row has a
+    /// value, all of one kind, and SQLite orders integers by value and text by code point,
+    /// as the reference does), a `docstore_key` byte string for data paths.
     pub(crate) fn key_expr(&mut self, path: &FieldPath) -> String {
-        match path {
-            FieldPath::Id => "id".to_owned(),
-            other => format!("{}({})", functions::KEY, self.value_expr(other)),
+        match Target::of(path) {
+            Target::Column(column, _) => column.to_owned(),
+            _ => format!("{}({})", functions::KEY, self.value_expr(path)),
         }
     }
 
     /// Appends the keyset condition "after `position`" for the sort keys `order` (already
-    /// cut after a `$id` key), then the `$id` tie-break. `None` when the cursor holds a
-    /// value `id` cannot be compared with natively (a forged cursor).
+    /// cut after a `$id` key), then the `$id` tie-break. `None` when the cursor holds, for a
+    /// metadata column, a value of another kind than the column's (only a forged cursor can).
     pub(crate) fn after(
         &mut self,
         order: &[(FieldPath, bool)],
@@ -207,8 +209,13 @@ impl Sql {
     ) -> Option<()> {
         let mut keys = Vec::with_capacity(order.len());
         for ((path, descending), value) in order.iter().zip(&position.keys) {
-            let bound = match path {
-                FieldPath::Id => SqlValue::Text(value.as_ref()?.as_str()?.to_owned()),
+            let bound = match Target::of(path) {
+                Target::Column(_, ColumnKind::Text) => {
+                    SqlValue::Text(value.as_ref()?.as_str()?.to_owned())
+                }
+                Target::Column(_, ColumnKind::Integer) => {
+                    SqlValue::Integer(value.as_ref()?.as_i64()?)
+                }
                 _ => SqlValue::Blob(sortkey::encode(value.as_ref())),
             };
             keys.push((self.key_expr(path), *descending, self.bind(bound)));
