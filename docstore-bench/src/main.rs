@@ -1,1 +1,3 @@
+//! docstore-bench (in progress).
+
 fn main() {}
