@@ -46,7 +46,11 @@ const WRITES: &[&str] = &["PutItem", "UpdateItem", "DeleteItem"];
 impl Faults {
     /// Loses the answer of the next request of `operation`.
     pub fn lose_next(&self, operation: &str, loss: Loss) {
-        self.0.lock().unwrap().scripted.push_back((operation.to_owned(), loss));
+        self.0
+            .lock()
+            .unwrap()
+            .scripted
+            .push_back((operation.to_owned(), loss));
     }
 
     /// Loses each write answer with probability `p` (never the resend of a lost one), from a
@@ -82,7 +86,11 @@ impl Faults {
             *state ^= *state << 17;
             let draw = (*state >> 11) as f64 / (1u64 << 53) as f64;
             if draw < *p {
-                loss = Some(if *state & 1 == 0 { Loss::ServerError } else { Loss::Dropped });
+                loss = Some(if *state & 1 == 0 {
+                    Loss::ServerError
+                } else {
+                    Loss::Dropped
+                });
             }
         }
         if let Some(loss) = loss {

@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 pub mod faults;
+pub mod requests;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -78,7 +79,10 @@ impl Emulator {
 
 /// A fresh table name for one test binary.
 pub fn fresh_table(tag: &str) -> String {
-    format!("docstore-{tag}-{}", &docstore::WriteId::random().as_str()[..12])
+    format!(
+        "docstore-{tag}-{}",
+        &docstore::WriteId::random().as_str()[..12]
+    )
 }
 
 /// The settings of a store on `table` with `max_scan`.
@@ -119,12 +123,29 @@ pub struct Harness {
 impl conformance_tests::Harness for Harness {
     async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
         let table = ensure_table(self.table, self.emulator, "conformance").await;
-        let store = DynamoStore::from_client(
-            self.emulator.client(),
-            &config(&table, 10_000),
-            options,
-        )
-        .expect("valid settings");
+        let store =
+            DynamoStore::from_client(self.emulator.client(), &config(&table, 10_000), options)
+                .expect("valid settings");
         Arc::new(store)
     }
+}
+
+/// A store on `table` in a client built by `client`, with `options` and `max_scan`.
+pub fn store_on(
+    client: Client,
+    table: &str,
+    max_scan: usize,
+    options: StoreOptions,
+) -> DynamoStore {
+    DynamoStore::from_client(client, &config(table, max_scan), options).expect("valid settings")
+}
+
+/// A fresh site name for one test.
+pub fn site(tag: &str) -> String {
+    conformance_tests::unique_site(tag)
+}
+
+/// A JSON object literal as document data.
+pub fn obj(value: serde_json::Value) -> docstore::Data {
+    docstore::object(value).expect("an object")
 }
