@@ -1,0 +1,538 @@
+//! The raw table layout (read back with the plain SDK), the requests each call costs (counted
+//! by an SDK interceptor), the `max_scan` and 64 MiB stops with their warning, and the
+//! construction and table errors. Run on both emulators.
+
+mod support;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use docstore::config::DynamoDbConfig;
+use docstore::query::Filter;
+use docstore::{Error, Key, ManualClock, Query, Store, StoreOptions};
+use docstore_dynamodb::{DynamoStore, MAX_DOC_BYTES_LIMIT};
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use support::requests::{Requests, counts};
+use support::{Emulator, ensure_table, obj, site, store_on};
+use tokio::sync::OnceCell;
+
+static DYNOXIDE: OnceCell<String> = OnceCell::const_new();
+static MOTO: OnceCell<String> = OnceCell::const_new();
+
+type Item = HashMap<String, AttributeValue>;
+
+async fn raw_item(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    pk: &str,
+    sk: &str,
+) -> Option<Item> {
+    client
+        .get_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S(pk.into()))
+        .key("sk", AttributeValue::S(sk.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+}
+
+/// Every attribute, with its type and value; `w` is checked apart (random).
+fn shape(item: &Item) -> BTreeMap<String, String> {
+    item.iter()
+        .map(|(name, value)| {
+            let shown = match value {
+                AttributeValue::S(s) if name == "w" => {
+                    assert_eq!(s.len(), 32, "w is 128 random bits in hex: {s}");
+                    assert!(s.chars().all(|c| c.is_ascii_hexdigit()), "{s}");
+                    "S <w>".to_owned()
+                }
+                AttributeValue::S(s) => format!("S {s}"),
+                AttributeValue::N(n) => format!("N {n}"),
+                other => format!("unexpected {other:?}"),
+            };
+            (name.clone(), shown)
+        })
+        .collect()
+}
+
+fn expected(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<String>) {
+    let table = ensure_table(cell, emulator, "table").await;
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000_000_123));
+    let options = StoreOptions::default().with_clock(clock.clone());
+    let store = store_on(emulator.client(), &table, 10_000, options);
+    let raw = emulator.client();
+    let site = site("layout");
+    let pk = format!("{site}#tickets");
+    let key = Key::new(&site, "tickets", "T-1").unwrap();
+
+    store
+        .create(
+            &key,
+            obj(json!({"title": "é \"q\"", "n": 1.0, "big": u64::MAX})),
+            "alice",
+        )
+        .await
+        .unwrap();
+    let item = raw_item(&raw, &table, &pk, "T-1").await.unwrap();
+    let data = r#"{"big":18446744073709551615,"n":1.0,"title":"é \"q\""}"#;
+    let created = expected(&[
+        ("pk", &format!("S {pk}")),
+        ("sk", "S T-1"),
+        ("data", &format!("S {data}")),
+        ("created_at", "N 1700000000000000123"),
+        ("updated_at", "N 1700000000000000123"),
+        ("created_by", "S alice"),
+        ("updated_by", "S alice"),
+        ("version", "N 1"),
+        ("w", "S <w>"),
+    ]);
+    assert_eq!(shape(&item), created);
+    let first_w = item["w"].clone();
+
+    clock.advance(5);
+    store
+        .update_if(&key, &obj(json!({"n": null})), 1, "bob")
+        .await
+        .unwrap();
+    let item = raw_item(&raw, &table, &pk, "T-1").await.unwrap();
+    let mut after_update_if = created.clone();
+    after_update_if.insert(
+        "data".into(),
+        r#"S {"big":18446744073709551615,"title":"é \"q\""}"#.into(),
+    );
+    after_update_if.insert("updated_at".into(), "N 1700000000000000128".into());
+    after_update_if.insert("updated_by".into(), "S bob".into());
+    after_update_if.insert("version".into(), "N 2".into());
+    assert_eq!(shape(&item), after_update_if);
+    assert_ne!(item["w"], first_w, "each call has its own identity");
+
+    clock.advance(5);
+    store
+        .put(&key, obj(json!({"p": true})), "carol")
+        .await
+        .unwrap();
+    let item = raw_item(&raw, &table, &pk, "T-1").await.unwrap();
+    let mut after_put = after_update_if.clone();
+    after_put.remove("w"); // only create and update_if leave one
+    after_put.insert("data".into(), r#"S {"p":true}"#.into());
+    after_put.insert("updated_at".into(), "N 1700000000000000133".into());
+    after_put.insert("updated_by".into(), "S carol".into());
+    after_put.insert("version".into(), "N 3".into());
+    assert_eq!(shape(&item), after_put);
+
+    store
+        .update(&key, &obj(json!({"u": [1]})), "dave")
+        .await
+        .unwrap();
+    let item = raw_item(&raw, &table, &pk, "T-1").await.unwrap();
+    assert!(!item.contains_key("w"));
+    assert_eq!(item["version"], AttributeValue::N("4".into()));
+    assert_eq!(
+        item["data"],
+        AttributeValue::S(r#"{"p":true,"u":[1]}"#.into())
+    );
+
+    // A put that creates: created_* from this call, version 1, no w.
+    let other = Key::new(&site, "notes", "N-1").unwrap();
+    store.put(&other, obj(json!({})), "erin").await.unwrap();
+    let item = raw_item(&raw, &table, &format!("{site}#notes"), "N-1")
+        .await
+        .unwrap();
+    assert_eq!(item["created_by"], AttributeValue::S("erin".into()));
+    assert_eq!(item["version"], AttributeValue::N("1".into()));
+    assert!(!item.contains_key("w"));
+
+    // Counters.
+    let counters = format!("{site}#__collections");
+    let counter = |n: &str, collection: &str| {
+        expected(&[
+            ("pk", &format!("S {counters}")),
+            ("sk", &format!("S {collection}")),
+            ("n", &format!("N {n}")),
+        ])
+    };
+    assert_eq!(
+        shape(&raw_item(&raw, &table, &counters, "tickets").await.unwrap()),
+        counter("1", "tickets")
+    );
+    assert_eq!(
+        shape(&raw_item(&raw, &table, &counters, "notes").await.unwrap()),
+        counter("1", "notes")
+    );
+    assert!(store.delete(&key).await.unwrap());
+    assert!(raw_item(&raw, &table, &pk, "T-1").await.is_none());
+    assert_eq!(
+        shape(&raw_item(&raw, &table, &counters, "tickets").await.unwrap()),
+        counter("0", "tickets")
+    );
+    assert_eq!(
+        store.collections(&site).await.unwrap(),
+        vec![("notes".to_owned(), 1)]
+    );
+    assert_eq!(store.count(&site).await.unwrap(), 1);
+}
+
+async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell<String>) {
+    let table = ensure_table(cell, emulator, "table").await;
+    let requests = Requests::default();
+    let client = emulator.client_with(|config| config.interceptor(requests.clone()));
+    let store = store_on(client.clone(), &table, 10_000, StoreOptions::default());
+    let site = site("costs");
+    let key = |id: &str| Key::new(&site, "c", id).unwrap();
+
+    store.create(&key("a"), obj(json!({})), "").await.unwrap();
+    assert_eq!(
+        requests.take(),
+        counts(&[("PutItem", 1), ("UpdateItem", 1)]),
+        "create"
+    );
+    store.get(&key("a")).await.unwrap();
+    assert_eq!(requests.take(), counts(&[("GetItem", 1)]), "get");
+    store
+        .update_if(&key("a"), &obj(json!({"x": 1})), 1, "")
+        .await
+        .unwrap();
+    assert_eq!(
+        requests.take(),
+        counts(&[("GetItem", 1), ("PutItem", 1)]),
+        "update_if: read, one write"
+    );
+    store
+        .update(&key("a"), &obj(json!({"y": 1})), "")
+        .await
+        .unwrap();
+    assert_eq!(
+        requests.take(),
+        counts(&[("GetItem", 1), ("PutItem", 1)]),
+        "update"
+    );
+    store.put(&key("a"), obj(json!({})), "").await.unwrap();
+    assert_eq!(
+        requests.take(),
+        counts(&[("UpdateItem", 1)]),
+        "put of an existing document"
+    );
+    store.put(&key("b"), obj(json!({})), "").await.unwrap();
+    assert_eq!(
+        requests.take(),
+        counts(&[("UpdateItem", 2)]),
+        "put that creates: + counter"
+    );
+    store.delete(&key("b")).await.unwrap();
+    assert_eq!(
+        requests.take(),
+        counts(&[("GetItem", 1), ("DeleteItem", 1), ("UpdateItem", 1)]),
+        "delete"
+    );
+    assert!(!store.delete(&key("b")).await.unwrap());
+    assert_eq!(
+        requests.take(),
+        counts(&[("GetItem", 1)]),
+        "delete of nothing"
+    );
+    store.delete_if(&key("a"), 4).await.unwrap();
+    assert_eq!(
+        requests.take(),
+        counts(&[("GetItem", 1), ("DeleteItem", 1), ("UpdateItem", 1)]),
+        "delete_if"
+    );
+    store.collections(&site).await.unwrap();
+    assert_eq!(requests.take(), counts(&[("Query", 1)]), "collections");
+    store.count(&site).await.unwrap();
+    assert_eq!(requests.take(), counts(&[("Query", 1)]), "count");
+
+    let quota = store_on(
+        client,
+        &table,
+        10_000,
+        StoreOptions::default().with_max_docs_per_site(Some(100)),
+    );
+    quota.create(&key("q"), obj(json!({})), "").await.unwrap();
+    assert_eq!(
+        requests.take(),
+        counts(&[("PutItem", 1), ("Query", 1), ("UpdateItem", 1)]),
+        "create with a quota"
+    );
+}
+
+async fn id_order_queries_read_only_the_pages_they_need(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    let table = ensure_table(cell, emulator, "table").await;
+    let requests = Requests::default();
+    let client = emulator.client_with(|config| config.interceptor(requests.clone()));
+    // max_scan 4: id-order queries are not bounded by it.
+    let store = store_on(client, &table, 4, StoreOptions::default());
+    let site = site("pages");
+    for i in 0..30 {
+        let key = Key::new(&site, "c", format!("d{i:02}")).unwrap();
+        store
+            .create(&key, obj(json!({"even": i % 2 == 0, "i": i})), "")
+            .await
+            .unwrap();
+    }
+    requests.take();
+    let ids = |page: &docstore::Page| {
+        page.documents
+            .iter()
+            .map(|d| d.id.clone())
+            .collect::<Vec<_>>()
+    };
+
+    let first = store
+        .query(&site, "c", &Query::new().limit(5))
+        .await
+        .unwrap();
+    assert_eq!(ids(&first), ["d00", "d01", "d02", "d03", "d04"]);
+    assert!(first.next.is_some() && !first.exhausted_scan);
+    assert_eq!(
+        requests.take(),
+        counts(&[("Query", 1)]),
+        "first page: one request"
+    );
+    let second = store
+        .query(&site, "c", &Query::new().limit(5).after(first.next))
+        .await
+        .unwrap();
+    assert_eq!(ids(&second), ["d05", "d06", "d07", "d08", "d09"]);
+    assert_eq!(
+        requests.take(),
+        counts(&[("Query", 1)]),
+        "a later page starts at its cursor"
+    );
+
+    let down = Query::new().order_by_desc("$id").limit(3);
+    let page = store.query(&site, "c", &down).await.unwrap();
+    assert_eq!(ids(&page), ["d29", "d28", "d27"]);
+    let page = store
+        .query(&site, "c", &down.clone().after(page.next))
+        .await
+        .unwrap();
+    assert_eq!(ids(&page), ["d26", "d25", "d24"]);
+    assert_eq!(requests.take(), counts(&[("Query", 2)]), "descending pages");
+
+    let last = store
+        .query(&site, "c", &Query::new().limit(10).after(second.next))
+        .await
+        .unwrap();
+    let last = store
+        .query(&site, "c", &Query::new().limit(10).after(last.next))
+        .await
+        .unwrap();
+    assert_eq!(ids(&last).len(), 10);
+    assert!(
+        last.next.is_none(),
+        "the last full page is known to be the last"
+    );
+
+    let even = store
+        .query(
+            &site,
+            "c",
+            &Query::new().filter(Filter::eq("even", false)).limit(20),
+        )
+        .await
+        .unwrap();
+    assert_eq!(even.documents.len(), 15);
+    assert!(even.next.is_none() && !even.exhausted_scan);
+}
+
+/// A subscriber that keeps what it logs, for the current thread.
+fn capture_logs() -> (Arc<Mutex<Vec<u8>>>, tracing::subscriber::DefaultGuard) {
+    #[derive(Clone)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let sink = Sink(logs.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || sink.clone())
+        .with_ansi(false)
+        .finish();
+    (logs, tracing::subscriber::set_default(subscriber))
+}
+
+fn text(logs: &Arc<Mutex<Vec<u8>>>) -> String {
+    String::from_utf8(logs.lock().unwrap().clone()).unwrap()
+}
+
+async fn max_scan_stops_other_orders_with_a_warning(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    let table = ensure_table(cell, emulator, "table").await;
+    let store = store_on(emulator.client(), &table, 10, StoreOptions::default());
+    let site = site("scan");
+    for i in 0..25 {
+        let key = Key::new(&site, "big", format!("d{i:02}")).unwrap();
+        store
+            .create(&key, obj(json!({"n": 100 - i})), "")
+            .await
+            .unwrap();
+    }
+    for i in 0..10 {
+        let key = Key::new(&site, "ten", format!("d{i:02}")).unwrap();
+        store
+            .create(&key, obj(json!({"n": 100 - i})), "")
+            .await
+            .unwrap();
+    }
+    let (logs, _guard) = capture_logs();
+    let by_n = Query::new().order_by("n");
+
+    let page = store.query(&site, "ten", &by_n).await.unwrap();
+    assert_eq!(page.documents.len(), 10);
+    assert!(
+        !page.exhausted_scan,
+        "exactly max_scan documents: all were read"
+    );
+    assert!(
+        !text(&logs).contains("max_scan"),
+        "no warning: {}",
+        text(&logs)
+    );
+
+    let page = store.query(&site, "big", &by_n).await.unwrap();
+    assert!(page.exhausted_scan);
+    let ids: Vec<_> = page.documents.iter().map(|d| d.id.as_str()).collect();
+    // Only the first 10 by id were considered, sorted by n (descending with the id).
+    assert_eq!(
+        ids,
+        [
+            "d09", "d08", "d07", "d06", "d05", "d04", "d03", "d02", "d01", "d00"
+        ]
+    );
+    let logged = text(&logs);
+    assert!(
+        logged.contains("WARN") && logged.contains("exhausted_scan = true"),
+        "{logged}"
+    );
+    assert!(
+        logged.contains(&site) && logged.contains("big"),
+        "names the collection: {logged}"
+    );
+
+    let all = store.query(&site, "big", &Query::new()).await.unwrap();
+    assert_eq!(all.documents.len(), 25, "id order is exact beyond max_scan");
+    assert!(!all.exhausted_scan);
+}
+
+/// 180 documents of 390 000 bytes: a query in another order stops after reading 64 MiB.
+async fn scans_stop_after_64_mib(emulator: Emulator, cell: &'static OnceCell<String>) {
+    let table = ensure_table(cell, emulator, "table").await;
+    let store = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
+    let site = site("mib");
+    let pad = "x".repeat(389_990);
+    for i in 0..180 {
+        let key = Key::new(&site, "c", format!("d{i:03}")).unwrap();
+        let data = obj(json!({"pad": pad}));
+        assert_eq!(docstore::document::data_size(&data), 390_000);
+        store.create(&key, data, "").await.unwrap();
+    }
+    let (logs, _guard) = capture_logs();
+    let page = store
+        .query(&site, "c", &Query::new().order_by_desc("$version"))
+        .await
+        .unwrap();
+    assert!(page.exhausted_scan);
+    // 64 MiB is 172.07 documents: the query stops with the page that passes it.
+    let read = page.documents.len();
+    assert!((173..180).contains(&read), "{read} documents read");
+    assert!(text(&logs).contains("exhausted_scan = true"));
+}
+
+async fn a_missing_table_is_named(emulator: Emulator, _cell: &'static OnceCell<String>) {
+    let store = store_on(
+        emulator.client(),
+        "docstore-no-such-table",
+        10,
+        StoreOptions::default(),
+    );
+    let key = Key::new("s", "c", "i").unwrap();
+    for err in [
+        store.get(&key).await.unwrap_err(),
+        store.create(&key, obj(json!({})), "").await.unwrap_err(),
+        store.query("s", "c", &Query::new()).await.unwrap_err(),
+    ] {
+        assert!(matches!(&err, Error::Backend { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .contains("`docstore-no-such-table` does not exist"),
+            "{err}"
+        );
+    }
+}
+
+async fn connect_uses_the_standard_chain(emulator: Emulator, _cell: &'static OnceCell<String>) {
+    // Credentials and region come from the environment the script sets.
+    let config = DynamoDbConfig {
+        table: support::fresh_table("connect"),
+        region: Some("us-east-1".into()),
+        endpoint: Some(emulator.endpoint()),
+        max_scan: 10,
+    };
+    let store = DynamoStore::connect(&config, StoreOptions::default())
+        .await
+        .unwrap();
+    store.create_table().await.unwrap();
+    store.create_table().await.unwrap(); // idempotent
+    let key = Key::new("s", "c", "i").unwrap();
+    let doc = store.create(&key, obj(json!({"a": 1})), "").await.unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), Some(doc));
+
+    let too_big = StoreOptions::default().with_max_doc_bytes(MAX_DOC_BYTES_LIMIT + 1);
+    let err = DynamoStore::connect(&config, too_big).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("max_doc_bytes")),
+        "{err}"
+    );
+}
+
+macro_rules! on_both_emulators {
+    ($($case:ident),* $(,)?) => {
+        mod dynoxide {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    super::$case(super::Emulator::Dynoxide, &super::DYNOXIDE).await;
+                }
+            )*
+        }
+        mod moto {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    super::$case(super::Emulator::Moto, &super::MOTO).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_emulators!(
+    layout_is_the_seed_layout,
+    each_call_costs_its_minimum,
+    id_order_queries_read_only_the_pages_they_need,
+    max_scan_stops_other_orders_with_a_warning,
+    scans_stop_after_64_mib,
+    a_missing_table_is_named,
+    connect_uses_the_standard_chain,
+);
