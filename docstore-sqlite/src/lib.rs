@@ -20,6 +20,42 @@
 //! # }).unwrap();
 //! ```
 
+//!
+//! ## Design
+//!
+//! - **Schema** (created and migrated by the store, versioned with `PRAGMA user_version`):
+//!   table `documents` keyed by `(site, collection, id)`, the data as SQLite's binary JSON
+//!   (JSONB keeps each number and string literal exactly as serde_json wrote it, so a
+//!   document reads back identical: `u64::MAX`, `i64::MIN`, `5e-324`, `1` vs `1.0`), the
+//!   metadata as columns; table `collections` holds per-collection counts, kept exact by
+//!   triggers in the writing transaction.
+//! - **Concurrency**: one writer connection; every write is one `BEGIN IMMEDIATE`
+//!   transaction (`update` reads, merges and writes inside it, so it never conflicts).
+//!   Reads use a pool of other connections and, in WAL mode, never wait for the writer.
+//!   Another process's locks are waited for: the busy timeout (default 5 s, see
+//!   [`SqliteOptions`]), then up to four attempts of the whole operation; only then is it
+//!   [`Error::Unavailable`](docstore::Error::Unavailable). Busy, locked and I/O failures are
+//!   `Unavailable`, every other SQLite failure [`Error::Backend`](docstore::Error::Backend).
+//! - **Async**: the store needs a Tokio runtime. On a multi-threaded one a call runs SQLite
+//!   in place through `block_in_place` (the worker's other tasks move to another thread);
+//!   on a current-thread runtime it goes to the blocking pool. Either way the runtime keeps
+//!   running, but futures joined *within the same task* wait for the call.
+//! - **Durability**: [`Durability::Full`] by default (`synchronous = FULL`: an acknowledged
+//!   write survives power loss); [`Durability::Normal`] survives process crashes only, and
+//!   is much faster on slow disks.
+//! - **Queries** are one parameterized statement: filter, keyset cursor, order and
+//!   `LIMIT` are pushed down, each piece provably the reference evaluator's answer —
+//!   strings, booleans and `null` natively through `json_type` and `->>`, numbers, arrays,
+//!   objects, `In` and `Contains` through SQL functions that run `docstore`'s own comparison
+//!   on the verbatim JSON text, and sort keys as byte strings whose order is the reference
+//!   total order. Field paths and values are always bound parameters. A query in id order
+//!   walks the primary key from the cursor and stops at the page; other orders pick the
+//!   page's rows by key before reading their data.
+//!
+//! Decisions where `DESIGN.md` is silent: a `version` above `i64::MAX` cannot be stored
+//! (`restore` refuses it as `InvalidArgument`); the in-memory store reads through its one
+//! connection.
+
 mod conn;
 mod error;
 mod functions;

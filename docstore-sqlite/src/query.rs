@@ -1,6 +1,6 @@
 //! Running a query as one parameterized statement: filter, keyset cursor, order and limit
 //! pushed down (see [`crate::sql`] for why each piece is exactly the reference's answer);
-//! the reference evaluator then cuts the page and makes its cursor.
+//! the reference evaluator then sorts the few rows read, cuts the page and makes its cursor.
 
 use crate::error::Fail;
 use crate::rows::{self, COLUMNS};
@@ -23,11 +23,12 @@ impl Plan {
     pub(crate) fn new(site: &str, collection: &str, query: &Query) -> Result<Self> {
         let compiled = query.compile()?;
         let mut sql = Sql::default();
+        // `sql.text` first collects the WHERE clause.
         let (s, c) = (
             sql.bind(SqlValue::Text(site.to_owned())),
             sql.bind(SqlValue::Text(collection.to_owned())),
         );
-        sql.text = format!("SELECT {COLUMNS} FROM documents WHERE site = {s} AND collection = {c}");
+        sql.text = format!("site = {s} AND collection = {c}");
         if let Some(filter) = compiled.filter() {
             sql.text.push_str(" AND ");
             sql.filter(filter);
@@ -41,44 +42,57 @@ impl Plan {
             Some(at) => &compiled.order()[..=at],
             None => compiled.order(),
         };
-        let mut pushed = true;
+        let mut cursor_pushed = true;
         if let Some(position) = compiled.after() {
             let (text_len, params_len) = (sql.text.len(), sql.params.len());
             sql.text.push_str(" AND ");
             if sql.after(order, position).is_none() {
+                // A forged cursor: the evaluator applies it to every match.
                 sql.text.truncate(text_len);
                 sql.params.truncate(params_len);
-                pushed = false;
+                cursor_pushed = false;
             }
         }
-        if pushed {
-            let mut keys: Vec<String> = order
-                .iter()
-                .map(|(path, descending)| {
-                    let key = sql.key_expr(path);
-                    if *descending {
-                        format!("{key} DESC")
-                    } else {
-                        key
-                    }
-                })
-                .collect();
-            if order.last().is_none_or(|(p, _)| *p != FieldPath::Id) {
+        let filter = std::mem::take(&mut sql.text);
+        sql.text = match (cursor_pushed, compiled.id_order(), compiled.limit()) {
+            // Primary-key order: SQLite walks the index from the cursor and stops at the
+            // limit, without sorting.
+            (true, Some(descending), limit) => {
+                let direction = if descending { "DESC" } else { "ASC" };
+                let limit = limit_clause(&mut sql, limit);
+                format!(
+                    "SELECT {COLUMNS} FROM documents WHERE {filter} ORDER BY id {direction}{limit}"
+                )
+            }
+            // Other keys: choose the page's rows by their keys alone, then read only those
+            // rows' data (a sorter would otherwise carry every match's data along).
+            (true, None, Some(limit)) => {
+                let mut keys: Vec<String> = order
+                    .iter()
+                    .map(|(path, descending)| {
+                        let key = sql.key_expr(path);
+                        if *descending {
+                            format!("{key} DESC")
+                        } else {
+                            key
+                        }
+                    })
+                    .collect();
                 keys.push("id".to_owned());
+                let keys = keys.join(", ");
+                let limit = limit_clause(&mut sql, Some(limit));
+                format!(
+                    "SELECT {COLUMNS} FROM documents WHERE rowid IN \
+                     (SELECT rowid FROM documents WHERE {filter} ORDER BY {keys}{limit})"
+                )
             }
-            sql.text.push_str(" ORDER BY ");
-            sql.text.push_str(&keys.join(", "));
-            if let Some(limit) = compiled.limit() {
-                let n = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
-                let n = sql.bind(SqlValue::Integer(n));
-                sql.text.push_str(&format!(" LIMIT {n}"));
-            }
-        }
+            // No limit (or a forged cursor): every match is read and the evaluator sorts.
+            _ => format!("SELECT {COLUMNS} FROM documents WHERE {filter}"),
+        };
         Ok(Plan { compiled, sql })
     }
 
-    /// Runs the statement and lets the reference evaluator cut the page. Without the pushed
-    /// cursor (a forged one) the statement returns every match and the evaluator does all.
+    /// Runs the statement and lets the reference evaluator sort and cut the page.
     pub(crate) fn run(&self, conn: &Connection) -> Result<Page, Fail> {
         let mut stmt = conn.prepare_cached(&self.sql.text)?;
         let mut rows = stmt.query(rusqlite::params_from_iter(&self.sql.params))?;
@@ -87,5 +101,16 @@ impl Plan {
             candidates.push(rows::document(row)?);
         }
         Ok(self.compiled.evaluate(&candidates))
+    }
+}
+
+/// ` LIMIT ?n` with one row more than the page: whether it exists tells if a next page does.
+fn limit_clause(sql: &mut Sql, limit: Option<usize>) -> String {
+    match limit {
+        Some(limit) => {
+            let n = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+            format!(" LIMIT {}", sql.bind(SqlValue::Integer(n)))
+        }
+        None => String::new(),
     }
 }

@@ -62,3 +62,24 @@ async fn forged_cursor_values_answer_like_the_reference() {
         }
     }
 }
+
+/// On a current-thread runtime the store runs SQLite on the blocking pool (it cannot run
+/// it in place there); every kind of call still works.
+#[tokio::test(flavor = "current_thread")]
+async fn works_on_a_current_thread_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("ct.db")).unwrap();
+    let key = Key::new("s", "c", "a").unwrap();
+    store
+        .create(&key, docstore::object(json!({"n": 1})).unwrap(), "x")
+        .await
+        .unwrap();
+    let patch = docstore::object(json!({"m": 2})).unwrap();
+    let doc = store.update(&key, &patch, "y").await.unwrap();
+    assert_eq!(doc.version, 2);
+    assert_eq!(store.get(&key).await.unwrap(), Some(doc));
+    let page = store.query("s", "c", &Query::new()).await.unwrap();
+    assert_eq!(page.documents.len(), 1);
+    assert!(store.delete(&key).await.unwrap());
+    assert_eq!(store.count("s").await.unwrap(), 0);
+}
