@@ -10,7 +10,7 @@ mod support;
 use docstore::{Document, Error, Key, Store, StoreOptions};
 use docstore_dynamodb::DynamoStore;
 use serde_json::json;
-use support::faults::{Faults, Loss};
+use support::faults::{Faults, Loss, Refusal};
 use support::{Emulator, ensure_table, obj, site, store_on};
 use tokio::sync::OnceCell;
 
@@ -280,6 +280,50 @@ async fn real_refusals_stay_refusals(emulator: Emulator, cell: &'static OnceCell
     }
 }
 
+/// Failures that outlast the SDK's retries: 5xx and throttling are `Unavailable`, anything
+/// else `Backend`; a throttled counter write is sent again and counts once.
+async fn failures_map_to_their_kinds(emulator: Emulator, cell: &'static OnceCell<String>) {
+    let refuse = |code: &'static str, status: u16| Refusal {
+        status,
+        code,
+        always: true,
+    };
+    for (status, code, unavailable) in [
+        (500, "InternalServerError", true),
+        (503, "ServiceUnavailable", true),
+        (400, "ProvisionedThroughputExceededException", true),
+        (400, "ThrottlingException", true),
+        (400, "ValidationException", false),
+    ] {
+        let s = Setup::new(emulator, cell).await;
+        s.faults.refuse("GetItem", refuse(code, status));
+        let err = s.lossy.get(&s.key("a")).await.unwrap_err();
+        match (unavailable, &err) {
+            (true, Error::Unavailable { .. }) | (false, Error::Backend { .. }) => {}
+            _ => panic!("{status} {code}: {err:?}"),
+        }
+        assert!(err.to_string().contains(code), "{err}");
+    }
+    let s = Setup::new(emulator, cell).await;
+    s.faults.refuse(
+        "UpdateItem",
+        Refusal {
+            status: 400,
+            code: "ProvisionedThroughputExceededException",
+            always: false,
+        },
+    );
+    s.lossy
+        .create(&s.key("a"), obj(json!({})), "")
+        .await
+        .unwrap();
+    assert_eq!(
+        s.counters().await,
+        vec![("c".to_owned(), 1)],
+        "the throttled ADD was resent"
+    );
+}
+
 /// One random write of the run.
 #[derive(Clone, Debug)]
 enum Op {
@@ -493,6 +537,7 @@ on_both_emulators!(
     delete_reports_its_own_delete,
     counter_answers_are_not_counted_twice,
     real_refusals_stay_refusals,
+    failures_map_to_their_kinds,
     random_exact_writes_match_a_run_without_losses,
     random_writes_match_a_run_without_losses,
 );

@@ -348,6 +348,44 @@ async fn id_order_queries_read_only_the_pages_they_need(
     assert!(even.next.is_none() && !even.exhausted_scan);
 }
 
+/// `ExclusiveStartKey` is the cursor's id, which need not exist any more.
+async fn id_order_cursor_survives_deleting_its_document(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    let table = ensure_table(cell, emulator, "table").await;
+    let store = store_on(emulator.client(), &table, 10, StoreOptions::default());
+    let site = site("cursor");
+    for i in 0..9 {
+        let key = Key::new(&site, "c", format!("d{i}")).unwrap();
+        store.create(&key, obj(json!({})), "").await.unwrap();
+    }
+    for (query, expected) in [
+        (Query::new().limit(3), ["d3", "d4", "d5"]),
+        (
+            Query::new().order_by_desc("$id").limit(3),
+            ["d5", "d4", "d3"],
+        ),
+    ] {
+        let page = store.query(&site, "c", &query).await.unwrap();
+        let last = page.documents.last().unwrap().id.clone();
+        assert!(
+            store
+                .delete(&Key::new(&site, "c", &last).unwrap())
+                .await
+                .unwrap()
+        );
+        let page = store
+            .query(&site, "c", &query.clone().after(page.next))
+            .await
+            .unwrap();
+        let ids: Vec<_> = page.documents.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, expected, "after deleting {last}");
+        let key = Key::new(&site, "c", &last).unwrap();
+        store.create(&key, obj(json!({})), "").await.unwrap();
+    }
+}
+
 /// A subscriber that keeps what it logs, for the current thread.
 fn capture_logs() -> (Arc<Mutex<Vec<u8>>>, tracing::subscriber::DefaultGuard) {
     #[derive(Clone)]
@@ -531,6 +569,7 @@ on_both_emulators!(
     layout_is_the_seed_layout,
     each_call_costs_its_minimum,
     id_order_queries_read_only_the_pages_they_need,
+    id_order_cursor_survives_deleting_its_document,
     max_scan_stops_other_orders_with_a_warning,
     scans_stop_after_64_mib,
     a_missing_table_is_named,

@@ -24,6 +24,18 @@ pub enum Loss {
     Dropped,
 }
 
+/// A refusal the emulator never sees: the request is answered with this status and error
+/// type instead of being sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The HTTP status.
+    pub status: u16,
+    /// The DynamoDB error type, e.g. `ProvisionedThroughputExceededException`.
+    pub code: &'static str,
+    /// Refuse every request of the operation, not only the next one.
+    pub always: bool,
+}
+
 /// Which answers to lose.
 #[derive(Default, Debug)]
 struct Plan {
@@ -35,6 +47,8 @@ struct Plan {
     just_lost: bool,
     /// Every loss injected, by operation.
     injected: Vec<(String, Loss)>,
+    /// Refusals by operation.
+    refusals: Vec<(String, Refusal)>,
 }
 
 /// The handle a test keeps to script losses and read what was injected.
@@ -57,6 +71,25 @@ impl Faults {
     /// generator seeded with `seed`.
     pub fn lose_randomly(&self, p: f64, seed: u64) {
         self.0.lock().unwrap().random = Some((p, seed.max(1)));
+    }
+
+    /// Answers requests of `operation` with `refusal` without sending them.
+    pub fn refuse(&self, operation: &str, refusal: Refusal) {
+        self.0
+            .lock()
+            .unwrap()
+            .refusals
+            .push((operation.to_owned(), refusal));
+    }
+
+    fn refusal(&self, operation: &str) -> Option<Refusal> {
+        let mut plan = self.0.lock().unwrap();
+        let at = plan.refusals.iter().position(|(op, _)| op == operation)?;
+        let refusal = plan.refusals[at].1.clone();
+        if !refusal.always {
+            plan.refusals.remove(at);
+        }
+        Some(refusal)
     }
 
     /// The losses injected so far.
@@ -158,7 +191,16 @@ impl HttpConnector for FaultyConnector {
         let inner = self.inner.clone();
         let faults = self.faults.clone();
         HttpConnectorFuture::new(async move {
-            // The request always reaches the emulator and is applied there (or refused).
+            if let Some(refusal) = faults.refusal(&operation) {
+                return Ok(HttpResponse::new(
+                    StatusCode::try_from(refusal.status).expect("valid status"),
+                    SdkBody::from(format!(
+                        r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{}","message":"injected refusal"}}"#,
+                        refusal.code
+                    )),
+                ));
+            }
+            // Otherwise the request reaches the emulator and is applied there (or refused).
             let response = inner.call(request).await?;
             match faults.decide(&operation) {
                 None => Ok(response),
