@@ -1,0 +1,130 @@
+//! Another connection (as another process would) holding SQLite's write lock: reads go on,
+//! writes wait for it, and a write that waited past every retry is `Unavailable` and changed
+//! nothing. Plus the schema version rules on open.
+
+use docstore::{Error, Key, Store, StoreOptions};
+use docstore_sqlite::{SqliteOptions, SqliteStore};
+use rusqlite::Connection;
+use serde_json::json;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Takes the write lock on `db` from a foreign connection and holds it until told to let go.
+fn hold_write_lock(db: &Path) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (locked_tx, locked_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let db = db.to_owned();
+    let holder = std::thread::spawn(move || {
+        let conn = Connection::open(db).unwrap();
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        locked_tx.send(()).unwrap();
+        release_rx.recv().unwrap();
+        conn.execute_batch("COMMIT").unwrap();
+    });
+    locked_rx.recv().unwrap();
+    (release_tx, holder)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn writes_wait_for_a_foreign_lock_and_reads_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lock.db");
+    let store = SqliteStore::open(&db).unwrap();
+    let first = Key::new("s", "c", "first").unwrap();
+    store
+        .create(&first, docstore::object(json!({"n": 1})).unwrap(), "")
+        .await
+        .unwrap();
+
+    let (release, holder) = hold_write_lock(&db);
+    // Reads are served while the lock is held (they would fail after the retries if they
+    // waited for it).
+    assert!(store.get(&first).await.unwrap().is_some());
+    assert_eq!(store.count("s").await.unwrap(), 1);
+
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let key = Key::new("s", "c", "second").unwrap();
+            store
+                .create(&key, docstore::object(json!({"n": 2})).unwrap(), "")
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    let created = writer
+        .await
+        .unwrap()
+        .expect("the write waited for the lock");
+    assert_eq!(created.version, 1);
+    assert_eq!(store.count("s").await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_held_past_every_retry_is_unavailable_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("held.db");
+    let sqlite = SqliteOptions::default().with_busy_timeout(Duration::from_millis(20));
+    let store = SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap();
+    let key = Key::new("s", "c", "k").unwrap();
+
+    let (release, holder) = hold_write_lock(&db);
+    let result = store
+        .create(&key, docstore::object(json!({})).unwrap(), "")
+        .await;
+    assert!(
+        matches!(result, Err(Error::Unavailable { .. })),
+        "{result:?}"
+    );
+    release.send(()).unwrap();
+    holder.join().unwrap();
+
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    assert_eq!(store.count("s").await.unwrap(), 0);
+    assert!(store.collections("s").await.unwrap().is_empty());
+    // And once the lock is gone the same write goes through.
+    store
+        .create(&key, docstore::object(json!({})).unwrap(), "")
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reopening_keeps_data_and_a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("schema.db");
+    let key = Key::new("s", "c", "k").unwrap();
+    let doc = {
+        let store = SqliteStore::open(&db).unwrap();
+        store
+            .create(
+                &key,
+                docstore::object(json!({"big": u64::MAX})).unwrap(),
+                "",
+            )
+            .await
+            .unwrap()
+    };
+    let store = SqliteStore::open(&db).unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), Some(doc));
+    drop(store);
+
+    let conn = Connection::open(&db).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 1);
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    match SqliteStore::open(&db) {
+        Err(Error::Backend { message, .. }) => assert!(message.contains("99"), "{message}"),
+        other => panic!("expected Backend, got {other:?}"),
+    }
+}
