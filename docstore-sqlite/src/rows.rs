@@ -78,6 +78,21 @@ pub(crate) fn load(conn: &Connection, key: &Key) -> Result<Option<Document>, Fai
     row.transpose()
 }
 
+/// The version of the stored document at `key`, if any (without reading its data).
+pub(crate) fn version(conn: &Connection, key: &Key) -> Result<Option<u64>, Fail> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT version FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3",
+    )?;
+    let version: Option<i64> = stmt
+        .query_row(params![key.site(), key.collection(), key.id()], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    version
+        .map(|v| u64::try_from(v).map_err(|_| Fail::Store(corrupt("negative version"))))
+        .transpose()
+}
+
 /// Inserts a new document.
 pub(crate) fn insert(conn: &Connection, key: &Key, doc: &Document, text: &str) -> Result<(), Fail> {
     let mut stmt = conn.prepare_cached(

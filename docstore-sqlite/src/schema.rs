@@ -53,6 +53,8 @@ const MIGRATIONS: [&str; 1] = [
 /// Settings every connection gets: the busy timeout and the durability.
 pub(crate) fn configure(conn: &Connection, options: &SqliteOptions) -> Result<(), Fail> {
     conn.busy_timeout(options.busy_timeout)?;
+    // Queries of different shapes have different statements; keep the common ones prepared.
+    conn.set_prepared_statement_cache_capacity(64);
     let synchronous = match options.durability {
         Durability::Full => "FULL",
         Durability::Normal => "NORMAL",

@@ -171,7 +171,7 @@ impl Store for SqliteStore {
         let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
         let (key, actor) = (key.clone(), actor.to_owned());
         self.write(move |inner, conn| {
-            if rows::load(conn, &key)?.is_some() {
+            if rows::version(conn, &key)?.is_some() {
                 return Err(Error::AlreadyExists.into());
             }
             inner.insert_new(conn, &key, &data, &text, &actor)
@@ -222,12 +222,9 @@ impl Store for SqliteStore {
     async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
         let key = key.clone();
         self.write(move |_, conn| {
-            let current = rows::load(conn, &key)?.ok_or(Error::NotFound)?;
-            if current.version != expected_version {
-                return Err(Error::Conflict {
-                    current: current.version,
-                }
-                .into());
+            let current = rows::version(conn, &key)?.ok_or(Error::NotFound)?;
+            if current != expected_version {
+                return Err(Error::Conflict { current }.into());
             }
             rows::remove(conn, &key)?;
             Ok(())
@@ -247,7 +244,7 @@ impl Store for SqliteStore {
         let text = rows::encode(&document.data, usize::MAX)?;
         let (key, document) = (key.clone(), document.clone());
         self.write(move |inner, conn| {
-            if rows::load(conn, &key)?.is_some() {
+            if rows::version(conn, &key)?.is_some() {
                 return Err(Error::AlreadyExists.into());
             }
             inner.check_quota(conn, key.site())?;
