@@ -134,6 +134,7 @@ macro_rules! conformance_suite {
                 max_doc_bytes_at_and_above_the_limit,
                 default_max_doc_bytes_is_390000,
                 quota_refuses_creates_in_a_full_site,
+                nesting_depth_is_limited,
             ],
             metadata: [
                 version_grows_by_one_per_write,

@@ -48,13 +48,41 @@ pub fn data_size(data: &Data) -> usize {
     counter.0
 }
 
-/// Checks `data` against `limit` ([`Error::TooLarge`] when above it) and returns its size.
+/// The deepest nesting document data may have, the data object itself counting as level 1.
+/// serde_json refuses to read deeper JSON text (its recursion limit), so a backend storing
+/// text could write such a document but never read it back; every backend refuses it.
+pub const MAX_DEPTH: usize = 127;
+
+/// Checks that `data` can be stored: nested at most [`MAX_DEPTH`] levels
+/// ([`Error::InvalidArgument`]) and at most `limit` bytes serialized ([`Error::TooLarge`]).
+/// Returns the size.
 pub fn check_size(data: &Data, limit: usize) -> Result<usize> {
+    check_depth(data)?;
     let size = data_size(data);
     if size > limit {
         return Err(Error::TooLarge { size, limit });
     }
     Ok(size)
+}
+
+/// Refuses data nested deeper than [`MAX_DEPTH`], without recursion (a hostile value cannot
+/// exhaust the stack here).
+fn check_depth(data: &Data) -> Result<()> {
+    let mut pending: Vec<(&Value, usize)> = data.values().map(|v| (v, 2)).collect();
+    while let Some((value, depth)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth > MAX_DEPTH {
+            return Err(Error::invalid(format!(
+                "document data is nested more than {MAX_DEPTH} levels deep"
+            )));
+        }
+        pending.extend(children.map(|child| (child, depth + 1)));
+    }
+    Ok(())
 }
 
 /// Checks a document handed to [`Store::restore`](crate::Store::restore) for `key`: same id,
@@ -112,6 +140,33 @@ pub(crate) fn kind_name(value: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Data whose deepest value sits at `depth` (the data object is level 1).
+    fn nested(depth: usize) -> Data {
+        let mut value = json!(1);
+        for _ in 2..depth {
+            value = json!([value]);
+        }
+        object(json!({ "a": value })).unwrap()
+    }
+
+    #[test]
+    fn depth_limit_matches_what_serde_json_reads_back() {
+        let deepest = nested(MAX_DEPTH + 1);
+        let text = serde_json::to_string(&deepest).unwrap();
+        assert!(check_size(&deepest, usize::MAX).is_ok());
+        assert_eq!(serde_json::from_str::<Data>(&text).unwrap(), deepest);
+        let too_deep = nested(MAX_DEPTH + 2);
+        let text = serde_json::to_string(&too_deep).unwrap();
+        assert!(
+            serde_json::from_str::<Data>(&text).is_err(),
+            "serde_json's limit moved"
+        );
+        assert!(matches!(
+            check_size(&too_deep, usize::MAX),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
 
     #[test]
     fn size_is_compact_serialization() {

@@ -127,3 +127,52 @@ pub async fn quota_refuses_creates_in_a_full_site(h: &dyn Harness) {
         .await
         .unwrap();
 }
+
+/// Data whose deepest container sits at nesting level `level` (the data object is level 1).
+fn nested(level: usize) -> docstore::Data {
+    let mut value = json!([]);
+    for _ in 2..level {
+        value = json!([value]);
+    }
+    obj(json!({ "a": value }))
+}
+
+/// Data nested as deep as `MAX_DEPTH` is stored and read back; one level more is
+/// `InvalidArgument` from every write, and nothing is written.
+pub async fn nesting_depth_is_limited(h: &dyn Harness) {
+    let ctx = Ctx::new(h, "depth").await;
+    let deepest = nested(docstore::document::MAX_DEPTH);
+    let key = ctx.key("c", "deep");
+    ctx.store.create(&key, deepest.clone(), "").await.unwrap();
+    assert_eq!(ctx.store.get(&key).await.unwrap().unwrap().data, deepest);
+    let page = ctx
+        .store
+        .query(&ctx.site, "c", &docstore::Query::new())
+        .await
+        .unwrap();
+    assert_eq!(page.documents[0].data, deepest);
+
+    let too_deep = nested(docstore::document::MAX_DEPTH + 1);
+    let invalid =
+        |r: docstore::Result<docstore::Document>| matches!(r, Err(Error::InvalidArgument(_)));
+    let other = ctx.key("c", "other");
+    assert!(invalid(
+        ctx.store.create(&other, too_deep.clone(), "").await
+    ));
+    assert!(invalid(ctx.store.put(&other, too_deep.clone(), "").await));
+    assert!(invalid(ctx.store.put(&key, too_deep.clone(), "").await));
+    assert!(invalid(
+        ctx.store
+            .update(&key, &obj(json!({"b": too_deep["a"]})), "")
+            .await
+    ));
+    assert!(invalid(ctx.store.update_if(&key, &too_deep, 1, "").await));
+    let mut restored = ctx.store.get(&key).await.unwrap().unwrap();
+    restored.id = "other".into();
+    restored.data = too_deep;
+    let err = ctx.store.restore(&other, &restored).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    assert_eq!(ctx.store.get(&other).await.unwrap(), None);
+    assert_eq!(ctx.store.get(&key).await.unwrap().unwrap().data, deepest);
+    assert_eq!(ctx.store.count(&ctx.site).await.unwrap(), 1);
+}
