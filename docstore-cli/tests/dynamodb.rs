@@ -1,0 +1,119 @@
+//! The real `docstore` binary moving documents between SQLite and the DynamoDB emulator
+//! (dynoxide). Run through `scripts/with-dynamodb-emulators` (as `scripts/test` does), which
+//! sets DOCSTORE_DYNOXIDE_ENDPOINT; without it these tests fail rather than skip.
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+fn endpoint() -> String {
+    std::env::var("DOCSTORE_DYNOXIDE_ENDPOINT").expect(
+        "DOCSTORE_DYNOXIDE_ENDPOINT is not set: run the tests through \
+         scripts/with-dynamodb-emulators (scripts/test does)",
+    )
+}
+
+fn dynamodb_url(table: &str) -> String {
+    format!(
+        "dynamodb://{table}?region=us-east-1&endpoint={}",
+        endpoint()
+    )
+}
+
+fn docstore(store: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::cargo_bin("docstore").unwrap();
+    cmd.env_remove("DOCSTORE_URL")
+        .env("AWS_ACCESS_KEY_ID", "docstore-test")
+        .env("AWS_SECRET_ACCESS_KEY", "docstore-test")
+        .args(["--store", store, "--site", "s"])
+        .args(args);
+    cmd.output().unwrap()
+}
+
+fn ok(store: &str, args: &[&str]) -> String {
+    let out = docstore(store, args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn unique_table() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    format!("cli-{}-{}", std::process::id(), nanos.as_nanos())
+}
+
+#[test]
+fn export_import_and_copy_round_trip_through_dynamodb() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite:{}", dir.path().join("src.db").display());
+    let lines: Vec<String> = (0..150)
+        .map(|i| {
+            let collection = ["a", "b", "c"][i % 3];
+            json!({"site": "s", "collection": collection, "id": format!("doc-{i:03}"),
+                "data": {"i": i, "big": u64::MAX, "f": 1.0, "text": "é\"\\", "nested": {"k": [i, null]}},
+                "created_at": 1_600_000_000_000_000_000i64 + i as i64, "updated_at": 1_700_000_000_000_000_000i64,
+                "created_by": "gen", "updated_by": format!("u{i}"), "version": 1 + i % 4})
+            .to_string()
+        })
+        .collect();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    ok(&sqlite, &["import", input.to_str().unwrap()]);
+    let original = ok(&sqlite, &["export"]);
+    assert_eq!(original.lines().count(), 150);
+
+    // SQLite -> DynamoDB with copy.
+    let table = unique_table();
+    let dynamodb = dynamodb_url(&table);
+    assert_eq!(
+        serde_json::from_str::<Value>(&ok(&dynamodb, &["create-table"])).unwrap(),
+        json!({"created": table})
+    );
+    let summary: Value = serde_json::from_str(&ok(&sqlite, &["copy", "--to", &dynamodb])).unwrap();
+    assert_eq!(summary["imported"], json!(150));
+    assert_eq!(
+        ok(&dynamodb, &["export"]),
+        original,
+        "SQLite -> DynamoDB changed documents"
+    );
+    assert_eq!(ok(&dynamodb, &["count"]).trim(), "150");
+
+    // DynamoDB -> SQLite with export | import.
+    let back = format!("sqlite:{}", dir.path().join("back.db").display());
+    let dump = dir.path().join("dump.jsonl");
+    ok(&dynamodb, &["export", "--output", dump.to_str().unwrap()]);
+    ok(&back, &["import", dump.to_str().unwrap()]);
+    assert_eq!(
+        ok(&back, &["export"]),
+        original,
+        "DynamoDB -> SQLite changed documents"
+    );
+
+    // Import into DynamoDB is resumable too.
+    let table2 = unique_table();
+    let dynamodb2 = dynamodb_url(&table2);
+    ok(&dynamodb2, &["create-table"]);
+    ok(&dynamodb2, &["import", dump.to_str().unwrap()]);
+    let again: Value =
+        serde_json::from_str(&ok(&dynamodb2, &["import", dump.to_str().unwrap()])).unwrap();
+    assert_eq!(
+        (again["imported"].clone(), again["already_present"].clone()),
+        (json!(0), json!(150))
+    );
+    assert_eq!(ok(&dynamodb2, &["export"]), original);
+}
+
+#[test]
+fn a_missing_table_is_a_clear_error() {
+    let out = docstore(&dynamodb_url(&unique_table()), &["count"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cli-"),
+        "the error names the table: {stderr}"
+    );
+}
