@@ -15,6 +15,8 @@ use rusqlite::types::Value as SqlValue;
 pub(crate) struct Plan {
     compiled: CompiledQuery,
     sql: Sql,
+    /// Whether the statement applies the cursor (false only for a forged cursor).
+    cursor_pushed: bool,
 }
 
 impl Plan {
@@ -89,16 +91,32 @@ impl Plan {
             // No limit (or a forged cursor): every match is read and the evaluator sorts.
             _ => format!("SELECT {COLUMNS} FROM documents WHERE {filter}"),
         };
-        Ok(Plan { compiled, sql })
+        Ok(Plan {
+            compiled,
+            sql,
+            cursor_pushed,
+        })
     }
 
     /// Runs the statement and lets the reference evaluator sort and cut the page.
+    ///
+    /// Every row the statement returns matches (and follows the cursor): debug builds, and
+    /// so the tests, assert it, because the evaluator filtering the rows again would hide a
+    /// statement that selects too much whenever the extra rows fall outside the page.
     pub(crate) fn run(&self, conn: &Connection) -> Result<Page, Fail> {
         let mut stmt = conn.prepare_cached(&self.sql.text)?;
         let mut rows = stmt.query(rusqlite::params_from_iter(&self.sql.params))?;
         let mut candidates: Vec<Document> = Vec::new();
         while let Some(row) = rows.next()? {
-            candidates.push(rows::document(row)?);
+            let doc = rows::document(row)?;
+            debug_assert!(
+                self.compiled.matches(&doc)
+                    && (!self.cursor_pushed || self.compiled.is_after_cursor(&doc)),
+                "the statement selected {:?}, which the reference rejects: {}",
+                doc.id,
+                self.sql.text
+            );
+            candidates.push(doc);
         }
         Ok(self.compiled.evaluate(&candidates))
     }
