@@ -15,8 +15,12 @@ use rusqlite::types::Value as SqlValue;
 pub(crate) struct Plan {
     compiled: CompiledQuery,
     sql: Sql,
+    /// Whether the statement applies the filter (false for filters too deep for SQLite).
+    filter_pushed: bool,
     /// Whether the statement applies the cursor (false only for a forged cursor).
     cursor_pushed: bool,
+    /// Stop reading once this many rows matched (id order with an unpushed filter).
+    enough: Option<usize>,
 }
 
 impl Plan {
@@ -31,7 +35,8 @@ impl Plan {
             sql.bind(SqlValue::Text(collection.to_owned())),
         );
         sql.text = format!("site = {s} AND collection = {c}");
-        if let Some(filter) = compiled.filter() {
+        let filter_pushed = compiled.filter().is_none_or(crate::sql::pushable);
+        if let Some(filter) = compiled.filter().filter(|_| filter_pushed) {
             sql.text.push_str(" AND ");
             sql.filter(filter);
         }
@@ -56,19 +61,26 @@ impl Plan {
             }
         }
         let filter = std::mem::take(&mut sql.text);
+        let mut enough = None;
         sql.text = match (cursor_pushed, compiled.id_order(), compiled.limit()) {
             // Primary-key order: SQLite walks the index from the cursor and stops at the
-            // limit, without sorting.
+            // limit, without sorting (or, with the filter in memory, the reading stops once
+            // the page and one more matched).
             (true, Some(descending), limit) => {
                 let direction = if descending { "DESC" } else { "ASC" };
-                let limit = limit_clause(&mut sql, limit);
+                let limit = if filter_pushed {
+                    limit_clause(&mut sql, limit)
+                } else {
+                    enough = limit.map(|l| l.saturating_add(1));
+                    String::new()
+                };
                 format!(
                     "SELECT {COLUMNS} FROM documents WHERE {filter} ORDER BY id {direction}{limit}"
                 )
             }
             // Other keys: choose the page's rows by their keys alone, then read only those
             // rows' data (a sorter would otherwise carry every match's data along).
-            (true, None, Some(limit)) => {
+            (true, None, Some(limit)) if filter_pushed => {
                 let mut keys: Vec<String> = order
                     .iter()
                     .map(|(path, descending)| {
@@ -88,13 +100,16 @@ impl Plan {
                      (SELECT rowid FROM documents WHERE {filter} ORDER BY {keys}{limit})"
                 )
             }
-            // No limit (or a forged cursor): every match is read and the evaluator sorts.
+            // No limit, a filter left to memory or a forged cursor: every candidate is read
+            // and the evaluator does the rest.
             _ => format!("SELECT {COLUMNS} FROM documents WHERE {filter}"),
         };
         Ok(Plan {
             compiled,
             sql,
+            filter_pushed,
             cursor_pushed,
+            enough,
         })
     }
 
@@ -109,14 +124,28 @@ impl Plan {
         let mut candidates: Vec<Document> = Vec::new();
         while let Some(row) = rows.next()? {
             let doc = rows::document(row)?;
+            if !self.filter_pushed {
+                if !self.compiled.matches(&doc) {
+                    continue;
+                }
+            } else {
+                debug_assert!(
+                    self.compiled.matches(&doc),
+                    "the statement selected {:?}, which the filter rejects: {}",
+                    doc.id,
+                    self.sql.text
+                );
+            }
             debug_assert!(
-                self.compiled.matches(&doc)
-                    && (!self.cursor_pushed || self.compiled.is_after_cursor(&doc)),
-                "the statement selected {:?}, which the reference rejects: {}",
+                !self.cursor_pushed || self.compiled.is_after_cursor(&doc),
+                "the statement selected {:?}, which is not after the cursor: {}",
                 doc.id,
                 self.sql.text
             );
             candidates.push(doc);
+            if self.enough.is_some_and(|enough| candidates.len() >= enough) {
+                break;
+            }
         }
         Ok(self.compiled.evaluate(&candidates))
     }

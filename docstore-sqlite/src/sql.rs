@@ -236,6 +236,40 @@ impl Sql {
     }
 }
 
+/// The deepest expression tree SQLite accepts is 1000 levels (`SQLITE_MAX_EXPR_DEPTH`);
+/// filters whose translation could come near it are evaluated in memory instead.
+const MAX_PUSHED_DEPTH: usize = 500;
+
+/// At most this many filter nodes are pushed down: each leaf binds up to 4 parameters, and
+/// SQLite takes at most 32 766 per statement.
+const MAX_PUSHED_NODES: usize = 2_000;
+
+/// Whether `filter`'s translation stays well within SQLite's limits: expression depth (a
+/// chain of `k` `AND`/`OR` terms nests `k` deep, and a leaf at most 5) and parameters.
+pub(crate) fn pushable(filter: &CompiledFilter) -> bool {
+    /// (depth, nodes)
+    fn size(filter: &CompiledFilter) -> (usize, usize) {
+        match filter {
+            CompiledFilter::And(filters) | CompiledFilter::Or(filters) => {
+                let (deepest, nodes) = filters
+                    .iter()
+                    .map(size)
+                    .fold((0usize, 1usize), |(d, n), (cd, cn)| {
+                        (d.max(cd), n.saturating_add(cn))
+                    });
+                (deepest.saturating_add(filters.len()), nodes)
+            }
+            CompiledFilter::Not(inner) => {
+                let (d, n) = size(inner);
+                (d + 1, n + 1)
+            }
+            _ => (5, 1),
+        }
+    }
+    let (depth, nodes) = size(filter);
+    depth <= MAX_PUSHED_DEPTH && nodes <= MAX_PUSHED_NODES
+}
+
 /// Where a field lives.
 enum Target<'a> {
     /// A data path SQLite's JSON path syntax spells exactly.

@@ -83,3 +83,61 @@ async fn works_on_a_current_thread_runtime() {
     assert!(store.delete(&key).await.unwrap());
     assert_eq!(store.count("s").await.unwrap(), 0);
 }
+
+/// Filters too large for one SQLite expression (thousands of `Or` terms, deep nesting) are evaluated in memory, with the same answer, paging included.
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_filters_answer_like_the_reference() {
+    use docstore::query::Filter;
+    let store = SqliteStore::in_memory().unwrap();
+    let mut docs = Vec::new();
+    for i in 0..50 {
+        let key = Key::new("s", "c", format!("d{i:02}")).unwrap();
+        let data = docstore::object(json!({"n": i, "s": format!("v{i}")})).unwrap();
+        docs.push(store.create(&key, data, "").await.unwrap());
+    }
+    let wide = Filter::any((0..3_000).map(|i| Filter::eq("n", i * 2)));
+    // 100 nested two-term `Or`s: deep, yet within what SQLite takes (the core's own
+    // recursion limits how deep a filter can be at all).
+    let mut deep = Filter::eq("s", "v3");
+    for i in 0..100 {
+        deep = Filter::any([Filter::eq("n", i % 40), !deep]);
+    }
+    let wide_and = Filter::all((0..700).map(|i| Filter::ne("n", 1_000 + i)));
+    // Shallow but with 30 x 30 x 4 leaves: too many parameters for one statement.
+    let bushy = Filter::all((0..30).map(|i| {
+        Filter::any((0..30).map(move |j| {
+            Filter::all([
+                Filter::ne("n", 100 + i),
+                Filter::ne("s", format!("w{j}")),
+                Filter::gte("n", 0),
+                Filter::prefix("s", "v"),
+            ])
+        }))
+    }));
+    let queries = [
+        Query::new().filter(wide_and.clone()).limit(11),
+        Query::new().filter(wide_and).order_by("s").limit(11),
+        Query::new().filter(bushy.clone()).limit(13),
+        Query::new().filter(bushy).order_by_desc("n").limit(13),
+        Query::new().filter(wide.clone()).limit(7),
+        Query::new()
+            .filter(wide.clone())
+            .order_by_desc("s")
+            .limit(7),
+        Query::new().filter(wide).order_by_desc("$id"),
+        Query::new().filter(deep.clone()).limit(9),
+        Query::new().filter(deep).order_by("n").limit(9),
+    ];
+    for query in queries {
+        let mut query = query;
+        loop {
+            let got = store.query("s", "c", &query).await.unwrap();
+            let want = query.compile().unwrap().evaluate(&docs);
+            assert_eq!(got, want);
+            match got.next {
+                Some(next) => query.cursor = Some(next),
+                None => break,
+            }
+        }
+    }
+}
