@@ -6,5 +6,5 @@ static TABLE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new()
 
 conformance_tests::conformance_suite!(crate::support::Harness {
     emulator: crate::support::Emulator::Dynoxide,
-    table: &crate::TABLE,
+    table: Some(&crate::TABLE),
 });
