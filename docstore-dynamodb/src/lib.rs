@@ -48,6 +48,7 @@
 //! |---|---|---|
 //! | `get` | GetItem (consistent) | — |
 //! | `create` | conditional PutItem (`attribute_not_exists(pk)`) with a fresh `w`, counter `ADD` | the resend fails on the item the first attempt wrote; it comes back (`ALL_OLD`) equal to what this call wrote, `w` included, so the call reports success once, version 1, counted once |
+//! | `restore` | like `create`, with the given document | like `create` |
 //! | `put` | one UpdateItem: `if_not_exists` keeps `created_*`, `ADD version 1`, `REMOVE w`; counter `ADD` when it created | the resend applies again: same data, no error, nothing lost, but the version grows by 2. When the lost attempt created the document (the resend finds version 2 with this call's creation stamp) the counter is still moved once |
 //! | `update` | GetItem, PutItem conditioned on `version`, `created_at`, `updated_at` | the resend fails on this call's own write; `update` reads again and applies the patch again — a merge patch applied twice gives the same data — so no error and nothing lost, but the version grows by 2 |
 //! | `update_if` | GetItem, one PutItem conditioned on the revision read, with a fresh `w` | like `create`: its own item is recognised, success once, version + 1 |
