@@ -41,12 +41,20 @@ impl SqliteStore {
 
     /// Opens the database file at `path` with the given store and SQLite options: creates the
     /// file if missing, switches it to WAL and brings its schema to the current version.
+    ///
+    /// SQLite's special names `:memory:` and `""` (a database private to one connection)
+    /// give a private in-memory database, as [`SqliteStore::in_memory`] does: the store's
+    /// reader connections could not see it otherwise.
     pub fn open_with(
         path: impl AsRef<Path>,
         options: StoreOptions,
         sqlite: SqliteOptions,
     ) -> Result<Self> {
-        let conns = Connections::open_file(path.as_ref().to_path_buf(), sqlite)?;
+        let path = path.as_ref();
+        if path.as_os_str().is_empty() || path.as_os_str() == ":memory:" {
+            return Ok(Self::from_parts(Connections::open_memory(sqlite)?, options));
+        }
+        let conns = Connections::open_file(path.to_path_buf(), sqlite)?;
         Ok(Self::from_parts(conns, options))
     }
 
@@ -68,7 +76,8 @@ impl SqliteStore {
         }
     }
 
-    /// Runs `op` on the writer inside an immediate transaction, off the async runtime.
+    /// Runs `op` on the writer inside an immediate transaction, without stalling the async
+    /// runtime.
     async fn write<T: Send + 'static>(
         &self,
         op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
@@ -78,7 +87,7 @@ impl SqliteStore {
         blocking(move || inner.conns.write(|tx| op(&inner, tx))).await
     }
 
-    /// Runs `op` on a read connection, off the async runtime.
+    /// Runs `op` on a read connection, without stalling the async runtime.
     async fn read<T: Send + 'static>(
         &self,
         op: impl FnMut(&Connection) -> Result<T, Fail> + Send + 'static,

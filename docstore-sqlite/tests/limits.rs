@@ -63,3 +63,22 @@ async fn versions_beyond_i64_are_refused_by_restore() {
     store.restore(&key, &doc).await.unwrap();
     assert_eq!(store.get(&key).await.unwrap(), Some(doc));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn special_memory_names_open_a_private_in_memory_store() {
+    for name in [":memory:", ""] {
+        let store = SqliteStore::open(name).unwrap();
+        let key = Key::new("s", "c", "k").unwrap();
+        store
+            .create(&key, docstore::object(json!({"a": 1})).unwrap(), "")
+            .await
+            .unwrap();
+        // Reads see the writes (they would not on a second connection's own database).
+        assert!(store.get(&key).await.unwrap().is_some());
+        let page = store
+            .query("s", "c", &docstore::Query::new())
+            .await
+            .unwrap();
+        assert_eq!(page.documents.len(), 1);
+    }
+}
