@@ -497,6 +497,49 @@ async fn scans_stop_after_64_mib(emulator: Emulator, cell: &'static OnceCell<Str
     assert!(text(&logs).contains("exhausted_scan = true"));
 }
 
+/// A document of `MAX_DOC_BYTES_LIMIT` bytes with the longest keys and 1 KiB actors fits in
+/// one item. moto caps items at 405 000 bytes where DynamoDB (and dynoxide) allow 409 600:
+/// there the write is refused, as `InvalidArgument` — an emulator limit, not ours.
+async fn the_largest_document_fits_in_an_item(emulator: Emulator, cell: &'static OnceCell<String>) {
+    let table = ensure_table(cell, emulator, "table").await;
+    let options = StoreOptions::default().with_max_doc_bytes(MAX_DOC_BYTES_LIMIT);
+    let store = store_on(emulator.client(), &table, 10, options);
+    let site = format!("{}{}", site("big"), "s".repeat(64))
+        .chars()
+        .take(64)
+        .collect::<String>();
+    let key = Key::new(&site, "c".repeat(64), "i".repeat(512)).unwrap();
+    let data = obj(json!({"pad": "x".repeat(MAX_DOC_BYTES_LIMIT - 10)}));
+    assert_eq!(docstore::document::data_size(&data), MAX_DOC_BYTES_LIMIT);
+    let actor = "a".repeat(1024);
+    let result = store.create(&key, data, &actor).await;
+    match emulator {
+        Emulator::Dynoxide => {
+            let doc = result.unwrap();
+            assert_eq!(store.get(&key).await.unwrap(), Some(doc));
+        }
+        Emulator::Moto => {
+            let err = result.unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument(m) if m.contains("size")),
+                "{err}"
+            );
+            assert_eq!(store.get(&key).await.unwrap(), None);
+        }
+    }
+    let too_long_actor = "a".repeat(4096);
+    let small = obj(json!({"pad": "x".repeat(MAX_DOC_BYTES_LIMIT - 10)}));
+    let other = Key::new(&site, "c", "other").unwrap();
+    let err = store
+        .create(&other, small, &too_long_actor)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("actor")),
+        "{err}"
+    );
+}
+
 async fn a_missing_table_is_named(emulator: Emulator, _cell: &'static OnceCell<String>) {
     let store = store_on(
         emulator.client(),
@@ -572,6 +615,7 @@ on_both_emulators!(
     id_order_cursor_survives_deleting_its_document,
     max_scan_stops_other_orders_with_a_warning,
     scans_stop_after_64_mib,
+    the_largest_document_fits_in_an_item,
     a_missing_table_is_named,
     connect_uses_the_standard_chain,
 );
