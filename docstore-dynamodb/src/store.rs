@@ -28,6 +28,11 @@ impl DynamoStore {
     /// Connects with the standard AWS configuration chain (credentials, region), overridden
     /// by `config.region` and `config.endpoint` when set.
     ///
+    /// The SDK is built lean: environment, profile, web identity, ECS and EC2 instance
+    /// credentials work; SSO and `credential_process` profiles would need `aws-config`'s
+    /// `sso` / `credentials-process` features — build the client yourself and use
+    /// [`from_client`](Self::from_client) for those.
+    ///
     /// Fails with [`Error::InvalidArgument`] when `options.max_doc_bytes` is above
     /// [`MAX_DOC_BYTES_LIMIT`](crate::MAX_DOC_BYTES_LIMIT) or `config.max_scan` is 0. Nothing is
     /// sent yet: a missing table shows on the first call (or create it with
