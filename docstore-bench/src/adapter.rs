@@ -1,0 +1,104 @@
+//! A docstore [`Store`] as a benchmark [`Subject`]: each call is what an application writes,
+//! a [`Key`] built from its three names and one trait call through `Arc<dyn Store>`.
+
+use crate::BenchResult;
+use crate::data::{ACTOR, SITE, TOP, selective_query};
+use crate::subject::{Subject, WalkPage, WalkPosition};
+use async_trait::async_trait;
+use docstore::{Cursor, Data, Key, Query, Store};
+use std::sync::Arc;
+
+/// Any docstore backend, driven through the `Store` trait object.
+#[derive(Clone, Debug)]
+pub struct DocstoreSubject {
+    store: Arc<dyn Store>,
+    top: Query,
+}
+
+impl DocstoreSubject {
+    /// Wraps `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        DocstoreSubject {
+            store,
+            top: selective_query(),
+        }
+    }
+
+    /// The wrapped store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+}
+
+fn key(collection: &str, id: &str) -> BenchResult<Key> {
+    Ok(Key::new(SITE, collection, id)?)
+}
+
+#[async_trait]
+impl Subject for DocstoreSubject {
+    async fn create(&self, collection: &str, id: &str, data: Data) -> BenchResult<u64> {
+        Ok(self
+            .store
+            .create(&key(collection, id)?, data, ACTOR)
+            .await?
+            .version)
+    }
+
+    async fn get(&self, collection: &str, id: &str) -> BenchResult<bool> {
+        Ok(self.store.get(&key(collection, id)?).await?.is_some())
+    }
+
+    async fn put(&self, collection: &str, id: &str, data: Data) -> BenchResult<u64> {
+        Ok(self
+            .store
+            .put(&key(collection, id)?, data, ACTOR)
+            .await?
+            .version)
+    }
+
+    async fn update(&self, collection: &str, id: &str, patch: &Data) -> BenchResult<u64> {
+        Ok(self
+            .store
+            .update(&key(collection, id)?, patch, ACTOR)
+            .await?
+            .version)
+    }
+
+    async fn update_if(
+        &self,
+        collection: &str,
+        id: &str,
+        patch: &Data,
+        expected: u64,
+    ) -> BenchResult<u64> {
+        Ok(self
+            .store
+            .update_if(&key(collection, id)?, patch, expected, ACTOR)
+            .await?
+            .version)
+    }
+
+    async fn delete(&self, collection: &str, id: &str) -> BenchResult<bool> {
+        Ok(self.store.delete(&key(collection, id)?).await?)
+    }
+
+    async fn top(&self, collection: &str) -> BenchResult<Vec<String>> {
+        let page = self.store.query(SITE, collection, &self.top).await?;
+        debug_assert!(page.documents.len() <= TOP);
+        Ok(page.documents.into_iter().map(|d| d.id).collect())
+    }
+
+    async fn walk_page(
+        &self,
+        collection: &str,
+        page_size: usize,
+        after: WalkPosition,
+    ) -> BenchResult<WalkPage> {
+        let query = Query::new().limit(page_size).after(after.map(Cursor::from));
+        let page = self.store.query(SITE, collection, &query).await?;
+        Ok(WalkPage {
+            documents: page.documents.len(),
+            next: page.next.map(|c| c.as_str().to_owned()),
+        })
+    }
+}

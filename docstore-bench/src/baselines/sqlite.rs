@@ -1,0 +1,341 @@
+//! The SQLite baseline: the statements docstore-sqlite runs, written directly against
+//! `rusqlite` on the same schema (copied from its migration 1, triggers included) with the
+//! same pragmas (WAL, `synchronous`, busy timeout), called straight from the task (no
+//! blocking-pool hop), with single statements in autocommit and read-modify-write in one
+//! immediate transaction.
+
+use crate::BenchResult;
+use crate::data::{ACTOR, CATEGORY, PRIORITY_MIN, SITE, STATUS, TOP, merge, now_nanos};
+use crate::subject::{Subject, WalkPage, WalkPosition};
+use async_trait::async_trait;
+use docstore::{Data, Document};
+use parking_lot::Mutex;
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use std::path::Path;
+use std::time::Duration;
+
+/// docstore-sqlite's schema, version 1 (`docstore-sqlite/src/schema.rs`), verbatim.
+pub const SCHEMA: &str = r#"
+    CREATE TABLE documents (
+        site       TEXT    NOT NULL,
+        collection TEXT    NOT NULL,
+        id         TEXT    NOT NULL,
+        data       BLOB    NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        created_by TEXT    NOT NULL,
+        updated_by TEXT    NOT NULL,
+        version    INTEGER NOT NULL CHECK (version >= 1),
+        PRIMARY KEY (site, collection, id)
+    ) STRICT;
+
+    CREATE TABLE collections (
+        site       TEXT    NOT NULL,
+        collection TEXT    NOT NULL,
+        documents  INTEGER NOT NULL CHECK (documents > 0),
+        PRIMARY KEY (site, collection)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TRIGGER documents_count_insert AFTER INSERT ON documents BEGIN
+        INSERT INTO collections (site, collection, documents)
+            VALUES (NEW.site, NEW.collection, 1)
+            ON CONFLICT (site, collection) DO UPDATE SET documents = documents + 1;
+    END;
+
+    CREATE TRIGGER documents_count_delete AFTER DELETE ON documents BEGIN
+        DELETE FROM collections
+            WHERE site = OLD.site AND collection = OLD.collection AND documents = 1;
+        UPDATE collections SET documents = documents - 1
+            WHERE site = OLD.site AND collection = OLD.collection;
+    END;
+"#;
+
+const COLUMNS: &str = "id, json(data), created_at, updated_at, created_by, updated_by, version";
+
+const INSERT: &str = "INSERT INTO documents \
+     (site, collection, id, data, created_at, updated_at, created_by, updated_by, version) \
+     VALUES (?1, ?2, ?3, jsonb(?4), ?5, ?6, ?7, ?8, ?9)";
+
+/// Whether commits are flushed (`synchronous = FULL`) or not (`NORMAL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sync {
+    /// `synchronous = FULL` (docstore-sqlite's default).
+    Full,
+    /// `synchronous = NORMAL`.
+    Normal,
+}
+
+impl Sync {
+    fn pragma(self) -> &'static str {
+        match self {
+            Sync::Full => "FULL",
+            Sync::Normal => "NORMAL",
+        }
+    }
+}
+
+/// The SQLite baseline. See the [module docs](self).
+#[derive(Debug)]
+pub struct SqliteBaseline {
+    writer: Mutex<Connection>,
+    reader: Mutex<Connection>,
+}
+
+fn configure(conn: &Connection, sync: Sync) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "synchronous", sync.pragma())?;
+    Ok(())
+}
+
+impl SqliteBaseline {
+    /// Opens `path`, creating the schema when the file is new (in WAL mode), with one
+    /// writing and one reading connection.
+    pub fn open(path: &Path, sync: Sync) -> BenchResult<Self> {
+        let writer = Connection::open(path)?;
+        configure(&writer, sync)?;
+        let mode: String = writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(format!("journal_mode is {mode}, not WAL").into());
+        }
+        let version: i64 = writer.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version == 0 {
+            writer.execute_batch(SCHEMA)?;
+            writer.pragma_update(None, "user_version", 1)?;
+        }
+        let reader = Connection::open(path)?;
+        configure(&reader, sync)?;
+        Ok(SqliteBaseline {
+            writer: Mutex::new(writer),
+            reader: Mutex::new(reader),
+        })
+    }
+}
+
+/// The schema objects of the database at `path` (`sqlite_master`), to check that the
+/// baseline's schema is still docstore-sqlite's.
+pub fn schema_of(path: &Path) -> BenchResult<Vec<String>> {
+    let conn = Connection::open(path)?;
+    let mut stmt = conn.prepare("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")?;
+    let rows = stmt.query_map([], |r| {
+        Ok(format!(
+            "{} {} {}",
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, Option<String>>(2)?.unwrap_or_default()
+        ))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Inserts documents `0..count` (generation 0) into `collection` of the database at `path`
+/// in one transaction, with the statement docstore-sqlite's `create` runs.
+pub fn bulk_load(path: &Path, collection: &str, count: usize) -> BenchResult<()> {
+    let mut conn = Connection::open(path)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut stmt = tx.prepare_cached(INSERT)?;
+        let now = now_nanos();
+        for n in 0..count {
+            let text = serde_json::to_string(&crate::data::document(n, 0))?;
+            stmt.execute(params![
+                SITE,
+                collection,
+                crate::data::id(n),
+                text,
+                now,
+                now,
+                ACTOR,
+                ACTOR,
+                1
+            ])?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn document(row: &Row<'_>) -> rusqlite::Result<BenchResult<Document>> {
+    let text: String = row.get(1)?;
+    let data: Data = match serde_json::from_str(&text) {
+        Ok(data) => data,
+        Err(err) => return Ok(Err(err.into())),
+    };
+    Ok(Ok(Document {
+        id: row.get(0)?,
+        data,
+        created_at: row.get(2)?,
+        updated_at: row.get(3)?,
+        created_by: row.get(4)?,
+        updated_by: row.get(5)?,
+        version: row.get::<_, i64>(6)? as u64,
+    }))
+}
+
+fn load(conn: &Connection, collection: &str, id: &str) -> BenchResult<Option<Document>> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let doc = stmt
+        .query_row(params![SITE, collection, id], document)
+        .optional()?;
+    doc.transpose()
+}
+
+impl SqliteBaseline {
+    /// Read, merge, write in one immediate transaction; `expected` checks the version.
+    fn patch(
+        &self,
+        collection: &str,
+        id: &str,
+        patch: &Data,
+        expected: Option<u64>,
+    ) -> BenchResult<u64> {
+        let mut conn = self.writer.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut doc = load(&tx, collection, id)?.ok_or_else(|| format!("{id} not found"))?;
+        if let Some(expected) = expected.filter(|v| *v != doc.version) {
+            return Err(format!("{id} is at version {}, not {expected}", doc.version).into());
+        }
+        merge(&mut doc.data, patch);
+        let text = serde_json::to_string(&doc.data)?;
+        let version = doc.version + 1;
+        tx.prepare_cached(
+            "UPDATE documents SET data = jsonb(?4), updated_at = ?5, updated_by = ?6, \
+             version = ?7 WHERE site = ?1 AND collection = ?2 AND id = ?3",
+        )?
+        .execute(params![
+            SITE,
+            collection,
+            id,
+            text,
+            now_nanos().max(doc.updated_at),
+            ACTOR,
+            version as i64
+        ])?;
+        tx.commit()?;
+        Ok(version)
+    }
+}
+
+#[async_trait]
+impl Subject for SqliteBaseline {
+    async fn create(&self, collection: &str, id: &str, data: Data) -> BenchResult<u64> {
+        let text = serde_json::to_string(&data)?;
+        let now = now_nanos();
+        let conn = self.writer.lock();
+        conn.prepare_cached(INSERT)?.execute(params![
+            SITE, collection, id, text, now, now, ACTOR, ACTOR, 1
+        ])?;
+        Ok(1)
+    }
+
+    async fn get(&self, collection: &str, id: &str) -> BenchResult<bool> {
+        let conn = self.reader.lock();
+        Ok(load(&conn, collection, id)?.is_some())
+    }
+
+    async fn put(&self, collection: &str, id: &str, data: Data) -> BenchResult<u64> {
+        let text = serde_json::to_string(&data)?;
+        let now = now_nanos();
+        let mut conn = self.writer.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: Option<i64> = tx
+            .prepare_cached(
+                "UPDATE documents SET data = jsonb(?4), updated_at = max(updated_at, ?5), \
+                 updated_by = ?6, version = version + 1 \
+                 WHERE site = ?1 AND collection = ?2 AND id = ?3 RETURNING version",
+            )?
+            .query_row(params![SITE, collection, id, text, now, ACTOR], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let version = match version {
+            Some(v) => v as u64,
+            None => {
+                tx.prepare_cached(INSERT)?.execute(params![
+                    SITE, collection, id, text, now, now, ACTOR, ACTOR, 1
+                ])?;
+                1
+            }
+        };
+        tx.commit()?;
+        Ok(version)
+    }
+
+    async fn update(&self, collection: &str, id: &str, patch: &Data) -> BenchResult<u64> {
+        self.patch(collection, id, patch, None)
+    }
+
+    async fn update_if(
+        &self,
+        collection: &str,
+        id: &str,
+        patch: &Data,
+        expected: u64,
+    ) -> BenchResult<u64> {
+        self.patch(collection, id, patch, Some(expected))
+    }
+
+    async fn delete(&self, collection: &str, id: &str) -> BenchResult<bool> {
+        let conn = self.writer.lock();
+        let deleted = conn
+            .prepare_cached(
+                "DELETE FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3",
+            )?
+            .execute(params![SITE, collection, id])?;
+        Ok(deleted > 0)
+    }
+
+    async fn top(&self, collection: &str) -> BenchResult<Vec<String>> {
+        let conn = self.reader.lock();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM documents WHERE site = ?1 AND collection = ?2 \
+             AND data ->> '$.status' = ?3 AND data ->> '$.category' = ?4 \
+             AND data ->> '$.priority' >= ?5 \
+             ORDER BY data ->> '$.score' DESC, id LIMIT ?6"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            params![SITE, collection, STATUS, CATEGORY, PRIORITY_MIN, TOP as i64],
+            document,
+        )?;
+        let mut ids = Vec::with_capacity(TOP);
+        for row in rows {
+            ids.push(row??.id);
+        }
+        Ok(ids)
+    }
+
+    async fn walk_page(
+        &self,
+        collection: &str,
+        page_size: usize,
+        after: WalkPosition,
+    ) -> BenchResult<WalkPage> {
+        let conn = self.reader.lock();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM documents WHERE site = ?1 AND collection = ?2 AND id > ?3 \
+             ORDER BY id LIMIT ?4"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            params![
+                SITE,
+                collection,
+                after.unwrap_or_default(),
+                page_size as i64 + 1
+            ],
+            document,
+        )?;
+        let mut page = Vec::with_capacity(page_size + 1);
+        for row in rows {
+            page.push(row??);
+        }
+        let more = page.len() > page_size;
+        page.truncate(page_size);
+        Ok(WalkPage {
+            documents: page.len(),
+            next: page.last().filter(|_| more).map(|d| d.id.clone()),
+        })
+    }
+}

@@ -1,0 +1,95 @@
+//! The command line.
+
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+
+/// Runs the same workloads on each docstore backend and on a hand-written baseline for that
+/// backend, in one run, and prints ops/s, p50/p99 latency, peak memory and the ratio to the
+/// baseline; the figures also go to a JSON file.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "docstore-bench", version)]
+pub struct Args {
+    /// Backends to run (DynamoDB only when an endpoint is given).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "memory,sqlite,dynamodb"
+    )]
+    pub backends: Vec<BackendName>,
+    /// Operations per single-document workload, memory backend.
+    #[arg(long, default_value_t = 20_000)]
+    pub memory_ops: usize,
+    /// Operations per single-document workload, SQLite backend.
+    #[arg(long, default_value_t = 3_000)]
+    pub sqlite_ops: usize,
+    /// Operations per single-document workload, DynamoDB backend.
+    #[arg(long, default_value_t = 300)]
+    pub dynamodb_ops: usize,
+    /// Documents in the query collection (memory and SQLite).
+    #[arg(long, default_value_t = 100_000)]
+    pub query_docs: usize,
+    /// Documents in the query collection, DynamoDB (the emulator writes ~700 items/s).
+    #[arg(long, default_value_t = 2_000)]
+    pub dynamodb_query_docs: usize,
+    /// Timed runs of the selective query (memory and SQLite).
+    #[arg(long, default_value_t = 10)]
+    pub query_runs: usize,
+    /// Timed runs of the selective query, DynamoDB.
+    #[arg(long, default_value_t = 5)]
+    pub dynamodb_query_runs: usize,
+    /// Page size of the collection walk.
+    #[arg(long, default_value_t = 100)]
+    pub page_size: usize,
+    /// Concurrent tasks in the concurrency workloads.
+    #[arg(long, default_value_t = 16)]
+    pub tasks: usize,
+    /// Updates per task in the concurrency workloads (memory and SQLite).
+    #[arg(long, default_value_t = 100)]
+    pub task_ops: usize,
+    /// Updates per task in the concurrency workloads, DynamoDB.
+    #[arg(long, default_value_t = 10)]
+    pub dynamodb_task_ops: usize,
+    /// A single-document workload stops early after this many seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub max_seconds: f64,
+    /// SQLite `synchronous` for both docstore and the baseline (`full` is docstore-sqlite's
+    /// default).
+    #[arg(long, value_enum, default_value = "full")]
+    pub sqlite_sync: SyncName,
+    /// The DynamoDB emulator (dynoxide) to benchmark against; never moto.
+    #[arg(long, env = "DOCSTORE_DYNOXIDE_ENDPOINT")]
+    pub dynamodb_endpoint: Option<String>,
+    /// Directory for the SQLite files (default: a fresh temporary directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Where to write the JSON figures.
+    #[arg(long, default_value = "docstore-bench.json")]
+    pub json: PathBuf,
+    /// Documents the evaluator measurements run over.
+    #[arg(long, default_value_t = 50_000)]
+    pub evaluator_docs: usize,
+    /// Skip the evaluator measurements.
+    #[arg(long)]
+    pub skip_evaluator: bool,
+}
+
+/// A backend to benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendName {
+    /// `docstore-memory` against a `RwLock<HashMap>`.
+    Memory,
+    /// `docstore-sqlite` against raw `rusqlite`.
+    Sqlite,
+    /// `docstore-dynamodb` against raw `aws-sdk-dynamodb`, on the emulator.
+    Dynamodb,
+}
+
+/// SQLite's `synchronous` setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SyncName {
+    /// Every commit flushed (docstore-sqlite's `Durability::Full`, the default).
+    Full,
+    /// Commits flushed at checkpoints (`Durability::Normal`).
+    Normal,
+}

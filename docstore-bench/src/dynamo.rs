@@ -1,0 +1,158 @@
+//! DynamoDB plumbing shared by the docstore subject and the baseline: the SDK client (with
+//! an interceptor counting requests per operation), a fresh table, and a bulk loader that
+//! writes items in docstore-dynamodb's layout (seed 001).
+
+use crate::BenchResult;
+use crate::data::{ACTOR, SITE, document, id, now_nanos};
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Credentials, Intercept, Region, RuntimeComponents};
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use docstore::StoreOptions;
+use docstore::config::DynamoDbConfig;
+use docstore_dynamodb::DynamoStore;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Requests sent, by operation name (`"GetItem"`, ...), resends included.
+#[derive(Clone, Debug, Default)]
+pub struct RequestCounter(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl RequestCounter {
+    /// The counts since the last call; starts counting again.
+    pub fn take(&self) -> BTreeMap<String, u64> {
+        std::mem::take(&mut *self.0.lock())
+    }
+}
+
+impl Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "docstore-bench request counter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let operation = cfg.load::<Metadata>().map_or("unknown", |m| m.name());
+        *self.0.lock().entry(operation.to_owned()).or_default() += 1;
+        Ok(())
+    }
+}
+
+/// An SDK client for `endpoint` that counts its requests in `counter`. Region and
+/// credentials come from the environment when set, else dummies (emulators accept any).
+pub async fn client(endpoint: &str, counter: &RequestCounter) -> Client {
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new(
+            std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned()),
+        ));
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+        loader =
+            loader.credentials_provider(Credentials::new("bench", "bench", None, None, "bench"));
+    }
+    let shared = loader.load().await;
+    let config = aws_sdk_dynamodb::config::Builder::from(&shared)
+        .interceptor(counter.clone())
+        .build();
+    Client::from_conf(config)
+}
+
+/// A `DynamoStore` on `table` through `client`, with the default options and `max_scan`.
+pub fn store(client: Client, table: &str) -> BenchResult<DynamoStore> {
+    let config = DynamoDbConfig {
+        table: table.to_owned(),
+        region: None,
+        endpoint: None,
+        max_scan: docstore::config::DEFAULT_MAX_SCAN,
+    };
+    Ok(DynamoStore::from_client(
+        client,
+        &config,
+        StoreOptions::default(),
+    )?)
+}
+
+/// A table name no earlier run used.
+pub fn fresh_table_name() -> String {
+    format!("docstore-bench-{}-{}", std::process::id(), now_nanos())
+}
+
+/// The item of document number `n` (generation 0, version 1) in `collection`, exactly as
+/// docstore-dynamodb's `put` leaves it.
+pub fn item(collection: &str, n: usize) -> HashMap<String, AttributeValue> {
+    let now = AttributeValue::N(now_nanos().to_string());
+    let data = serde_json::to_string(&document(n, 0)).expect("serializes");
+    HashMap::from([
+        (
+            "pk".to_owned(),
+            AttributeValue::S(format!("{SITE}#{collection}")),
+        ),
+        ("sk".to_owned(), AttributeValue::S(id(n))),
+        ("data".to_owned(), AttributeValue::S(data)),
+        ("created_at".to_owned(), now.clone()),
+        ("updated_at".to_owned(), now),
+        ("created_by".to_owned(), AttributeValue::S(ACTOR.to_owned())),
+        ("updated_by".to_owned(), AttributeValue::S(ACTOR.to_owned())),
+        ("version".to_owned(), AttributeValue::N("1".to_owned())),
+    ])
+}
+
+/// Writes documents `0..count` into `collection` with BatchWriteItem (25 at a time,
+/// unprocessed items sent again) and sets the collection counter; the bytes of data
+/// written (for the minimum number of Query pages).
+pub async fn bulk_load(
+    client: &Client,
+    table: &str,
+    collection: &str,
+    count: usize,
+) -> BenchResult<usize> {
+    let mut bytes = 0;
+    for chunk in (0..count).collect::<Vec<_>>().chunks(25) {
+        let mut requests: Vec<WriteRequest> = Vec::with_capacity(25);
+        for &n in chunk {
+            let item = item(collection, n);
+            bytes += item_size(&item);
+            let put = PutRequest::builder().set_item(Some(item)).build()?;
+            requests.push(WriteRequest::builder().put_request(put).build());
+        }
+        let mut pending = HashMap::from([(table.to_owned(), requests)]);
+        while !pending.is_empty() {
+            let output = client
+                .batch_write_item()
+                .set_request_items(Some(pending))
+                .send()
+                .await?;
+            pending = output.unprocessed_items.unwrap_or_default();
+            pending.retain(|_, requests| !requests.is_empty());
+        }
+    }
+    client
+        .put_item()
+        .table_name(table)
+        .item("pk", AttributeValue::S(format!("{SITE}#__collections")))
+        .item("sk", AttributeValue::S(collection.to_owned()))
+        .item("n", AttributeValue::N(count.to_string()))
+        .send()
+        .await?;
+    Ok(bytes)
+}
+
+/// The size DynamoDB counts for an item: attribute names plus values (numbers counted as
+/// their text, an upper bound).
+pub fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
+    item.iter()
+        .map(|(name, value)| {
+            name.len()
+                + match value {
+                    AttributeValue::S(s) | AttributeValue::N(s) => s.len(),
+                    _ => 0,
+                }
+        })
+        .sum()
+}

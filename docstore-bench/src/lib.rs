@@ -1,0 +1,34 @@
+//! # docstore-bench
+//!
+//! Side-by-side benchmarks: every docstore backend runs the same workloads as a hand-written
+//! baseline for the same database in the same process and run, so the ratio between the two
+//! is what the docstore layer costs.
+//!
+//! - [`workloads`]: the workloads (single-document operations, a selective query, a walk
+//!   page by page, concurrent updates), run on anything implementing [`subject::Subject`];
+//! - [`adapter`]: a docstore [`Store`](docstore::Store) as a subject;
+//! - [`baselines`]: the hand-written baselines (a `RwLock<HashMap>`, raw `rusqlite`, raw
+//!   `aws-sdk-dynamodb`);
+//! - [`evaluator`]: the reference query evaluator on its own;
+//! - [`report`]: the table and the JSON file; [`peak`]: peak memory; [`measure`]: latencies.
+//!
+//! The binary `docstore-bench` (see `--help`) drives it all through [`run`].
+
+pub mod adapter;
+pub mod baselines;
+pub mod cli;
+pub mod data;
+pub mod dynamo;
+pub mod evaluator;
+pub mod measure;
+pub mod peak;
+pub mod report;
+pub mod run;
+pub mod subject;
+pub mod workloads;
+
+/// The error every benchmark step returns.
+pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A benchmark step's result.
+pub type BenchResult<T> = std::result::Result<T, BenchError>;

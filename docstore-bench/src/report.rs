@@ -1,0 +1,140 @@
+//! The report: one section per backend (and one for the evaluator), printed as a table and
+//! written as JSON.
+
+use crate::BenchResult;
+use crate::measure::Figures;
+use crate::workloads::Comparison;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    /// When the run started, unix seconds.
+    pub started_unix: u64,
+    /// `/proc/loadavg` when the run started.
+    pub load_average: Option<String>,
+    /// Cores available to the process.
+    pub cores: usize,
+    /// The command line.
+    pub command: String,
+    /// One section per backend, then the evaluator.
+    pub sections: Vec<Section>,
+    /// What a reader must know (sizes, skipped backends, checks).
+    pub notes: Vec<String>,
+}
+
+/// One backend's comparisons.
+#[derive(Clone, Debug, Serialize)]
+pub struct Section {
+    /// `memory`, `sqlite`, `dynamodb` or `evaluator`.
+    pub backend: String,
+    /// What the docstore side and the baseline are, and the sizes.
+    pub description: String,
+    /// The workloads.
+    pub rows: Vec<Comparison>,
+}
+
+fn rate(x: f64) -> String {
+    if x >= 100_000.0 {
+        format!("{:.0}k", x / 1000.0)
+    } else if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+fn micros(x: f64) -> String {
+    if x >= 10_000.0 {
+        format!("{:.0}ms", x / 1000.0)
+    } else if x >= 1_000.0 {
+        format!("{:.1}ms", x / 1000.0)
+    } else if x >= 10.0 {
+        format!("{x:.0}µs")
+    } else {
+        format!("{x:.2}µs")
+    }
+}
+
+fn mem(f: &Figures) -> String {
+    f.peak_mem_kib
+        .map_or("-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0))
+}
+
+fn requests(c: &Comparison) -> String {
+    match (
+        c.docstore.total_requests_per_op(),
+        c.baseline.total_requests_per_op(),
+    ) {
+        (Some(d), Some(b)) => {
+            let min = c
+                .min_requests_per_op
+                .map_or("-".to_owned(), |m| format!("{m:.2}"));
+            format!("{d:.2} / {b:.2} / {min}")
+        }
+        _ => String::new(),
+    }
+}
+
+impl Report {
+    /// The report as the text table the binary prints.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        for section in &self.sections {
+            let _ = writeln!(out, "\n== {}: {}", section.backend, section.description);
+            let _ = writeln!(
+                out,
+                "{:<44} {:>9} {:>9} {:>6} {:>17} {:>17} {:>13} {:>20}",
+                "workload (per op)",
+                "docstore/s",
+                "base/s",
+                "ratio",
+                "p50 doc / base",
+                "p99 doc / base",
+                "peak MiB d/b",
+                "requests d / b / min"
+            );
+            for c in &section.rows {
+                let mut name = format!("{} ({})", c.workload, c.unit);
+                if c.same_answer == Some(false) {
+                    name.push_str(" DIFFERENT ANSWERS");
+                }
+                let _ = writeln!(
+                    out,
+                    "{:<44} {:>9} {:>9} {:>6.2} {:>17} {:>17} {:>13} {:>20}",
+                    name,
+                    rate(c.docstore.ops_per_sec),
+                    rate(c.baseline.ops_per_sec),
+                    c.ratio,
+                    format!(
+                        "{} / {}",
+                        micros(c.docstore.p50_us),
+                        micros(c.baseline.p50_us)
+                    ),
+                    format!(
+                        "{} / {}",
+                        micros(c.docstore.p99_us),
+                        micros(c.baseline.p99_us)
+                    ),
+                    format!("{} / {}", mem(&c.docstore), mem(&c.baseline)),
+                    requests(c),
+                );
+            }
+        }
+        if !self.notes.is_empty() {
+            out.push_str("\nNotes:\n");
+            for note in &self.notes {
+                let _ = writeln!(out, "- {note}");
+            }
+        }
+        out
+    }
+
+    /// Writes the report as pretty JSON to `path`.
+    pub fn write_json(&self, path: &Path) -> BenchResult<()> {
+        std::fs::write(path, serde_json::to_vec_pretty(self)?)?;
+        Ok(())
+    }
+}

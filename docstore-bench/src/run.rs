@@ -1,0 +1,275 @@
+//! One benchmark run: for each backend, build the docstore store and its baseline, load the
+//! query collection into both, run the workloads side by side; then the evaluator.
+
+use crate::adapter::DocstoreSubject;
+use crate::baselines::dynamodb::DynamoBaseline;
+use crate::baselines::memory::MemoryBaseline;
+use crate::baselines::sqlite::{self, SqliteBaseline, Sync};
+use crate::cli::{Args, BackendName, SyncName};
+use crate::data::{self, ACTOR, POINT_COLLECTION, QUERY_COLLECTION, SITE};
+use crate::dynamo::{self, RequestCounter};
+use crate::report::{Report, Section};
+use crate::subject::Subject;
+use crate::workloads::{self, Comparison, Side, Spec};
+use crate::{BenchResult, evaluator};
+use docstore::{Key, Store, StoreOptions};
+use docstore_memory::MemoryStore;
+use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn side(subject: Arc<dyn Subject>, label: &str, requests: Option<RequestCounter>) -> Side {
+    Side {
+        subject,
+        point_collection: format!("{POINT_COLLECTION}-{label}"),
+        query_collection: QUERY_COLLECTION.to_owned(),
+        requests,
+    }
+}
+
+/// Runs everything `args` asks for; progress goes to stderr.
+pub async fn run(args: &Args) -> BenchResult<Report> {
+    let mut report = Report {
+        started_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        load_average: std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .map(|s| s.trim().to_owned()),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        ..Report::default()
+    };
+    let max_time = Duration::from_secs_f64(args.max_seconds);
+    let spec = |ops: usize, query_docs: usize, query_runs: usize, task_ops: usize| Spec {
+        ops,
+        query_docs,
+        query_runs,
+        page_size: args.page_size,
+        tasks: args.tasks,
+        task_ops,
+        max_time,
+    };
+    for backend in &args.backends {
+        match backend {
+            BackendName::Memory => {
+                let spec = spec(
+                    args.memory_ops,
+                    args.query_docs,
+                    args.query_runs,
+                    args.task_ops,
+                );
+                eprintln!("memory: {spec:?}");
+                report.sections.push(memory(&spec).await?);
+            }
+            BackendName::Sqlite => {
+                let spec = spec(
+                    args.sqlite_ops,
+                    args.query_docs,
+                    args.query_runs,
+                    args.task_ops,
+                );
+                eprintln!("sqlite: {spec:?}");
+                let temp = tempfile::tempdir()?;
+                let dir = args.dir.as_deref().unwrap_or(temp.path());
+                std::fs::create_dir_all(dir)?;
+                report
+                    .sections
+                    .push(sqlite_section(&spec, dir, args.sqlite_sync, &mut report.notes).await?);
+            }
+            BackendName::Dynamodb => {
+                let Some(endpoint) = &args.dynamodb_endpoint else {
+                    report.notes.push(
+                        "dynamodb skipped: no endpoint (pass --dynamodb-endpoint or run under \
+                         scripts/with-dynamodb-emulators, which sets DOCSTORE_DYNOXIDE_ENDPOINT)"
+                            .to_owned(),
+                    );
+                    continue;
+                };
+                let spec = spec(
+                    args.dynamodb_ops,
+                    args.dynamodb_query_docs,
+                    args.dynamodb_query_runs,
+                    args.dynamodb_task_ops,
+                );
+                eprintln!("dynamodb: {spec:?}");
+                report.notes.push(format!(
+                    "dynamodb runs on the dynoxide emulator at {endpoint} with smaller sizes \
+                     ({} ops per workload, {} query documents, {} updates per task) because the \
+                     emulator writes only ~700 items/s; its absolute figures say nothing about \
+                     DynamoDB, the ratios and request counts do",
+                    spec.ops, spec.query_docs, spec.task_ops
+                ));
+                report.sections.push(dynamodb(&spec, endpoint).await?);
+            }
+        }
+    }
+    if !args.skip_evaluator {
+        eprintln!("evaluator: {} documents", args.evaluator_docs);
+        report.sections.push(Section {
+            backend: "evaluator".to_owned(),
+            description: format!(
+                "docstore::query on {} in-memory documents vs the same test hand-written \
+                 over serde_json (one op = one document)",
+                args.evaluator_docs
+            ),
+            rows: evaluator::run(args.evaluator_docs)?,
+        });
+    }
+    Ok(report)
+}
+
+async fn both(spec: &Spec, docstore: &Side, baseline: &Side) -> BenchResult<Vec<Comparison>> {
+    let mut rows = workloads::point_workloads(spec, docstore, baseline).await?;
+    rows.extend(workloads::query_workloads(spec, docstore, baseline).await?);
+    Ok(rows)
+}
+
+/// Creates the query documents through `subject` (generation 0, version 1).
+async fn load_through(subject: &dyn Subject, count: usize) -> BenchResult<()> {
+    for n in 0..count {
+        subject
+            .create(QUERY_COLLECTION, &data::id(n), data::document(n, 0))
+            .await?;
+    }
+    Ok(())
+}
+
+async fn memory(spec: &Spec) -> BenchResult<Section> {
+    let store = Arc::new(DocstoreSubject::new(Arc::new(MemoryStore::new())));
+    let baseline = Arc::new(MemoryBaseline::new());
+    load_through(store.as_ref(), spec.query_docs).await?;
+    load_through(baseline.as_ref(), spec.query_docs).await?;
+    let rows = both(
+        spec,
+        &side(store, "docstore", None),
+        &side(baseline, "baseline", None),
+    )
+    .await?;
+    Ok(Section {
+        backend: "memory".to_owned(),
+        description: format!(
+            "MemoryStore vs RwLock<HashMap> of the same Documents; {} ops per workload",
+            spec.ops
+        ),
+        rows,
+    })
+}
+
+async fn sqlite_section(
+    spec: &Spec,
+    dir: &Path,
+    sync: SyncName,
+    notes: &mut Vec<String>,
+) -> BenchResult<Section> {
+    let (durability, pragma) = match sync {
+        SyncName::Full => (Durability::Full, Sync::Full),
+        SyncName::Normal => (Durability::Normal, Sync::Normal),
+    };
+    let store_path = dir.join("docstore.db");
+    let baseline_path = dir.join("baseline.db");
+    for path in [&store_path, &baseline_path] {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+    let store = SqliteStore::open_with(
+        &store_path,
+        StoreOptions::default(),
+        SqliteOptions::default().with_durability(durability),
+    )?;
+    let baseline = SqliteBaseline::open(&baseline_path, pragma)?;
+    if sqlite::schema_of(&store_path)? != sqlite::schema_of(&baseline_path)? {
+        notes.push(
+            "WARNING: the SQLite baseline's schema differs from the one docstore-sqlite \
+             created; update SCHEMA in docstore-bench/src/baselines/sqlite.rs"
+                .to_owned(),
+        );
+    }
+    sqlite::bulk_load(&store_path, QUERY_COLLECTION, spec.query_docs)?;
+    sqlite::bulk_load(&baseline_path, QUERY_COLLECTION, spec.query_docs)?;
+    // The bulk load went around the store: check it sees the documents as its own.
+    let probe = Key::new(SITE, QUERY_COLLECTION, data::id(0))?;
+    if store
+        .get(&probe)
+        .await?
+        .is_none_or(|d| d.created_by != ACTOR)
+    {
+        return Err("docstore-sqlite does not read the bulk-loaded documents".into());
+    }
+    let rows = both(
+        spec,
+        &side(
+            Arc::new(DocstoreSubject::new(Arc::new(store))),
+            "docstore",
+            None,
+        ),
+        &side(Arc::new(baseline), "baseline", None),
+    )
+    .await?;
+    Ok(Section {
+        backend: "sqlite".to_owned(),
+        description: format!(
+            "SqliteStore vs the same statements on raw rusqlite (same schema, WAL, \
+             synchronous={}); {} ops per workload",
+            pragma_name(sync),
+            spec.ops
+        ),
+        rows,
+    })
+}
+
+fn pragma_name(sync: SyncName) -> &'static str {
+    match sync {
+        SyncName::Full => "FULL",
+        SyncName::Normal => "NORMAL",
+    }
+}
+
+/// The fewest requests per operation seed 001's layout allows, by workload.
+fn dynamodb_minimum(workload: &str, query_bytes: usize) -> Option<f64> {
+    Some(match workload {
+        "create" => 2.0, // conditional PutItem + counter ADD
+        "get" => 1.0,
+        "put" => 1.0,    // one UpdateItem (counter only when it creates)
+        "delete" => 2.0, // DeleteItem returning the old item + counter ADD
+        w if w.starts_with("update") => 2.0, // the merge needs the data: GetItem + PutItem
+        w if w.starts_with("query") => query_bytes.div_ceil(1 << 20).max(1) as f64,
+        w if w.starts_with("walk") => 1.0,
+        _ => return None,
+    })
+}
+
+async fn dynamodb(spec: &Spec, endpoint: &str) -> BenchResult<Section> {
+    let counter = RequestCounter::default();
+    let client = dynamo::client(endpoint, &counter).await;
+    let table = dynamo::fresh_table_name();
+    let store = dynamo::store(client.clone(), &table)?;
+    store.create_table().await?;
+    let query_bytes = dynamo::bulk_load(&client, &table, QUERY_COLLECTION, spec.query_docs).await?;
+    let baseline = DynamoBaseline::new(client.clone(), &table);
+    let mut rows = both(
+        spec,
+        &side(
+            Arc::new(DocstoreSubject::new(Arc::new(store))),
+            "docstore",
+            Some(counter.clone()),
+        ),
+        &side(Arc::new(baseline), "baseline", Some(counter.clone())),
+    )
+    .await?;
+    for row in &mut rows {
+        row.min_requests_per_op = dynamodb_minimum(&row.workload, query_bytes);
+    }
+    let _ = client.delete_table().table_name(&table).send().await;
+    Ok(Section {
+        backend: "dynamodb".to_owned(),
+        description: format!(
+            "DynamoStore vs raw aws-sdk-dynamodb calls on the same table layout, dynoxide \
+             emulator; {} ops per workload, {} query documents",
+            spec.ops, spec.query_docs
+        ),
+        rows,
+    })
+}

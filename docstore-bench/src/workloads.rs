@@ -1,0 +1,410 @@
+//! The workloads, each run on a docstore subject and on its baseline one after the other,
+//! so both see the same machine at (nearly) the same moment.
+//!
+//! Single documents, in one collection per subject, ids `0..ops`: `create`, `get`, `put`,
+//! `update`, `update_if`, then 16 tasks updating distinct documents and the same document,
+//! then `delete`. Every write's returned version is checked against the expected one, so
+//! both subjects provably did the same thing. Then, on a preloaded collection: the selective
+//! query (filter, sort, limit 20; both answers compared) and a walk of the whole collection
+//! page by page.
+
+use crate::data::{self, Rng, patch};
+use crate::dynamo::RequestCounter;
+use crate::measure::{Figures, Latencies, timed};
+use crate::peak::PeakWindow;
+use crate::subject::{Subject, WalkPosition};
+use crate::{BenchError, BenchResult};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Sizes of one backend's run.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// Operations of each single-document workload (= documents created).
+    pub ops: usize,
+    /// Documents in the query collection.
+    pub query_docs: usize,
+    /// Timed runs of the selective query.
+    pub query_runs: usize,
+    /// Page size of the walk.
+    pub page_size: usize,
+    /// Concurrent tasks of the concurrency workloads.
+    pub tasks: usize,
+    /// Updates per task in the concurrency workloads.
+    pub task_ops: usize,
+    /// A workload stops early after this long.
+    pub max_time: Duration,
+}
+
+/// One side of a comparison: a subject, the collection its single-document workloads use,
+/// and (DynamoDB) the request counter of its client.
+#[derive(Clone)]
+pub struct Side {
+    /// The system under test.
+    pub subject: Arc<dyn Subject>,
+    /// Its own collection for the single-document workloads.
+    pub point_collection: String,
+    /// The collection holding the preloaded query documents.
+    pub query_collection: String,
+    /// Counts the requests its client sends (DynamoDB only).
+    pub requests: Option<RequestCounter>,
+}
+
+/// One workload's figures on both sides.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// The workload's name.
+    pub workload: String,
+    /// What one operation is.
+    pub unit: String,
+    /// The docstore side.
+    pub docstore: Figures,
+    /// The hand-written baseline.
+    pub baseline: Figures,
+    /// docstore ops/s divided by baseline ops/s (1.0: as fast; below 1: slower).
+    pub ratio: f64,
+    /// Whether both sides gave the same answer (queries only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_answer: Option<bool>,
+    /// The fewest DynamoDB requests per operation the table layout allows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_requests_per_op: Option<f64>,
+}
+
+impl Comparison {
+    /// Puts the two sides' figures of `workload` side by side.
+    pub fn new(workload: &str, unit: &str, docstore: Figures, baseline: Figures) -> Self {
+        let ratio = if baseline.ops_per_sec > 0.0 {
+            docstore.ops_per_sec / baseline.ops_per_sec
+        } else {
+            0.0
+        };
+        Comparison {
+            workload: workload.to_owned(),
+            unit: unit.to_owned(),
+            docstore,
+            baseline,
+            ratio,
+            same_answer: None,
+            min_requests_per_op: None,
+        }
+    }
+}
+
+/// The state one side carries from workload to workload: the versions it left.
+struct State {
+    versions: Vec<u64>,
+}
+
+fn check_version(id: usize, got: u64, expected: u64) -> BenchResult<()> {
+    if got != expected {
+        return Err(format!("document {id}: version {got}, expected {expected}").into());
+    }
+    Ok(())
+}
+
+/// Runs `work` on `side` with its request counter reset before and read after.
+async fn counted(
+    side: &Side,
+    work: impl AsyncFnOnce() -> BenchResult<Figures>,
+) -> BenchResult<Figures> {
+    if let Some(counter) = &side.requests {
+        counter.take();
+    }
+    let mut figures = work().await?;
+    if let Some(counter) = &side.requests {
+        let ops = figures.ops.max(1) as f64;
+        figures.requests_per_op = Some(
+            counter
+                .take()
+                .into_iter()
+                .map(|(op, n)| (op, n as f64 / ops))
+                .collect(),
+        );
+    }
+    Ok(figures)
+}
+
+/// A shuffled order of `0..n`, the same for every subject.
+fn order(n: usize, seed: u64) -> Vec<usize> {
+    let mut ids: Vec<usize> = (0..n).collect();
+    Rng::new(seed).shuffle(&mut ids);
+    ids
+}
+
+/// The single-document and concurrency workloads on both sides.
+pub async fn point_workloads(
+    spec: &Spec,
+    docstore: &Side,
+    baseline: &Side,
+) -> BenchResult<Vec<Comparison>> {
+    let mut states = [
+        State {
+            versions: Vec::new(),
+        },
+        State {
+            versions: Vec::new(),
+        },
+    ];
+    let sides = [docstore, baseline];
+    let mut out = Vec::new();
+    for workload in [
+        "create",
+        "get",
+        "put",
+        "update",
+        "update_if",
+        "update, 16 tasks, distinct docs",
+        "update, 16 tasks, same doc",
+        "delete",
+    ] {
+        let mut figures = Vec::with_capacity(2);
+        for (side, state) in sides.iter().zip(states.iter_mut()) {
+            figures.push(point_workload(workload, spec, side, state).await?);
+        }
+        let baseline = figures.pop().expect("two sides");
+        let docstore = figures.pop().expect("two sides");
+        let workload = workload.replace("16", &spec.tasks.to_string());
+        out.push(Comparison::new(&workload, "op", docstore, baseline));
+    }
+    Ok(out)
+}
+
+async fn point_workload(
+    workload: &str,
+    spec: &Spec,
+    side: &Side,
+    state: &mut State,
+) -> BenchResult<Figures> {
+    let subject = &side.subject;
+    let coll = side.point_collection.as_str();
+    let max = spec.max_time;
+    // Inputs are made before the clock starts.
+    match workload {
+        "create" => {
+            let mut docs: Vec<Option<docstore::Data>> =
+                (0..spec.ops).map(|n| Some(data::document(n, 0))).collect();
+            let versions = &mut state.versions;
+            counted(side, async || {
+                timed(spec.ops, max, async |i| {
+                    let doc = docs[i].take().expect("each document once");
+                    let v = subject.create(coll, &data::id(i), doc).await?;
+                    check_version(i, v, 1)?;
+                    versions.push(v);
+                    Ok(())
+                })
+                .await
+            })
+            .await
+        }
+        "get" => {
+            let created = state.versions.len();
+            let ids = order(created, 1);
+            counted(side, async || {
+                timed(spec.ops, max, async |i| {
+                    let n = ids[i % created];
+                    if !subject.get(coll, &data::id(n)).await? {
+                        return Err(format!("document {n} missing").into());
+                    }
+                    Ok(())
+                })
+                .await
+            })
+            .await
+        }
+        "put" => {
+            let ids = order(state.versions.len(), 2);
+            let mut docs: Vec<Option<docstore::Data>> =
+                ids.iter().map(|&n| Some(data::document(n, 1))).collect();
+            let versions = &mut state.versions;
+            counted(side, async || {
+                timed(ids.len(), max, async |i| {
+                    let n = ids[i];
+                    let doc = docs[i].take().expect("each document once");
+                    let v = subject.put(coll, &data::id(n), doc).await?;
+                    check_version(n, v, versions[n] + 1)?;
+                    versions[n] = v;
+                    Ok(())
+                })
+                .await
+            })
+            .await
+        }
+        "update" | "update_if" => {
+            let conditional = workload == "update_if";
+            let ids = order(state.versions.len(), if conditional { 4 } else { 3 });
+            let patches: Vec<docstore::Data> = (0..ids.len()).map(|k| patch(k as u64)).collect();
+            let versions = &mut state.versions;
+            counted(side, async || {
+                timed(ids.len(), max, async |i| {
+                    let n = ids[i];
+                    let id = data::id(n);
+                    let v = if conditional {
+                        subject
+                            .update_if(coll, &id, &patches[i], versions[n])
+                            .await?
+                    } else {
+                        subject.update(coll, &id, &patches[i]).await?
+                    };
+                    check_version(n, v, versions[n] + 1)?;
+                    versions[n] = v;
+                    Ok(())
+                })
+                .await
+            })
+            .await
+        }
+        "update, 16 tasks, distinct docs" | "update, 16 tasks, same doc" => {
+            let same = workload.ends_with("same doc");
+            let tasks = spec.tasks.min(state.versions.len());
+            let figures = counted(side, async || {
+                concurrent_updates(side, tasks, spec.task_ops, same).await
+            })
+            .await?;
+            // Versions moved by an amount the workload knows.
+            if same {
+                state.versions[0] += figures.ops;
+            } else {
+                for v in state.versions.iter_mut().take(tasks) {
+                    *v += spec.task_ops as u64;
+                }
+            }
+            Ok(figures)
+        }
+        "delete" => {
+            let ids = order(state.versions.len(), 5);
+            counted(side, async || {
+                timed(ids.len(), max, async |i| {
+                    let n = ids[i];
+                    if !subject.delete(coll, &data::id(n)).await? {
+                        return Err(format!("document {n} was not there to delete").into());
+                    }
+                    Ok(())
+                })
+                .await
+            })
+            .await
+        }
+        other => Err(format!("unknown workload {other}").into()),
+    }
+}
+
+/// `tasks` tasks each doing `per_task` updates, on document `t` (distinct) or all on
+/// document 0 (same).
+async fn concurrent_updates(
+    side: &Side,
+    tasks: usize,
+    per_task: usize,
+    same: bool,
+) -> BenchResult<Figures> {
+    let window = PeakWindow::open();
+    let started = Instant::now();
+    let mut handles = Vec::with_capacity(tasks);
+    for t in 0..tasks {
+        let subject = Arc::clone(&side.subject);
+        let coll = side.point_collection.clone();
+        let id = data::id(if same { 0 } else { t });
+        handles.push(tokio::spawn(async move {
+            let mut latencies = Latencies::with_capacity(per_task);
+            for k in 0..per_task {
+                let patch = patch((t * per_task + k) as u64);
+                let op = Instant::now();
+                subject.update(&coll, &id, &patch).await?;
+                latencies.record(op.elapsed());
+            }
+            Ok::<_, BenchError>(latencies)
+        }));
+    }
+    let mut latencies = Latencies::with_capacity(tasks * per_task);
+    for handle in handles {
+        latencies.extend(handle.await??);
+    }
+    Ok(Figures::new(
+        latencies,
+        started.elapsed(),
+        window.growth_kib(),
+    ))
+}
+
+/// The selective query and the walk, on both sides' preloaded collections.
+pub async fn query_workloads(
+    spec: &Spec,
+    docstore: &Side,
+    baseline: &Side,
+) -> BenchResult<Vec<Comparison>> {
+    // One untimed run each: warms caches and gives the answers to compare.
+    let answers = [
+        docstore.subject.top(&docstore.query_collection).await?,
+        baseline.subject.top(&baseline.query_collection).await?,
+    ];
+    let mut figures = Vec::new();
+    for side in [docstore, baseline] {
+        figures.push(
+            counted(side, async || {
+                timed(spec.query_runs, spec.max_time, async |_| {
+                    side.subject.top(&side.query_collection).await.map(drop)
+                })
+                .await
+            })
+            .await?,
+        );
+    }
+    let baseline_top = figures.pop().expect("two sides");
+    let docstore_top = figures.pop().expect("two sides");
+    let mut top = Comparison::new(
+        &format!(
+            "query: filter + sort + limit {} over {} docs",
+            data::TOP,
+            spec.query_docs
+        ),
+        "query",
+        docstore_top,
+        baseline_top,
+    );
+    top.same_answer = Some(answers[0] == answers[1] && !answers[0].is_empty());
+
+    let mut walks = Vec::new();
+    let mut walked = Vec::new();
+    for side in [docstore, baseline] {
+        let mut total = 0;
+        walks.push(counted(side, async || walk(side, spec.page_size, &mut total).await).await?);
+        walked.push(total);
+    }
+    let baseline_walk = walks.pop().expect("two sides");
+    let docstore_walk = walks.pop().expect("two sides");
+    let mut walk = Comparison::new(
+        &format!("walk {} docs, pages of {}", spec.query_docs, spec.page_size),
+        "page",
+        docstore_walk,
+        baseline_walk,
+    );
+    walk.same_answer = Some(walked[0] == spec.query_docs && walked[1] == spec.query_docs);
+    Ok(vec![top, walk])
+}
+
+/// Walks the whole query collection of `side` page by page; one operation is one page.
+async fn walk(side: &Side, page_size: usize, total: &mut usize) -> BenchResult<Figures> {
+    let window = PeakWindow::open();
+    let mut latencies = Latencies::default();
+    let started = Instant::now();
+    let mut after: WalkPosition = None;
+    loop {
+        let t = Instant::now();
+        let page = side
+            .subject
+            .walk_page(&side.query_collection, page_size, after.take())
+            .await?;
+        latencies.record(t.elapsed());
+        *total += page.documents;
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    Ok(Figures::new(
+        latencies,
+        started.elapsed(),
+        window.growth_kib(),
+    ))
+}
