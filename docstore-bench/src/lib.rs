@@ -9,6 +9,7 @@
 //! - [`adapter`]: a docstore [`Store`](docstore::Store) as a subject;
 //! - [`baselines`]: the hand-written baselines (a `RwLock<HashMap>`, raw `rusqlite`, raw
 //!   `aws-sdk-dynamodb`);
+//! - `polodb` (feature `polodb`, on by default): PoloDB as a peer of docstore-sqlite;
 //! - [`evaluator`]: the reference query evaluator on its own;
 //! - [`report`]: the table and the JSON file; [`peak`]: peak memory; [`measure`]: latencies.
 //!
@@ -22,6 +23,8 @@ pub mod dynamo;
 pub mod evaluator;
 pub mod measure;
 pub mod peak;
+#[cfg(feature = "polodb")]
+pub mod polodb;
 pub mod report;
 pub mod run;
 pub mod subject;

@@ -15,7 +15,7 @@ use crate::{BenchResult, evaluator};
 use docstore::{Key, Store, StoreOptions};
 use docstore_memory::MemoryStore;
 use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,6 +77,24 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
                 report
                     .sections
                     .push(sqlite_section(&spec, dir, args.sqlite_sync, &mut report.notes).await?);
+            }
+            BackendName::Polodb => {
+                let spec = spec(
+                    args.sqlite_ops,
+                    args.query_docs,
+                    args.query_runs,
+                    args.task_ops,
+                );
+                eprintln!("polodb: {spec:?}");
+                let temp = tempfile::tempdir()?;
+                let dir = args.dir.as_deref().unwrap_or(temp.path());
+                std::fs::create_dir_all(dir)?;
+                match polodb_section(&spec, dir, args.sqlite_sync).await? {
+                    Some(section) => report.sections.push(section),
+                    None => report
+                        .notes
+                        .push("polodb skipped: built without the `polodb` feature".to_owned()),
+                }
             }
             BackendName::Dynamodb => {
                 let Some(endpoint) = &args.dynamodb_endpoint else {
@@ -163,22 +181,15 @@ async fn sqlite_section(
     sync: SyncName,
     notes: &mut Vec<String>,
 ) -> BenchResult<Section> {
-    let (durability, pragma) = match sync {
-        SyncName::Full => (Durability::Full, Sync::Full),
-        SyncName::Normal => (Durability::Normal, Sync::Normal),
+    let pragma = match sync {
+        SyncName::Full => Sync::Full,
+        SyncName::Normal => Sync::Normal,
     };
-    let store_path = dir.join("docstore.db");
+    let (store, store_path) = fresh_sqlite(dir, "docstore.db", sync)?;
     let baseline_path = dir.join("baseline.db");
-    for path in [&store_path, &baseline_path] {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", baseline_path.display()));
     }
-    let store = SqliteStore::open_with(
-        &store_path,
-        StoreOptions::default(),
-        SqliteOptions::default().with_durability(durability),
-    )?;
     let baseline = SqliteBaseline::open(&baseline_path, pragma)?;
     if sqlite::schema_of(&store_path)? != sqlite::schema_of(&baseline_path)? {
         notes.push(
@@ -218,6 +229,61 @@ async fn sqlite_section(
         ),
         rows,
     })
+}
+
+/// A fresh SqliteStore file in `dir`.
+fn fresh_sqlite(dir: &Path, name: &str, sync: SyncName) -> BenchResult<(SqliteStore, PathBuf)> {
+    let path = dir.join(name);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let durability = match sync {
+        SyncName::Full => Durability::Full,
+        SyncName::Normal => Durability::Normal,
+    };
+    let store = SqliteStore::open_with(
+        &path,
+        StoreOptions::default(),
+        SqliteOptions::default().with_durability(durability),
+    )?;
+    Ok((store, path))
+}
+
+#[cfg(feature = "polodb")]
+async fn polodb_section(spec: &Spec, dir: &Path, sync: SyncName) -> BenchResult<Option<Section>> {
+    use crate::polodb::PoloSubject;
+    let (store, store_path) = fresh_sqlite(dir, "peer-docstore.db", sync)?;
+    sqlite::bulk_load(&store_path, QUERY_COLLECTION, spec.query_docs)?;
+    let polo_path = dir.join("peer-polodb.db");
+    let _ = std::fs::remove_file(&polo_path);
+    let polo = PoloSubject::open(&polo_path)?;
+    polo.bulk_load(QUERY_COLLECTION, spec.query_docs)?;
+    let rows = both(
+        spec,
+        &side(
+            Arc::new(DocstoreSubject::new(Arc::new(store))),
+            "docstore",
+            None,
+        ),
+        &side(Arc::new(polo), "polodb", None),
+    )
+    .await?;
+    Ok(Some(Section {
+        backend: "polodb (peer)".to_owned(),
+        description: format!(
+            "SqliteStore (synchronous={}) vs PoloDB 4.4 (polodb_core, embedded, pure Rust) \
+             through its own API; here \"base\" is PoloDB and the ratio is docstore-sqlite \
+             ÷ PoloDB; {} ops per workload",
+            pragma_name(sync),
+            spec.ops
+        ),
+        rows,
+    }))
+}
+
+#[cfg(not(feature = "polodb"))]
+async fn polodb_section(_: &Spec, _: &Path, _: SyncName) -> BenchResult<Option<Section>> {
+    Ok(None)
 }
 
 fn pragma_name(sync: SyncName) -> &'static str {

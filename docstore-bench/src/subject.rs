@@ -24,6 +24,12 @@ pub struct WalkPage {
 /// expected version and check that every subject did the same thing.
 #[async_trait]
 pub trait Subject: Send + Sync {
+    /// Whether the versions it returns are real (a peer without versions returns 0s, and
+    /// the workloads then do not check them).
+    fn tracks_versions(&self) -> bool {
+        true
+    }
+
     /// Creates `id` in `collection`; an existing id is an error.
     async fn create(&self, collection: &str, id: &str, data: Data) -> BenchResult<u64>;
     /// Reads `id`, parsed into an owned document; whether it exists.

@@ -1,0 +1,96 @@
+//! Runs the binary at tiny sizes on memory and SQLite (and the PoloDB peer when built) and
+//! checks the report: every workload on every backend, both sides with operations done at a
+//! positive rate, ratios finite and positive, the same answers. No timing thresholds.
+
+use serde_json::Value;
+use std::process::Command;
+
+const WORKLOADS: [&str; 10] = [
+    "create",
+    "get",
+    "put",
+    "update",
+    "update_if",
+    "update, 4 tasks, distinct docs",
+    "update, 4 tasks, same doc",
+    "delete",
+    "query: filter + sort + limit 20 over 600 docs",
+    "walk 600 docs, pages of 50",
+];
+
+#[test]
+fn every_workload_reports_on_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let mut backends = vec!["memory", "sqlite"];
+    if cfg!(feature = "polodb") {
+        backends.push("polodb");
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_docstore-bench"))
+        .args(["--backends", &backends.join(",")])
+        .args(["--memory-ops", "60", "--sqlite-ops", "60"])
+        .args([
+            "--query-docs",
+            "600",
+            "--query-runs",
+            "2",
+            "--page-size",
+            "50",
+        ])
+        .args(["--tasks", "4", "--task-ops", "5", "--evaluator-docs", "300"])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("ratio"), "{stdout}");
+
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let sections = report["sections"].as_array().unwrap();
+    let names: Vec<&str> = sections
+        .iter()
+        .map(|s| s["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), backends.len() + 1, "{names:?}");
+    assert_eq!(names.last(), Some(&"evaluator"));
+    for section in sections {
+        let rows = section["rows"].as_array().unwrap();
+        if section["backend"] != "evaluator" {
+            let workloads: Vec<&str> = rows
+                .iter()
+                .map(|r| r["workload"].as_str().unwrap())
+                .collect();
+            assert_eq!(workloads, WORKLOADS, "{}", section["backend"]);
+        } else {
+            assert_eq!(rows.len(), 6);
+        }
+        for row in rows {
+            let what = format!("{} / {}", section["backend"], row["workload"]);
+            for side in ["docstore", "baseline"] {
+                let figures = &row[side];
+                assert!(figures["ops"].as_u64().unwrap() > 0, "{what} {side}");
+                assert!(
+                    figures["ops_per_sec"].as_f64().unwrap() > 0.0,
+                    "{what} {side}"
+                );
+                let (p50, p99) = (
+                    figures["p50_us"].as_f64().unwrap(),
+                    figures["p99_us"].as_f64().unwrap(),
+                );
+                assert!(p50 >= 0.0 && p99 >= p50, "{what} {side}");
+            }
+            let ratio = row["ratio"].as_f64().unwrap();
+            assert!(ratio.is_finite() && ratio > 0.0, "{what}: {ratio}");
+            if let Some(same) = row.get("same_answer") {
+                assert_eq!(same, &Value::Bool(true), "{what}");
+            }
+        }
+    }
+}
