@@ -324,6 +324,69 @@ async fn failures_map_to_their_kinds(emulator: Emulator, cell: &'static OnceCell
     );
 }
 
+/// Two callers race `create` and then `update_if` on the same ids while half of their write
+/// answers are lost: each id has exactly one winner, and the stored document is the winner's.
+async fn racing_writers_with_losses_have_one_winner(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    let table = ensure_table(cell, emulator, "lost").await;
+    let site = site("race");
+    let ids: Vec<String> = (0..30).map(|i| format!("r{i:02}")).collect();
+    let tasks: Vec<_> = (0..2u64)
+        .map(|task| {
+            let faults = Faults::default();
+            faults.lose_randomly(0.5, 0x7ace + task);
+            let store = store_on(
+                emulator.faulty_client(&faults),
+                &table,
+                10,
+                StoreOptions::default(),
+            );
+            let (site, ids) = (site.clone(), ids.clone());
+            tokio::spawn(async move {
+                let mut won = Vec::new();
+                for id in &ids {
+                    let key = Key::new(&site, "c", id).unwrap();
+                    let created = match store.create(&key, obj(json!({"c": task})), "").await {
+                        Ok(doc) => doc.version == 1,
+                        Err(Error::AlreadyExists) => false,
+                        Err(err) => panic!("create {id}: {err}"),
+                    };
+                    let updated = match store.update_if(&key, &obj(json!({"u": task})), 1, "").await
+                    {
+                        Ok(doc) => doc.version == 2,
+                        Err(Error::Conflict { current: 2 }) => false,
+                        Err(err) => panic!("update_if {id}: {err}"),
+                    };
+                    won.push((created, updated));
+                }
+                (won, faults.injected().len())
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.unwrap());
+    }
+    assert!(results.iter().all(|(_, lost)| *lost > 5), "losses happened");
+    let clean = store_on(emulator.client(), &table, 10, StoreOptions::default());
+    for (i, id) in ids.iter().enumerate() {
+        let (a, b) = (results[0].0[i], results[1].0[i]);
+        assert!(a.0 ^ b.0, "{id}: exactly one create wins: {a:?} {b:?}");
+        assert!(a.1 ^ b.1, "{id}: exactly one update_if wins: {a:?} {b:?}");
+        let doc = clean
+            .get(&Key::new(&site, "c", id).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        let (creator, updater) = (if a.0 { 0 } else { 1 }, if a.1 { 0 } else { 1 });
+        assert_eq!(doc.data, obj(json!({"c": creator, "u": updater})), "{id}");
+        assert_eq!(doc.version, 2);
+    }
+    assert_eq!(clean.count(&site).await.unwrap(), 30);
+}
+
 /// One random write of the run.
 #[derive(Clone, Debug)]
 enum Op {
@@ -538,6 +601,7 @@ on_both_emulators!(
     counter_answers_are_not_counted_twice,
     real_refusals_stay_refusals,
     failures_map_to_their_kinds,
+    racing_writers_with_losses_have_one_winner,
     random_exact_writes_match_a_run_without_losses,
     random_writes_match_a_run_without_losses,
 );
