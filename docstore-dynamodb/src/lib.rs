@@ -55,6 +55,16 @@
 //! | `delete` | GetItem, DeleteItem conditioned on the revision read, counter `ADD -1` | the resend finds the document gone; since it was there at the read and this call's request had been sent more than once, the call reports `true` and moves the counter once |
 //! | `delete_if` | the same, with the expected version checked on the read | as `delete`: `Ok(())`, no `NotFound` |
 //!
+//! When another write changes the document between a lost attempt of `create` or `update_if`
+//! and its resend, the item the resend fails on is no longer this call's, and nothing can
+//! tell whether the lost attempt was applied. The call then answers `Unavailable` (which,
+//! unlike every refusal, may have changed something) instead of a false `AlreadyExists` or
+//! `Conflict`: a `create` whose creation stamp (`created_at`, `created_by`) is still on the
+//! item, an `update_if` whose document is gone or has a higher version of the same creation.
+//! Such a `create` still moves the counter (the stamp makes it almost surely its own). A
+//! `create` whose document was deleted and created again by others inside that window would
+//! still answer `AlreadyExists`.
+//!
 //! `put` has no read, so a `put` whose clock is behind the stored `updated_at` is conditioned
 //! on `updated_at <= now` and, when that fails, sent again at the stored `updated_at`:
 //! timestamps never go back. With a quota set, `create` and `put` first read the site's
@@ -72,9 +82,12 @@
 //! strongly consistent Query on `pk` in id order (pages followed with `LastEvaluatedKey`) and
 //! the reference evaluator ([`docstore::query::CompiledQuery::evaluate`]) gives the answer:
 //! - a query in id order (no `order`, or `$id` first, either direction) starts at the cursor's
-//!   id (`ExclusiveStartKey`, `ScanIndexForward`) and stops once it has one match more than
-//!   the page, so it is exact on collections of any size and costs what it returns (plus what
-//!   the filter skips); without a filter it asks DynamoDB for exactly that many items;
+//!   id (`ExclusiveStartKey`, `ScanIndexForward`) and stops reading once its page is full, so
+//!   it is exact on collections of any size and costs what it returns (plus what the filter
+//!   skips). Without a filter it asks DynamoDB for one item more than the page, so `next` is
+//!   exact; with a filter, DynamoDB pages grow from `max(limit + 1, 16)` items, and when the
+//!   page filled exactly with items left unread, `next` is set without reading on: the page
+//!   after it may then be empty, with `next = None` (the contract allows this);
 //! - any other order reads at most `max_scan` items (default 10 000) and 64 MiB of document
 //!   data. When it had to stop before the end, the page has `exhausted_scan = true` and a
 //!   `tracing` warning is logged: the answer then considers only the first documents by id.

@@ -7,6 +7,9 @@ use docstore::query::CompiledQuery;
 use docstore::{Document, Key, Page, Result, WriteId};
 use std::collections::HashMap;
 
+/// The smallest `Limit` of the first page of a filtered query in id order.
+const FIRST_FILTERED_PAGE: usize = 16;
+
 impl DynamoStore {
     /// One strongly consistent GetItem: the document and its write identity.
     pub(crate) async fn read(&self, key: &Key) -> Result<Option<(Document, Option<WriteId>)>> {
@@ -40,15 +43,21 @@ impl DynamoStore {
         }
     }
 
-    /// Reads from the cursor's id in the query's direction and stops at one match more than
-    /// the page holds (which tells whether the page is the last), or at the end.
+    /// Reads from the cursor's id in the query's direction and stops reading once the page
+    /// is full, or at the end.
+    ///
+    /// Without a filter it asks DynamoDB for one item more than the page holds, which tells
+    /// whether the page is the last. With a filter, pages grow geometrically from
+    /// `max(limit + 1, 16)` items (1 MB at most, DynamoDB's cap); the matches of the page read
+    /// last are all kept, so one beyond the page often shows that more follow. When the page
+    /// filled exactly and unread items remain, `next` is set without reading them: the page
+    /// after it may be empty (with `next = None`).
     async fn query_in_id_order(
         &self,
         pk: &str,
         query: &CompiledQuery,
         descending: bool,
     ) -> Result<Page> {
-        let wanted = query.limit().map(|limit| limit.saturating_add(1));
         let mut start = query.after().map(|position| {
             HashMap::from([
                 (PK.to_owned(), text(pk)),
@@ -56,28 +65,36 @@ impl DynamoStore {
             ])
         });
         let mut matched = Vec::new();
+        let mut round = 0u32;
         loop {
-            // Without a filter every item matches: ask for exactly what is missing.
-            let page_limit = match (query.filter(), wanted) {
-                (None, Some(wanted)) => {
-                    Some(i32::try_from(wanted - matched.len()).unwrap_or(i32::MAX))
-                }
-                _ => None,
-            };
+            let page_limit = query.limit().map(|limit| {
+                let missing = limit + 1 - matched.len();
+                let items = match query.filter() {
+                    None => missing,
+                    Some(_) => missing.max(FIRST_FILTERED_PAGE) << round.min(16),
+                };
+                i32::try_from(items).unwrap_or(i32::MAX)
+            });
             let (items, next) = self.query_page(pk, start, !descending, page_limit).await?;
             for item in &items {
                 let (doc, _) = parse_document(item)?;
                 if query.matches(&doc) {
                     matched.push(doc);
-                    if Some(matched.len()) == wanted {
-                        return Ok(query.evaluate(&matched));
-                    }
                 }
             }
+            let full = query.limit().is_some_and(|limit| matched.len() >= limit);
             match next {
-                Some(key) => start = Some(key),
-                None => return Ok(query.evaluate(&matched)),
+                Some(key) if !full => start = Some(key),
+                Some(_) if query.limit() == Some(matched.len()) => {
+                    // Full, more unread: stop without knowing whether anything follows.
+                    let mut page = query.evaluate(&matched);
+                    page.next = matched.last().map(|doc| query.cursor_after(doc));
+                    return Ok(page);
+                }
+                // Everything read, or more matches than the page: `next` is exact.
+                _ => return Ok(query.evaluate(&matched)),
             }
+            round += 1;
         }
     }
 

@@ -26,12 +26,13 @@ const MAX_TRIES: u32 = 100;
 /// in between changes `created_at`, any write changes `version`.
 const SAME_REVISION: &str = "#v = :v AND #ca = :ca AND #ua = :ua";
 
-/// What a conditional write's failure tells.
-enum Outcome<T> {
+/// What a conditional write did.
+enum Outcome {
     /// The write was applied.
-    Written(T),
-    /// The condition failed on this item (`None`: there is no document).
-    ConditionFailed(Option<Item>),
+    Written,
+    /// The condition failed on `item` (`None`: there is no document). `resent`: the SDK had
+    /// sent the write more than once, so an earlier attempt may have been applied.
+    ConditionFailed { item: Option<Item>, resent: bool },
 }
 
 impl DynamoStore {
@@ -99,9 +100,19 @@ impl DynamoStore {
             .put_conditionally(item.clone(), condition, &[("#pk", PK)], &[])
             .await?
         {
-            Outcome::Written(()) => {}
-            Outcome::ConditionFailed(old) if is_own_write(old.as_ref(), &item) => {}
-            Outcome::ConditionFailed(_) => return Err(Error::AlreadyExists),
+            Outcome::Written => {}
+            Outcome::ConditionFailed { item: old, .. } if is_own_write(old.as_ref(), &item) => {}
+            // Our lost attempt may have created it and another write changed it since: the
+            // creation stamp is ours, but a stamp alone does not identify a write.
+            // The counter still counts it: with this call's stamp it is almost surely its own.
+            Outcome::ConditionFailed {
+                item: Some(old),
+                resent: true,
+            } if same_creation(&old, doc) => {
+                self.bump_counter(key.site(), key.collection(), 1).await;
+                return Err(unknown_outcome("create", key));
+            }
+            Outcome::ConditionFailed { .. } => return Err(Error::AlreadyExists),
         }
         self.bump_counter(key.site(), key.collection(), 1).await;
         Ok(())
@@ -229,9 +240,11 @@ impl DynamoStore {
                 )
                 .await?
             {
-                Outcome::Written(()) => return Ok(doc),
-                Outcome::ConditionFailed(None) => return Err(Error::NotFound),
-                Outcome::ConditionFailed(Some(_)) => backoff.wait().await,
+                Outcome::Written => return Ok(doc),
+                // Gone since the read (a resend of ours would find our own write instead).
+                Outcome::ConditionFailed { item: None, .. } => return Err(Error::NotFound),
+                // Changed since the read, or our own lost attempt: read and merge again.
+                Outcome::ConditionFailed { item: Some(_), .. } => backoff.wait().await,
             }
         }
         Err(Error::Conflict { current: seen })
@@ -266,10 +279,24 @@ impl DynamoStore {
             )
             .await?
         {
-            Outcome::Written(()) => Ok(doc),
-            Outcome::ConditionFailed(old) if is_own_write(old.as_ref(), &item) => Ok(doc),
-            Outcome::ConditionFailed(None) => Err(Error::NotFound),
-            Outcome::ConditionFailed(Some(old)) => Err(Error::Conflict {
+            Outcome::Written => Ok(doc),
+            Outcome::ConditionFailed { item: old, .. } if is_own_write(old.as_ref(), &item) => {
+                Ok(doc)
+            }
+            // Our lost attempt may have been applied, and then overwritten or deleted by
+            // another write before the resend: nothing tells.
+            Outcome::ConditionFailed {
+                item: None,
+                resent: true,
+            } => Err(unknown_outcome("update_if", key)),
+            Outcome::ConditionFailed {
+                item: Some(old),
+                resent: true,
+            } if may_follow(&old, &current)? => Err(unknown_outcome("update_if", key)),
+            Outcome::ConditionFailed { item: None, .. } => Err(Error::NotFound),
+            Outcome::ConditionFailed {
+                item: Some(old), ..
+            } => Err(Error::Conflict {
                 current: parse_document(&old)?.0.version,
             }),
         }
@@ -393,7 +420,8 @@ impl DynamoStore {
         condition: &str,
         names: &[(&str, &str)],
         values: &[(&str, aws_sdk_dynamodb::types::AttributeValue)],
-    ) -> Result<Outcome<()>> {
+    ) -> Result<Outcome> {
+        let attempts = Attempts::default();
         let mut request = self
             .client
             .put_item()
@@ -407,12 +435,20 @@ impl DynamoStore {
         for (name, value) in values {
             request = request.expression_attribute_values(*name, value.clone());
         }
-        match request.send().await {
-            Ok(_) => Ok(Outcome::Written(())),
+        match request
+            .customize()
+            .interceptor(attempts.clone())
+            .send()
+            .await
+        {
+            Ok(_) => Ok(Outcome::Written),
             Err(err) => match err.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(e)) => Ok(
-                    Outcome::ConditionFailed(e.item().filter(|item| is_document(item)).cloned()),
-                ),
+                Some(PutItemError::ConditionalCheckFailedException(e)) => {
+                    Ok(Outcome::ConditionFailed {
+                        item: e.item().filter(|item| is_document(item)).cloned(),
+                        resent: attempts.resent(),
+                    })
+                }
                 _ => Err(self.error("PutItem", err)),
             },
         }
@@ -425,6 +461,31 @@ fn is_own_write(old: Option<&Item>, written: &Item) -> bool {
     match (parse_document(old), parse_document(written)) {
         (Ok(old), Ok(written)) => written.1.is_some() && old == written,
         _ => false,
+    }
+}
+
+/// Whether `old` carries the creation stamp (`created_at`, `created_by`) of `doc`.
+fn same_creation(old: &Item, doc: &Document) -> bool {
+    parse_document(old)
+        .is_ok_and(|(old, _)| old.created_at == doc.created_at && old.created_by == doc.created_by)
+}
+
+/// Whether `old` can be a later revision of the document `current` was read from: same
+/// creation, a higher version.
+fn may_follow(old: &Item, current: &Document) -> Result<bool> {
+    let (old, _) = parse_document(old)?;
+    Ok(old.created_at == current.created_at && old.version > current.version)
+}
+
+/// The answer to a write whose lost attempt may or may not have been applied.
+fn unknown_outcome(call: &str, key: &Key) -> Error {
+    Error::Unavailable {
+        message: format!(
+            "the answer to this {call} of {key} was lost and the document changed before the \
+             SDK's resend: the {call} may or may not have been applied; read the document to \
+             find out"
+        ),
+        source: None,
     }
 }
 

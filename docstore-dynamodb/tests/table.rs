@@ -336,6 +336,44 @@ async fn id_order_queries_read_only_the_pages_they_need(
         "the last full page is known to be the last"
     );
 
+    assert_eq!(requests.take(), counts(&[("Query", 2)]), "two later pages");
+
+    // A selective filter: the first page stops at its one match, the next walks the rest.
+    let three = Query::new().filter(Filter::eq("i", 3)).limit(1);
+    let page = store.query(&site, "c", &three).await.unwrap();
+    assert_eq!(ids(&page), ["d03"]);
+    assert!(
+        page.next.is_some(),
+        "full, more unread: the page cannot know it is the last"
+    );
+    assert_eq!(
+        requests.take(),
+        counts(&[("Query", 1)]),
+        "one DynamoDB page of 16 items"
+    );
+    let page = store
+        .query(&site, "c", &three.clone().after(page.next))
+        .await
+        .unwrap();
+    assert!(page.documents.is_empty() && page.next.is_none());
+    assert_eq!(
+        requests.take(),
+        counts(&[("Query", 2)]),
+        "16 then 32 items: the rest"
+    );
+    // A filter that matches often: one DynamoDB page shows that more follow.
+    let odd = store
+        .query(
+            &site,
+            "c",
+            &Query::new().filter(Filter::eq("even", false)).limit(3),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&odd), ["d01", "d03", "d05"]);
+    assert!(odd.next.is_some());
+    assert_eq!(requests.take(), counts(&[("Query", 1)]));
+
     let even = store
         .query(
             &site,
