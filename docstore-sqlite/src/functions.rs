@@ -7,7 +7,7 @@
 //! gives), `INTEGER` is a number (the integer metadata columns).
 
 use crate::sortkey;
-use docstore::query::{compare_values, values_equal};
+use docstore::query::{range_ordering, values_equal};
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error as SqlError};
@@ -91,9 +91,7 @@ fn leaf(op: Op, value: Option<&Value>, operand: &Value) -> bool {
     let Some(value) = value else {
         return false;
     };
-    let range = |accept: fn(Ordering) -> bool| {
-        comparable(value, operand) && accept(compare_values(Some(value), Some(operand)))
-    };
+    let range = |accept: fn(Ordering) -> bool| range_ordering(value, operand).is_some_and(accept);
     match op {
         Op::Eq => values_equal(value, operand),
         Op::Lt => range(Ordering::is_lt),
@@ -111,16 +109,6 @@ fn leaf(op: Op, value: Option<&Value>, operand: &Value) -> bool {
             .as_array()
             .is_some_and(|items| items.iter().any(|i| values_equal(i, operand))),
     }
-}
-
-/// Whether a range operator may compare the two values (the reference's rule).
-fn comparable(a: &Value, b: &Value) -> bool {
-    matches!(
-        (a, b),
-        (Value::Number(_), Value::Number(_))
-            | (Value::String(_), Value::String(_))
-            | (Value::Bool(_), Value::Bool(_))
-    )
 }
 
 fn value_arg(ctx: &Context<'_>, index: usize) -> rusqlite::Result<Option<Value>> {

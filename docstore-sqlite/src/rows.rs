@@ -3,22 +3,17 @@
 use crate::error::{Fail, corrupt};
 use docstore::{Data, Document, Error, Key};
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde_json::Value;
 
 /// The columns [`document`] reads, in order.
 pub(crate) const COLUMNS: &str =
     "id, json(data), created_at, updated_at, created_by, updated_by, version";
 
-/// The deepest nesting a document may have, the data object itself counting as level 1:
-/// serde_json refuses to read deeper JSON (its recursion limit), so a deeper document could
-/// be written but never read back.
-pub(crate) const MAX_DEPTH: usize = 127;
-
-/// Serializes `data` as it is stored, refusing it when nested deeper than [`MAX_DEPTH`]
+/// Serializes `data` as it is stored, refusing it when nested deeper than
+/// [`docstore::document::MAX_DEPTH`]
 /// ([`Error::InvalidArgument`]) or larger than `limit` (the size is the one
 /// `docstore::document::data_size` measures: the compact serialization).
 pub(crate) fn encode(data: &Data, limit: usize) -> Result<String, Error> {
-    check_depth(data)?;
+    docstore::document::check_depth(data)?;
     let text =
         serde_json::to_string(data).map_err(|err| Error::backend("serializing data", err))?;
     if text.len() > limit {
@@ -28,25 +23,6 @@ pub(crate) fn encode(data: &Data, limit: usize) -> Result<String, Error> {
         });
     }
     Ok(text)
-}
-
-fn check_depth(data: &Data) -> Result<(), Error> {
-    // Iterative, so that a hostile value cannot exhaust the stack here.
-    let mut pending: Vec<(&Value, usize)> = data.values().map(|v| (v, 2)).collect();
-    while let Some((value, depth)) = pending.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth > MAX_DEPTH {
-            return Err(Error::invalid(format!(
-                "document data is nested more than {MAX_DEPTH} levels deep"
-            )));
-        }
-        pending.extend(children.map(|child| (child, depth + 1)));
-    }
-    Ok(())
 }
 
 /// A document from a row holding [`COLUMNS`].

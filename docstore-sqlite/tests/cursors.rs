@@ -96,10 +96,10 @@ async fn huge_filters_answer_like_the_reference() {
         docs.push(store.create(&key, data, "").await.unwrap());
     }
     let wide = Filter::any((0..3_000).map(|i| Filter::eq("n", i * 2)));
-    // 100 nested two-term `Or`s: deep, yet within what SQLite takes (the core's own
-    // recursion limits how deep a filter can be at all).
+    // Nested two-term `Or`s with a `Not` each, as deep as the core allows
+    // (`MAX_FILTER_DEPTH`): 31 levels of `Or`/`Not` pairs under the limit of 64.
     let mut deep = Filter::eq("s", "v3");
-    for i in 0..100 {
+    for i in 0..(docstore::query::MAX_FILTER_DEPTH / 2 - 1) {
         deep = Filter::any([Filter::eq("n", i % 40), !deep]);
     }
     let wide_and = Filter::all((0..700).map(|i| Filter::ne("n", 1_000 + i)));

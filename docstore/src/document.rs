@@ -65,9 +65,10 @@ pub fn check_size(data: &Data, limit: usize) -> Result<usize> {
     Ok(size)
 }
 
-/// Refuses data nested deeper than [`MAX_DEPTH`], without recursion (a hostile value cannot
-/// exhaust the stack here).
-fn check_depth(data: &Data) -> Result<()> {
+/// Refuses data nested deeper than [`MAX_DEPTH`] ([`Error::InvalidArgument`]), without
+/// recursion (a hostile value cannot exhaust the stack here). [`check_size`] includes it;
+/// a backend that serializes the data anyway can call this and compare the text's length.
+pub fn check_depth(data: &Data) -> Result<()> {
     let mut pending: Vec<(&Value, usize)> = data.values().map(|v| (v, 2)).collect();
     while let Some((value, depth)) = pending.pop() {
         let children: Box<dyn Iterator<Item = &Value>> = match value {
@@ -86,7 +87,7 @@ fn check_depth(data: &Data) -> Result<()> {
 }
 
 /// Checks a document handed to [`Store::restore`](crate::Store::restore) for `key`: same id,
-/// `version >= 1`, `created_at <= updated_at` ([`Error::InvalidArgument`]), and data within
+/// `1 <= version <= i64::MAX` (so that every backend can store it), `created_at <= updated_at` ([`Error::InvalidArgument`]), and data within
 /// `max_doc_bytes` ([`Error::TooLarge`]).
 pub fn check_restorable(key: &crate::Key, document: &Document, max_doc_bytes: usize) -> Result<()> {
     if document.id != key.id() {
@@ -96,8 +97,12 @@ pub fn check_restorable(key: &crate::Key, document: &Document, max_doc_bytes: us
             key.id()
         )));
     }
-    if document.version == 0 {
-        return Err(Error::invalid("document version must be at least 1"));
+    if document.version == 0 || document.version > i64::MAX as u64 {
+        return Err(Error::invalid(format!(
+            "document version must be between 1 and {} (found {})",
+            i64::MAX,
+            document.version
+        )));
     }
     if document.created_at > document.updated_at {
         return Err(Error::invalid(

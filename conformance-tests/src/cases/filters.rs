@@ -337,6 +337,8 @@ pub async fn invalid_queries_are_invalid_argument(h: &dyn Harness) {
         Query::new().order_by("$"),
         Query::new().order_by("a."),
         Query::new().limit(0),
+        Query::new()
+            .filter((0..docstore::query::MAX_FILTER_DEPTH).fold(Filter::exists("a"), |f, _| !f)),
     ];
     for query in bad {
         let result = ctx.store.query(&ctx.site, "f", &query).await;

@@ -76,7 +76,10 @@ pub async fn restore_refuses_bad_documents(h: &dyn Harness) {
     let mut backwards = document("r");
     backwards.data = obj(json!({}));
     backwards.updated_at = backwards.created_at - 1;
-    for bad in [wrong_id, version_zero, backwards] {
+    let mut version_too_big = document("r");
+    version_too_big.data = obj(json!({}));
+    version_too_big.version = i64::MAX as u64 + 1;
+    for bad in [wrong_id, version_zero, version_too_big, backwards] {
         let err = ctx.store.restore(&key, &bad).await.unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{bad:?}: {err:?}");
     }

@@ -1,7 +1,7 @@
 //! The reference evaluator: the answer every backend must give.
 
 use super::cursor::{CursorPosition, fingerprint};
-use super::ordering::{comparable, compare_values, values_equal};
+use super::ordering::{compare_values, range_ordering, values_equal};
 use super::{Cursor, FieldPath, Filter, Query};
 use crate::document::Document;
 use crate::store::Page;
@@ -28,20 +28,35 @@ pub enum CompiledFilter {
     Contains(FieldPath, Value),
 }
 
+/// The deepest nesting of `And`, `Or` and `Not` a filter may have; a deeper one is
+/// [`Error::InvalidArgument`] (evaluation is recursive, and no useful filter is that deep).
+pub const MAX_FILTER_DEPTH: usize = 64;
+
 impl CompiledFilter {
-    /// Parses every path of `filter`.
+    /// Parses every path of `filter` and checks its nesting against [`MAX_FILTER_DEPTH`].
     pub fn new(filter: &Filter) -> Result<Self> {
+        Self::at_depth(filter, 1)
+    }
+
+    fn at_depth(filter: &Filter, depth: usize) -> Result<Self> {
+        if depth > MAX_FILTER_DEPTH {
+            return Err(Error::invalid(format!(
+                "filter is nested more than {MAX_FILTER_DEPTH} levels deep"
+            )));
+        }
         let path = |field: &str| FieldPath::parse(field);
         let all = |filters: &[Filter]| {
             filters
                 .iter()
-                .map(CompiledFilter::new)
+                .map(|f| CompiledFilter::at_depth(f, depth + 1))
                 .collect::<Result<Vec<_>>>()
         };
         Ok(match filter {
             Filter::And(filters) => CompiledFilter::And(all(filters)?),
             Filter::Or(filters) => CompiledFilter::Or(all(filters)?),
-            Filter::Not(inner) => CompiledFilter::Not(Box::new(CompiledFilter::new(inner)?)),
+            Filter::Not(inner) => {
+                CompiledFilter::Not(Box::new(CompiledFilter::at_depth(inner, depth + 1)?))
+            }
             Filter::Eq(f, v) => CompiledFilter::Eq(path(f)?, v.clone()),
             Filter::Ne(f, v) => {
                 CompiledFilter::Not(Box::new(CompiledFilter::Eq(path(f)?, v.clone())))
@@ -60,9 +75,8 @@ impl CompiledFilter {
     /// Whether `doc` matches.
     pub fn matches(&self, doc: &Document) -> bool {
         let range = |path: &FieldPath, bound: &Value, accept: fn(Ordering) -> bool| {
-            path.resolve(doc).is_some_and(|value| {
-                comparable(&value, bound) && accept(compare_values(Some(&value), Some(bound)))
-            })
+            path.resolve(doc)
+                .is_some_and(|value| range_ordering(&value, bound).is_some_and(accept))
         };
         match self {
             CompiledFilter::And(filters) => filters.iter().all(|f| f.matches(doc)),
@@ -388,6 +402,20 @@ mod tests {
         ));
         let resized = base.clone().limit(50).after(first.next);
         assert_eq!(evaluate(&docs, &resized).unwrap().documents.len(), 7);
+    }
+
+    #[test]
+    fn filter_depth_is_limited() {
+        let nest = |levels: usize| (1..levels).fold(Filter::exists("a"), |f, _| !f);
+        assert!(CompiledFilter::new(&nest(MAX_FILTER_DEPTH)).is_ok());
+        let too_deep = CompiledFilter::new(&nest(MAX_FILTER_DEPTH + 1));
+        assert!(matches!(too_deep, Err(Error::InvalidArgument(_))));
+        let wide_then_deep = Filter::all([Filter::exists("a"), nest(MAX_FILTER_DEPTH)]);
+        assert!(CompiledFilter::new(&wide_then_deep).is_err());
+        // Far deeper than any stack allows to recurse: refused before recursing.
+        let hostile = nest(100_000);
+        assert!(CompiledFilter::new(&hostile).is_err());
+        std::mem::forget(hostile); // dropping it would recurse as deep
     }
 
     #[test]

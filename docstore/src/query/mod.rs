@@ -22,8 +22,8 @@ mod ordering;
 mod path;
 
 pub use cursor::{Cursor, CursorPosition};
-pub use eval::{CompiledFilter, CompiledQuery, evaluate, matches};
-pub use ordering::{canonical_json, compare_numbers, compare_values, values_equal};
+pub use eval::{CompiledFilter, CompiledQuery, MAX_FILTER_DEPTH, evaluate, matches};
+pub use ordering::{canonical_json, compare_numbers, compare_values, range_ordering, values_equal};
 pub use path::{FieldPath, resolve_in};
 
 use serde::{Deserialize, Serialize};

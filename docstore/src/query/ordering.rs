@@ -165,15 +165,25 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-/// Whether a range operator may compare these two values: both numbers, both strings or
-/// both booleans.
-pub(crate) fn comparable(a: &Value, b: &Value) -> bool {
-    matches!(
-        (a, b),
+/// How a range operator (`Lt`, `Lte`, `Gt`, `Gte`) sees `value` against `bound`: their order
+/// when both are numbers, both strings or both booleans, `None` (no range matches) otherwise.
+///
+/// ```
+/// use serde_json::json;
+/// use docstore::query::range_ordering;
+///
+/// assert!(range_ordering(&json!(2), &json!(1.5)).is_some_and(|o| o.is_gt()));
+/// assert_eq!(range_ordering(&json!("2"), &json!(1)), None);
+/// assert_eq!(range_ordering(&json!([1]), &json!([0])), None);
+/// ```
+pub fn range_ordering(value: &Value, bound: &Value) -> Option<Ordering> {
+    let comparable = matches!(
+        (value, bound),
         (Value::Number(_), Value::Number(_))
             | (Value::String(_), Value::String(_))
             | (Value::Bool(_), Value::Bool(_))
-    )
+    );
+    comparable.then(|| compare_present(value, bound))
 }
 
 #[cfg(test)]
