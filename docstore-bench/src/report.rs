@@ -71,8 +71,8 @@ fn requests(c: &Comparison) -> String {
         (Some(d), Some(b)) => {
             let min = c
                 .min_requests_per_op
-                .map_or("-".to_owned(), |m| format!("{m:.2}"));
-            format!("{d:.2} / {b:.2} / {min}")
+                .map_or("-".to_owned(), |m| format!("{m:.3}"));
+            format!("{d:.3} / {b:.3} / {min}")
         }
         _ => String::new(),
     }
@@ -86,7 +86,7 @@ impl Report {
             let _ = writeln!(out, "\n== {}: {}", section.backend, section.description);
             let _ = writeln!(
                 out,
-                "{:<44} {:>9} {:>9} {:>6} {:>17} {:>17} {:>13} {:>20}",
+                "{:<44} {:>9} {:>9} {:>6} {:>17} {:>17} {:>13} {:>23}",
                 "workload (per op)",
                 "docstore/s",
                 "base/s",
@@ -103,7 +103,7 @@ impl Report {
                 }
                 let _ = writeln!(
                     out,
-                    "{:<44} {:>9} {:>9} {:>6.2} {:>17} {:>17} {:>13} {:>20}",
+                    "{:<44} {:>9} {:>9} {:>6.2} {:>17} {:>17} {:>13} {:>23}",
                     name,
                     rate(c.docstore.ops_per_sec),
                     rate(c.baseline.ops_per_sec),
