@@ -67,6 +67,9 @@ pub struct Args {
     /// Where to write the JSON figures.
     #[arg(long, default_value = "docstore-bench.json")]
     pub json: PathBuf,
+    /// Also write the tables as Markdown to this file.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
     /// Documents the evaluator measurements run over.
     #[arg(long, default_value_t = 50_000)]
     pub evaluator_docs: usize,

@@ -23,6 +23,12 @@ fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::FAILURE;
             }
             eprintln!("figures written to {}", args.json.display());
+            if let Some(path) = &args.markdown
+                && let Err(err) = std::fs::write(path, report.markdown())
+            {
+                eprintln!("docstore-bench: writing {}: {err}", path.display());
+                return std::process::ExitCode::FAILURE;
+            }
             std::process::ExitCode::SUCCESS
         }
         Err(err) => {

@@ -132,6 +132,62 @@ impl Report {
         out
     }
 
+    /// The report as Markdown tables (for `docs/benchmarks.md`).
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        for section in &self.sections {
+            let _ = writeln!(out, "\n**{}**: {}\n", section.backend, section.description);
+            let dynamo = section
+                .rows
+                .iter()
+                .any(|c| c.docstore.requests_per_op.is_some());
+            out.push_str(
+                "| workload (per op) | docstore ops/s | baseline ops/s | ratio | p50 docstore / baseline | p99 docstore / baseline | peak MiB d / b |",
+            );
+            out.push_str(if dynamo {
+                " requests/op d / b / min |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"
+            } else {
+                "\n|---|--:|--:|--:|--:|--:|--:|\n"
+            });
+            for c in &section.rows {
+                let mut name = format!("{} ({})", c.workload, c.unit);
+                if c.same_answer == Some(false) {
+                    name.push_str(" DIFFERENT ANSWERS");
+                }
+                let ratio = if c.ratio < 0.8 {
+                    format!("**{:.2}**", c.ratio)
+                } else {
+                    format!("{:.2}", c.ratio)
+                };
+                let _ = write!(
+                    out,
+                    "| {} | {} | {} | {} | {} / {} | {} / {} | {} / {} |",
+                    name,
+                    rate(c.docstore.ops_per_sec),
+                    rate(c.baseline.ops_per_sec),
+                    ratio,
+                    micros(c.docstore.p50_us),
+                    micros(c.baseline.p50_us),
+                    micros(c.docstore.p99_us),
+                    micros(c.baseline.p99_us),
+                    mem(&c.docstore),
+                    mem(&c.baseline),
+                );
+                if dynamo {
+                    let _ = write!(out, " {} |", requests(c));
+                }
+                out.push('\n');
+            }
+        }
+        if !self.notes.is_empty() {
+            out.push('\n');
+            for note in &self.notes {
+                let _ = writeln!(out, "- {note}");
+            }
+        }
+        out
+    }
+
     /// Writes the report as pretty JSON to `path`.
     pub fn write_json(&self, path: &Path) -> BenchResult<()> {
         std::fs::write(path, serde_json::to_vec_pretty(self)?)?;

@@ -42,6 +42,8 @@ fn every_workload_reports_on_both_sides() {
         .arg(dir.path())
         .arg("--json")
         .arg(&json)
+        .arg("--markdown")
+        .arg(dir.path().join("report.md"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -51,6 +53,8 @@ fn every_workload_reports_on_both_sides() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("ratio"), "{stdout}");
+    let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(markdown.contains("| create (op) |"), "{markdown}");
 
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let sections = report["sections"].as_array().unwrap();
