@@ -1,7 +1,7 @@
 //! The reference evaluator: the answer every backend must give.
 
 use super::cursor::{CursorPosition, fingerprint};
-use super::ordering::{compare_values, range_ordering, values_equal};
+use super::ordering::{canonical_json, compare_values, range_ordering, values_equal};
 use super::{Cursor, FieldPath, Filter, Query};
 use crate::document::Document;
 use crate::store::Page;
@@ -135,9 +135,11 @@ impl CompiledQuery {
                 "limit must be at least 1 (or absent for all)",
             ));
         }
+        // Canonical text, so that the fingerprint does not depend on the key order of object
+        // values in the filter (serde_json keeps insertion order under `preserve_order`).
         let shape =
-            serde_json::to_vec(&(&query.filter, &query.order)).expect("a query always serializes");
-        let fingerprint = fingerprint(&shape);
+            serde_json::to_value((&query.filter, &query.order)).expect("a query always serializes");
+        let fingerprint = fingerprint(canonical_json(&shape).as_bytes());
         let after = match &query.cursor {
             None => None,
             Some(cursor) => {
