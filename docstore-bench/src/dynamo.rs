@@ -5,26 +5,54 @@
 use crate::BenchResult;
 use crate::data::{ACTOR, SITE, document, id, now_nanos};
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::interceptors::{
+    BeforeDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
+};
 use aws_sdk_dynamodb::config::{ConfigBag, Credentials, Intercept, Region, RuntimeComponents};
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_types::config_bag::{Storable, StoreReplace};
 use docstore::StoreOptions;
 use docstore::config::DynamoDbConfig;
 use docstore_dynamodb::DynamoStore;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// Requests sent, by operation name (`"GetItem"`, ...), resends included.
+/// Requests sent and the time spent waiting for their answers, by operation name
+/// (`"GetItem"`, ...), resends included.
 #[derive(Clone, Debug, Default)]
-pub struct RequestCounter(Arc<Mutex<BTreeMap<String, u64>>>);
+pub struct RequestCounter(Arc<Mutex<BTreeMap<String, Requests>>>);
+
+/// One operation's requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Requests {
+    /// How many were sent.
+    pub count: u64,
+    /// From sending each to its answer's arrival, summed.
+    pub waiting: Duration,
+}
+
+/// When the current attempt was handed to the HTTP client.
+#[derive(Clone, Debug)]
+struct SentAt(Instant);
+
+impl Storable for SentAt {
+    type Storer = StoreReplace<Self>;
+}
 
 impl RequestCounter {
-    /// The counts since the last call; starts counting again.
-    pub fn take(&self) -> BTreeMap<String, u64> {
+    /// The figures since the last call; starts counting again.
+    pub fn take(&self) -> BTreeMap<String, Requests> {
         std::mem::take(&mut *self.0.lock())
     }
+}
+
+fn operation(cfg: &ConfigBag) -> String {
+    cfg.load::<Metadata>()
+        .map_or("unknown", |m| m.name())
+        .to_owned()
 }
 
 impl Intercept for RequestCounter {
@@ -38,8 +66,21 @@ impl Intercept for RequestCounter {
         _runtime_components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        let operation = cfg.load::<Metadata>().map_or("unknown", |m| m.name());
-        *self.0.lock().entry(operation.to_owned()).or_default() += 1;
+        self.0.lock().entry(operation(cfg)).or_default().count += 1;
+        cfg.interceptor_state().store_put(SentAt(Instant::now()));
+        Ok(())
+    }
+
+    fn read_after_transmit(
+        &self,
+        _context: &BeforeDeserializationInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        if let Some(SentAt(sent)) = cfg.load::<SentAt>() {
+            let waited = sent.elapsed();
+            self.0.lock().entry(operation(cfg)).or_default().waiting += waited;
+        }
         Ok(())
     }
 }

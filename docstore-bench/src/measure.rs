@@ -66,6 +66,10 @@ pub struct Figures {
     /// DynamoDB requests per operation, by operation name (resends included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requests_per_op: Option<BTreeMap<String, f64>>,
+    /// Microseconds per operation spent waiting for DynamoDB's answers, by operation name
+    /// (from handing a request to the HTTP client to its answer's arrival).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_wait_us_per_op: Option<BTreeMap<String, f64>>,
 }
 
 impl Figures {
@@ -85,6 +89,7 @@ impl Figures {
             p99_us: latencies.percentile_us(0.99),
             peak_mem_kib,
             requests_per_op: None,
+            request_wait_us_per_op: None,
         }
     }
 

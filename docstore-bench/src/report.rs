@@ -78,6 +78,39 @@ fn requests(c: &Comparison) -> String {
     }
 }
 
+/// `GetItem 1.00 × 270µs + PutItem 1.00 × 300µs` for one side: requests per op and the
+/// waiting per request.
+fn breakdown(f: &Figures) -> String {
+    let (Some(counts), Some(waits)) = (&f.requests_per_op, &f.request_wait_us_per_op) else {
+        return String::new();
+    };
+    counts
+        .iter()
+        .map(|(op, n)| {
+            let wait = waits.get(op).copied().unwrap_or(0.0) / n.max(1e-9);
+            format!("{op} {n:.2} × {}", micros(wait))
+        })
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// Lines breaking each DynamoDB workload's requests down by operation.
+fn request_lines(section: &Section) -> Vec<String> {
+    section
+        .rows
+        .iter()
+        .filter(|c| c.docstore.requests_per_op.is_some())
+        .map(|c| {
+            format!(
+                "{}: docstore {}; baseline {}",
+                c.workload,
+                breakdown(&c.docstore),
+                breakdown(&c.baseline)
+            )
+        })
+        .collect()
+}
+
 impl Report {
     /// The report as the text table the binary prints.
     pub fn table(&self) -> String {
@@ -121,6 +154,13 @@ impl Report {
                     format!("{} / {}", mem(&c.docstore), mem(&c.baseline)),
                     requests(c),
                 );
+            }
+            let lines = request_lines(section);
+            if !lines.is_empty() {
+                out.push_str("requests per op × time waiting for each answer:\n");
+                for line in lines {
+                    let _ = writeln!(out, "  {line}");
+                }
             }
         }
         if !self.notes.is_empty() {
@@ -177,6 +217,13 @@ impl Report {
                     let _ = write!(out, " {} |", requests(c));
                 }
                 out.push('\n');
+            }
+            let lines = request_lines(section);
+            if !lines.is_empty() {
+                out.push_str("\nRequests per operation × time waiting for each answer:\n\n");
+                for line in lines {
+                    let _ = writeln!(out, "- {line}");
+                }
             }
         }
         if !self.notes.is_empty() {

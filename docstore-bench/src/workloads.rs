@@ -117,11 +117,17 @@ async fn counted(
     let mut figures = work().await?;
     if let Some(counter) = &side.requests {
         let ops = figures.ops.max(1) as f64;
+        let requests = counter.take();
         figures.requests_per_op = Some(
-            counter
-                .take()
-                .into_iter()
-                .map(|(op, n)| (op, n as f64 / ops))
+            requests
+                .iter()
+                .map(|(op, r)| (op.clone(), r.count as f64 / ops))
+                .collect(),
+        );
+        figures.request_wait_us_per_op = Some(
+            requests
+                .iter()
+                .map(|(op, r)| (op.clone(), r.waiting.as_secs_f64() * 1e6 / ops))
                 .collect(),
         );
     }
