@@ -64,6 +64,14 @@ fn child_entry() {
     });
 }
 
+/// The number in an acknowledgement line. The first one shares its line with libtest's
+/// `test child_entry ... ` (printed before the test runs when it runs single-threaded), so
+/// the number is looked for after the last "ack ", not at the start of the line.
+fn ack(line: &str) -> Option<u64> {
+    let (_, number) = line.rsplit_once("ack ")?;
+    number.trim().parse().ok()
+}
+
 fn spawn(role: &str, db: &Path, stdout: Stdio) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
@@ -132,18 +140,14 @@ async fn killed_writer_keeps_every_acknowledged_write() {
             .next()
             .expect("the child stopped early")
             .expect("read the child's output");
-        if let Some(n) = line.strip_prefix("ack ") {
-            acked.push(n.parse().unwrap());
-        }
+        acked.extend(ack(&line));
     }
     child.kill().unwrap(); // SIGKILL
     let status = child.wait().unwrap();
     assert!(!status.success(), "the child was killed, not finished");
     // Acknowledgements already in the pipe count too.
     for line in lines {
-        if let Some(n) = line.unwrap().strip_prefix("ack ") {
-            acked.push(n.parse().unwrap());
-        }
+        acked.extend(ack(&line.unwrap()));
     }
 
     let conn = rusqlite::Connection::open(&db).unwrap();

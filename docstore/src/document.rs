@@ -54,36 +54,74 @@ pub fn data_size(data: &Data) -> usize {
 pub const MAX_DEPTH: usize = 127;
 
 /// Checks that `data` can be stored: nested at most [`MAX_DEPTH`] levels
-/// ([`Error::InvalidArgument`]) and at most `limit` bytes serialized ([`Error::TooLarge`]).
-/// Returns the size.
-pub fn check_size(data: &Data, limit: usize) -> Result<usize> {
-    check_depth(data)?;
-    let size = data_size(data);
-    if size > limit {
-        return Err(Error::TooLarge { size, limit });
+/// ([`Error::InvalidArgument`]) and at most `limit` bytes serialized ([`Error::TooLarge`],
+/// with the exact size).
+///
+/// One pass over the data checks the depth and adds up an upper bound of the serialized size;
+/// only data whose bound exceeds the limit is serialized to measure it exactly, so documents
+/// well under the limit cost no serialization here.
+pub fn check_size(data: &Data, limit: usize) -> Result<()> {
+    if size_bound(data)? > limit {
+        let size = data_size(data);
+        if size > limit {
+            return Err(Error::TooLarge { size, limit });
+        }
     }
-    Ok(size)
+    Ok(())
 }
 
 /// Refuses data nested deeper than [`MAX_DEPTH`] ([`Error::InvalidArgument`]), without
 /// recursion (a hostile value cannot exhaust the stack here). [`check_size`] includes it;
 /// a backend that serializes the data anyway can call this and compare the text's length.
 pub fn check_depth(data: &Data) -> Result<()> {
-    let mut pending: Vec<(&Value, usize)> = data.values().map(|v| (v, 2)).collect();
-    while let Some((value, depth)) = pending.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth > MAX_DEPTH {
-            return Err(Error::invalid(format!(
-                "document data is nested more than {MAX_DEPTH} levels deep"
-            )));
-        }
-        pending.extend(children.map(|child| (child, depth + 1)));
+    size_bound(data).map(drop)
+}
+
+/// Checks the depth and returns an upper bound of the compact serialization's length: every
+/// string byte may become a 6-byte escape, a number takes at most 24 characters.
+fn size_bound(data: &Data) -> Result<usize> {
+    fn string(s: &str) -> usize {
+        s.len().saturating_mul(6).saturating_add(2)
     }
-    Ok(())
+    let mut bound = 2usize;
+    let mut pending: Vec<(&Value, usize)> = Vec::with_capacity(data.len());
+    for (key, value) in data {
+        bound = bound.saturating_add(string(key) + 2);
+        pending.push((value, 2));
+    }
+    while let Some((value, depth)) = pending.pop() {
+        let add = match value {
+            Value::Null | Value::Bool(_) => 5,
+            Value::Number(_) => 24,
+            Value::String(s) => string(s),
+            Value::Array(items) => {
+                if depth > MAX_DEPTH {
+                    return Err(too_deep());
+                }
+                pending.extend(items.iter().map(|item| (item, depth + 1)));
+                items.len() + 2
+            }
+            Value::Object(map) => {
+                if depth > MAX_DEPTH {
+                    return Err(too_deep());
+                }
+                let mut keys = map.len() + 2;
+                for (key, item) in map {
+                    keys = keys.saturating_add(string(key) + 1);
+                    pending.push((item, depth + 1));
+                }
+                keys
+            }
+        };
+        bound = bound.saturating_add(add);
+    }
+    Ok(bound)
+}
+
+fn too_deep() -> Error {
+    Error::invalid(format!(
+        "document data is nested more than {MAX_DEPTH} levels deep"
+    ))
 }
 
 /// Checks a document handed to [`Store::restore`](crate::Store::restore) for `key`: same id,
@@ -109,7 +147,7 @@ pub fn check_restorable(key: &crate::Key, document: &Document, max_doc_bytes: us
             "document created_at must not be after its updated_at",
         ));
     }
-    check_size(&document.data, max_doc_bytes).map(drop)
+    check_size(&document.data, max_doc_bytes)
 }
 
 /// Turns a JSON value into document data; anything but an object is
@@ -171,6 +209,31 @@ mod tests {
             check_size(&too_deep, usize::MAX),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    #[test]
+    fn the_bound_is_never_below_the_size() {
+        let awkward = object(json!({
+            "\u{0}\"\\": ["\u{1f}\u{7f}é😀", -1.7976931348623157e308, -2.2250738585072014e-308],
+            "n": [i64::MIN, u64::MAX, null, true, false, {}, []],
+            "": {"": {"": ""}}
+        }))
+        .unwrap();
+        assert!(size_bound(&awkward).unwrap() >= data_size(&awkward));
+        let size = data_size(&awkward);
+        assert!(check_size(&awkward, size).is_ok());
+        assert!(matches!(
+            check_size(&awkward, size - 1),
+            Err(Error::TooLarge { size: s, limit }) if s == size && limit == size - 1
+        ));
+    }
+
+    #[cfg(feature = "proptest")]
+    proptest::proptest! {
+        #[test]
+        fn the_bound_holds_for_random_data(data in crate::strategies::data()) {
+            proptest::prop_assert!(size_bound(&data).unwrap() >= data_size(&data));
+        }
     }
 
     #[test]
