@@ -50,6 +50,10 @@ pub struct Args {
     /// Updates per task in the concurrency workloads, DynamoDB.
     #[arg(long, default_value_t = 20)]
     pub dynamodb_task_ops: usize,
+    /// Run each backend this many times and report, per workload, the round with the median
+    /// ratio (every round's ratio is kept in the JSON and shown as a range).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
     /// A single-document workload stops early after this many seconds.
     #[arg(long, default_value_t = 30.0)]
     pub max_seconds: f64,

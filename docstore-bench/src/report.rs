@@ -58,6 +58,24 @@ fn micros(x: f64) -> String {
     }
 }
 
+/// `0.77` or, after several rounds, `0.77 (0.74–0.80)`.
+fn ratio(c: &Comparison, bold_below: Option<f64>) -> String {
+    let median = match bold_below {
+        Some(limit) if c.ratio < limit => format!("**{:.2}**", c.ratio),
+        _ => format!("{:.2}", c.ratio),
+    };
+    if c.ratio_runs.len() < 2 {
+        return median;
+    }
+    let min = c.ratio_runs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = c
+        .ratio_runs
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    format!("{median} ({min:.2}–{max:.2})")
+}
+
 fn mem(f: &Figures) -> String {
     f.peak_mem_kib
         .map_or("-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0))
@@ -119,7 +137,7 @@ impl Report {
             let _ = writeln!(out, "\n== {}: {}", section.backend, section.description);
             let _ = writeln!(
                 out,
-                "{:<44} {:>9} {:>9} {:>6} {:>17} {:>17} {:>13} {:>23}",
+                "{:<44} {:>9} {:>9} {:>16} {:>17} {:>17} {:>13} {:>23}",
                 "workload (per op)",
                 "docstore/s",
                 "base/s",
@@ -136,11 +154,11 @@ impl Report {
                 }
                 let _ = writeln!(
                     out,
-                    "{:<44} {:>9} {:>9} {:>6.2} {:>17} {:>17} {:>13} {:>23}",
+                    "{:<44} {:>9} {:>9} {:>16} {:>17} {:>17} {:>13} {:>23}",
                     name,
                     rate(c.docstore.ops_per_sec),
                     rate(c.baseline.ops_per_sec),
-                    c.ratio,
+                    ratio(c, None),
                     format!(
                         "{} / {}",
                         micros(c.docstore.p50_us),
@@ -194,18 +212,13 @@ impl Report {
                 if c.same_answer == Some(false) {
                     name.push_str(" DIFFERENT ANSWERS");
                 }
-                let ratio = if c.ratio < 0.8 {
-                    format!("**{:.2}**", c.ratio)
-                } else {
-                    format!("{:.2}", c.ratio)
-                };
                 let _ = write!(
                     out,
                     "| {} | {} | {} | {} | {} / {} | {} / {} | {} / {} |",
                     name,
                     rate(c.docstore.ops_per_sec),
                     rate(c.baseline.ops_per_sec),
-                    ratio,
+                    ratio(c, Some(0.8)),
                     micros(c.docstore.p50_us),
                     micros(c.baseline.p50_us),
                     micros(c.docstore.p99_us),

@@ -61,7 +61,11 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
                     args.task_ops,
                 );
                 eprintln!("memory: {spec:?}");
-                report.sections.push(memory(&spec).await?);
+                let mut rounds = Vec::new();
+                for _ in 0..args.repeat.max(1) {
+                    rounds.push(memory(&spec).await?);
+                }
+                report.sections.push(median_round(rounds));
             }
             BackendName::Sqlite => {
                 let spec = spec(
@@ -74,9 +78,14 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
                 let temp = tempfile::tempdir()?;
                 let dir = args.dir.as_deref().unwrap_or(temp.path());
                 std::fs::create_dir_all(dir)?;
-                report
-                    .sections
-                    .push(sqlite_section(&spec, dir, args.sqlite_sync, &mut report.notes).await?);
+                let mut rounds = Vec::new();
+                for _ in 0..args.repeat.max(1) {
+                    rounds.push(
+                        sqlite_section(&spec, dir, args.sqlite_sync, &mut report.notes).await?,
+                    );
+                }
+                report.notes.dedup();
+                report.sections.push(median_round(rounds));
             }
             BackendName::Polodb => {
                 let spec = spec(
@@ -89,11 +98,19 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
                 let temp = tempfile::tempdir()?;
                 let dir = args.dir.as_deref().unwrap_or(temp.path());
                 std::fs::create_dir_all(dir)?;
-                match polodb_section(&spec, dir, args.sqlite_sync).await? {
-                    Some(section) => report.sections.push(section),
-                    None => report
+                let mut rounds = Vec::new();
+                for _ in 0..args.repeat.max(1) {
+                    match polodb_section(&spec, dir, args.sqlite_sync).await? {
+                        Some(section) => rounds.push(section),
+                        None => break,
+                    }
+                }
+                if rounds.is_empty() {
+                    report
                         .notes
-                        .push("polodb skipped: built without the `polodb` feature".to_owned()),
+                        .push("polodb skipped: built without the `polodb` feature".to_owned());
+                } else {
+                    report.sections.push(median_round(rounds));
                 }
             }
             BackendName::Dynamodb => {
@@ -120,7 +137,11 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
                      the request counts do",
                     spec.ops, spec.query_docs, spec.task_ops
                 ));
-                report.sections.push(dynamodb(&spec, endpoint).await?);
+                let mut rounds = Vec::new();
+                for _ in 0..args.repeat.max(1) {
+                    rounds.push(dynamodb(&spec, endpoint).await?);
+                }
+                report.sections.push(median_round(rounds));
             }
         }
     }
@@ -137,6 +158,31 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
         });
     }
     Ok(report)
+}
+
+/// One section from several rounds of the same backend: for each workload the round with the
+/// median ratio, with every round's ratio alongside (in run order).
+fn median_round(mut rounds: Vec<Section>) -> Section {
+    if rounds.len() == 1 {
+        return rounds.pop().expect("one round");
+    }
+    let mut merged = rounds[0].clone();
+    for (i, row) in merged.rows.iter_mut().enumerate() {
+        let mut candidates: Vec<&Comparison> =
+            rounds.iter().filter_map(|r| r.rows.get(i)).collect();
+        let ratios: Vec<f64> = candidates.iter().map(|c| c.ratio).collect();
+        candidates.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
+        let same = candidates.iter().all(|c| c.same_answer != Some(false));
+        *row = candidates[candidates.len() / 2].clone();
+        if row.same_answer.is_some() {
+            row.same_answer = Some(same);
+        }
+        row.ratio_runs = ratios;
+    }
+    merged
+        .description
+        .push_str(&format!("; median of {} rounds", rounds.len()));
+    merged
 }
 
 async fn both(spec: &Spec, docstore: &Side, baseline: &Side) -> BenchResult<Vec<Comparison>> {

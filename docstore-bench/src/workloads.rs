@@ -67,6 +67,10 @@ pub struct Comparison {
     /// Whether both sides gave the same answer (queries only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub same_answer: Option<bool>,
+    /// Every round's ratio, in run order, when the run was repeated (`--repeat`); the figures
+    /// above are the round with the median ratio.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ratio_runs: Vec<f64>,
     /// The fewest DynamoDB requests per operation the table layout allows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_requests_per_op: Option<f64>,
@@ -87,6 +91,7 @@ impl Comparison {
             baseline,
             ratio,
             same_answer: None,
+            ratio_runs: Vec::new(),
             min_requests_per_op: None,
         }
     }
