@@ -76,7 +76,7 @@ pub(crate) fn insert(conn: &Connection, key: &Key, doc: &Document, text: &str) -
          (site, collection, id, data, created_at, updated_at, created_by, updated_by, version) \
          VALUES (?1, ?2, ?3, jsonb(?4), ?5, ?6, ?7, ?8, ?9)",
     )?;
-    stmt.execute(params![
+    let inserted = stmt.execute(params![
         key.site(),
         key.collection(),
         key.id(),
@@ -86,8 +86,19 @@ pub(crate) fn insert(conn: &Connection, key: &Key, doc: &Document, text: &str) -
         doc.created_by,
         doc.updated_by,
         version_param(doc.version)?,
-    ])?;
-    Ok(())
+    ]);
+    match inserted {
+        Ok(_) => Ok(()),
+        // The id is taken: the failed statement changed nothing (SQLite undoes it).
+        Err(err)
+            if err.sqlite_error().is_some_and(|e| {
+                e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+            }) =>
+        {
+            Err(Error::AlreadyExists.into())
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// Replaces the data and write metadata of an existing document.
