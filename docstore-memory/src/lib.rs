@@ -24,7 +24,7 @@
 
 use async_trait::async_trait;
 use docstore::clock::next_updated_at;
-use docstore::document::{check_restorable, check_size};
+use docstore::document::{check_restorable, check_size, merged_fits};
 use docstore::key::{validate_collection, validate_site};
 use docstore::query::CompiledQuery;
 use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
@@ -132,9 +132,16 @@ impl MemoryStore {
                 current: current.version,
             });
         }
+        let limit = self.options.max_doc_bytes;
+        if merged_fits(&current.data, patch, limit) {
+            // Cannot fail: merge in place, no copy to fall back on needed.
+            docstore::merge_patch(&mut current.data, patch);
+            let data = std::mem::take(&mut current.data);
+            return Ok(self.rewrite(current, data, actor));
+        }
         let mut data = current.data.clone();
         docstore::merge_patch(&mut data, patch);
-        check_size(&data, self.options.max_doc_bytes)?;
+        check_size(&data, limit)?;
         Ok(self.rewrite(current, data, actor))
     }
 

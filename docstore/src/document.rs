@@ -70,6 +70,18 @@ pub fn check_size(data: &Data, limit: usize) -> Result<()> {
     Ok(())
 }
 
+/// Whether merging `patch` into `data` certainly gives data that passes [`check_size`]
+/// with `limit`: both within [`MAX_DEPTH`] and their size bounds adding up to at most
+/// `limit` (a merge result is never larger than the two together, nor deeper than the deeper
+/// one). When this is true a store may merge in place, without a copy to fall back on; when
+/// false it must merge a copy and check that.
+pub fn merged_fits(data: &Data, patch: &Data, limit: usize) -> bool {
+    match (size_bound(data), size_bound(patch)) {
+        (Ok(a), Ok(b)) => a.saturating_add(b) <= limit,
+        _ => false,
+    }
+}
+
 /// Refuses data nested deeper than [`MAX_DEPTH`] ([`Error::InvalidArgument`]), without
 /// recursion (a hostile value cannot exhaust the stack here). [`check_size`] includes it;
 /// a backend that serializes the data anyway can call this and compare the text's length.
@@ -233,6 +245,22 @@ mod tests {
         #[test]
         fn the_bound_holds_for_random_data(data in crate::strategies::data()) {
             proptest::prop_assert!(size_bound(&data).unwrap() >= data_size(&data));
+        }
+    }
+
+    #[cfg(feature = "proptest")]
+    proptest::proptest! {
+        #[test]
+        fn merged_fits_only_when_the_merge_passes(
+            data in crate::strategies::data(),
+            patch in crate::strategies::patch(),
+            limit in 0usize..400,
+        ) {
+            if merged_fits(&data, &patch, limit) {
+                let mut merged = data.clone();
+                crate::merge_patch(&mut merged, &patch);
+                proptest::prop_assert!(check_size(&merged, limit).is_ok());
+            }
         }
     }
 
