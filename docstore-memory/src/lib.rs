@@ -126,8 +126,7 @@ impl MemoryStore {
             .and_then(|site| site.get_mut(key.collection()))
             .and_then(|collection| collection.get_mut(key.id()))
             .ok_or(Error::NotFound)?;
-        if let Some(expected) = expected_version.filter(|v| *v != current.version) {
-            let _ = expected;
+        if expected_version.is_some_and(|v| v != current.version) {
             return Err(Error::Conflict {
                 current: current.version,
             });

@@ -206,8 +206,7 @@ impl Model {
         let Some(doc) = self.docs.get(&key) else {
             return failure(Error::NotFound);
         };
-        if let Some(expected) = expected.filter(|v| *v != doc.version) {
-            let _ = expected;
+        if expected.is_some_and(|v| v != doc.version) {
             return failure(Error::Conflict {
                 current: doc.version,
             });
