@@ -39,27 +39,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The examples of RFC 7386 appendix A whose target and patch are objects.
+    /// Removal, recursive merge and replacement; the conformance suite runs every example
+    /// of RFC 7386 appendix A through each backend's `update`.
     #[test]
-    fn rfc7386_appendix_examples() {
+    fn removes_merges_and_replaces() {
         let cases = [
-            (json!({"a":"b"}), json!({"a":"c"}), json!({"a":"c"})),
-            (json!({"a":"b"}), json!({"b":"c"}), json!({"a":"b","b":"c"})),
-            (json!({"a":"b"}), json!({"a":null}), json!({})),
             (
                 json!({"a":"b","b":"c"}),
                 json!({"a":null}),
                 json!({"b":"c"}),
             ),
-            (json!({"a":["b"]}), json!({"a":"c"}), json!({"a":"c"})),
-            (json!({"a":"c"}), json!({"a":["b"]}), json!({"a":["b"]})),
             (
                 json!({"a":{"b":"c"}}),
                 json!({"a":{"b":"d","c":null}}),
                 json!({"a":{"b":"d"}}),
             ),
             (json!({"a":[{"b":"c"}]}), json!({"a":[1]}), json!({"a":[1]})),
-            (json!({"e":null}), json!({"a":1}), json!({"e":null,"a":1})),
             (
                 json!({}),
                 json!({"a":{"bb":{"ccc":null}}}),

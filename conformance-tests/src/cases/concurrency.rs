@@ -39,34 +39,53 @@ pub async fn concurrent_updates_lose_nothing(h: &dyn Harness) {
     assert_eq!(doc.version, 401);
 }
 
-/// 8 tasks race `update_if` on the same version: exactly one wins, the rest get
-/// `Conflict { current: 2 }`, and the winner's patch is the stored one.
-pub async fn racing_update_if_has_one_winner(h: &dyn Harness) {
-    let ctx = Ctx::new(h, "conc").await;
-    let key = ctx.key("c", "race");
-    ctx.store
-        .create(&key, obj(json!({"winner": null})), "")
-        .await
-        .unwrap();
+/// Runs `attempt(store, task)` for 8 tasks at once and returns the tasks whose call
+/// succeeded; every failure must be one `is_loss` accepts.
+async fn race<T, F>(
+    store: &Arc<dyn Store>,
+    attempt: impl Fn(Arc<dyn Store>, usize) -> F,
+    is_loss: impl Fn(&Error) -> bool,
+) -> Vec<usize>
+where
+    F: Future<Output = docstore::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
     let tasks: Vec<_> = (0..8)
         .map(|task| {
-            let (store, key) = (Arc::clone(&ctx.store), key.clone());
-            tokio::spawn(async move {
-                store
-                    .update_if(&key, &obj(json!({"winner": task})), 1, "")
-                    .await
-                    .map(|_| task)
-            })
+            let call = attempt(Arc::clone(store), task);
+            tokio::spawn(async move { call.await.map(|_| task) })
         })
         .collect();
     let mut winners = Vec::new();
     for task in tasks {
         match task.await.unwrap() {
             Ok(task) => winners.push(task),
-            Err(Error::Conflict { current: 2 }) => {}
-            Err(other) => panic!("unexpected {other:?}"),
+            Err(err) => assert!(is_loss(&err), "unexpected {err:?}"),
         }
     }
+    winners
+}
+
+/// 8 tasks race `update_if` on the same version: exactly one wins, the rest get
+/// `Conflict { current: 2 }`, and the winner's patch is the stored one.
+pub async fn racing_update_if_has_one_winner(h: &dyn Harness) {
+    let ctx = Ctx::new(h, "conc").await;
+    let key = ctx.key("c", "race");
+    let initial = obj(json!({"winner": null}));
+    ctx.store.create(&key, initial, "").await.unwrap();
+    let winners = race(
+        &ctx.store,
+        |store, task| {
+            let key = key.clone();
+            async move {
+                store
+                    .update_if(&key, &obj(json!({"winner": task})), 1, "")
+                    .await
+            }
+        },
+        |err| matches!(err, Error::Conflict { current: 2 }),
+    )
+    .await;
     assert_eq!(winners.len(), 1, "winners: {winners:?}");
     let doc = ctx.store.get(&key).await.unwrap().unwrap();
     assert_eq!(
@@ -79,25 +98,15 @@ pub async fn racing_update_if_has_one_winner(h: &dyn Harness) {
 pub async fn racing_create_has_one_winner(h: &dyn Harness) {
     let ctx = Ctx::new(h, "conc").await;
     let key = ctx.key("c", "race");
-    let tasks: Vec<_> = (0..8)
-        .map(|task| {
-            let (store, key) = (Arc::clone(&ctx.store), key.clone());
-            tokio::spawn(async move {
-                store
-                    .create(&key, obj(json!({"by": task})), "")
-                    .await
-                    .map(|_| task)
-            })
-        })
-        .collect();
-    let mut winners = Vec::new();
-    for task in tasks {
-        match task.await.unwrap() {
-            Ok(task) => winners.push(task),
-            Err(Error::AlreadyExists) => {}
-            Err(other) => panic!("unexpected {other:?}"),
-        }
-    }
+    let winners = race(
+        &ctx.store,
+        |store, task| {
+            let key = key.clone();
+            async move { store.create(&key, obj(json!({"by": task})), "").await }
+        },
+        |err| matches!(err, Error::AlreadyExists),
+    )
+    .await;
     assert_eq!(winners.len(), 1, "winners: {winners:?}");
     let doc = ctx.store.get(&key).await.unwrap().unwrap();
     assert_eq!(
