@@ -26,10 +26,6 @@ pub struct SqliteStore {
 struct Inner {
     conns: Connections,
     options: StoreOptions,
-    /// Writers queue here as parked tasks before they take the writer connection: waiting
-    /// in `block_in_place` instead would block one thread per waiting writer (and hand the
-    /// writer connection from thread to thread).
-    write_turn: tokio::sync::Mutex<()>,
 }
 
 impl SqliteStore {
@@ -76,11 +72,7 @@ impl SqliteStore {
 
     fn from_parts(conns: Connections, options: StoreOptions) -> Self {
         SqliteStore {
-            inner: Arc::new(Inner {
-                conns,
-                options,
-                write_turn: tokio::sync::Mutex::new(()),
-            }),
+            inner: Arc::new(Inner { conns, options }),
         }
     }
 
@@ -90,7 +82,6 @@ impl SqliteStore {
         &self,
         op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
     ) -> Result<T> {
-        let _turn = self.inner.write_turn.lock().await;
         let inner = Arc::clone(&self.inner);
         let mut op = op;
         blocking(move || inner.conns.write(|tx| op(&inner, tx))).await
