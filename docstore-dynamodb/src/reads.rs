@@ -92,7 +92,7 @@ impl DynamoStore {
                     return Ok(page);
                 }
                 // Everything read, or more matches than the page: `next` is exact.
-                _ => return Ok(query.evaluate(&matched)),
+                _ => return Ok(query.evaluate_owned(matched)),
             }
             round += 1;
         }
@@ -139,7 +139,7 @@ impl DynamoStore {
                  answer considers only the first documents by id (exhausted_scan = true)"
             );
         }
-        let mut page = query.evaluate(&docs);
+        let mut page = query.evaluate_owned(docs);
         page.exhausted_scan = exhausted;
         Ok(page)
     }

@@ -147,7 +147,7 @@ impl Plan {
                 break;
             }
         }
-        Ok(self.compiled.evaluate(&candidates))
+        Ok(self.compiled.evaluate_owned(candidates))
     }
 }
 

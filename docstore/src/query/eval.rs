@@ -231,13 +231,37 @@ impl CompiledQuery {
     /// The page this query gives over `docs` (in any order): filter, skip to the cursor,
     /// sort, cut at the limit. `next` is set exactly when more matches follow.
     pub fn evaluate<'a>(&self, docs: impl IntoIterator<Item = &'a Document>) -> Page {
-        let mut selected: Vec<(SortKey<'a>, &'a Document)> = docs
+        let docs: Vec<&Document> = docs.into_iter().collect();
+        let (positions, more) = self.select(&docs);
+        self.page(
+            positions.into_iter().map(|i| docs[i].clone()).collect(),
+            more,
+        )
+    }
+
+    /// [`evaluate`](Self::evaluate) over documents the caller owns: the page's documents
+    /// are moved out of `docs` instead of copied.
+    pub fn evaluate_owned(&self, docs: Vec<Document>) -> Page {
+        let (positions, more) = self.select(&docs.iter().collect::<Vec<_>>());
+        let mut slots: Vec<Option<Document>> = docs.into_iter().map(Some).collect();
+        let documents = positions
             .into_iter()
-            .filter(|doc| self.matches(doc) && self.is_after_cursor(doc))
-            .map(|doc| (self.sort_key(doc), doc))
+            .filter_map(|i| slots[i].take())
             .collect();
-        let by_order = |a: &(SortKey<'a>, &Document), b: &(SortKey<'a>, &Document)| {
-            self.compare_keys(&a.0, &a.1.id, &b.0, &b.1.id)
+        self.page(documents, more)
+    }
+
+    /// The positions in `docs` of the page's documents, in result order, and whether more
+    /// matches follow them.
+    fn select(&self, docs: &[&Document]) -> (Vec<usize>, bool) {
+        let mut selected: Vec<(SortKey<'_>, usize)> = docs
+            .iter()
+            .enumerate()
+            .filter(|(_, doc)| self.matches(doc) && self.is_after_cursor(doc))
+            .map(|(i, doc)| (self.sort_key(doc), i))
+            .collect();
+        let by_order = |a: &(SortKey<'_>, usize), b: &(SortKey<'_>, usize)| {
+            self.compare_keys(&a.0, &docs[a.1].id, &b.0, &docs[b.1].id)
         };
         let more = self.limit.is_some_and(|limit| selected.len() > limit);
         if let (true, Some(limit)) = (more, self.limit) {
@@ -245,7 +269,10 @@ impl CompiledQuery {
             selected.truncate(limit);
         }
         selected.sort_unstable_by(by_order);
-        let documents: Vec<Document> = selected.into_iter().map(|(_, doc)| doc.clone()).collect();
+        (selected.into_iter().map(|(_, i)| i).collect(), more)
+    }
+
+    fn page(&self, documents: Vec<Document>, more: bool) -> Page {
         let next = if more {
             documents.last().map(|doc| self.cursor_after(doc))
         } else {
@@ -418,6 +445,24 @@ mod tests {
         let hostile = nest(100_000);
         assert!(CompiledFilter::new(&hostile).is_err());
         std::mem::forget(hostile); // dropping it would recurse as deep
+    }
+
+    #[test]
+    fn owned_evaluation_gives_the_same_page() {
+        let docs: Vec<Document> = (0..30)
+            .map(|i| doc(&format!("d{i:02}"), json!({"k": i % 4})))
+            .collect();
+        for query in [
+            Query::new().order_by_desc("k").limit(7),
+            Query::new().filter(Filter::gte("k", 2)),
+            Query::new().order_by("k").limit(100),
+        ] {
+            let compiled = query.compile().unwrap();
+            assert_eq!(
+                compiled.evaluate_owned(docs.clone()),
+                compiled.evaluate(&docs)
+            );
+        }
     }
 
     #[test]
