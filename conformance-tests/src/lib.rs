@@ -153,6 +153,8 @@ macro_rules! conformance_suite {
                 walk_is_exact_under_inserts_and_deletes,
                 garbage_cursor_is_invalid,
                 foreign_cursor_is_invalid,
+                walks_over_null_and_missing_sort_values,
+                huge_limit_is_served,
             ],
             patch: [
                 rfc7386_appendix_examples,

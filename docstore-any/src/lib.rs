@@ -301,6 +301,19 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "dynamodb")]
+    #[tokio::test]
+    async fn malformed_dynamodb_settings_fail_at_open() {
+        for url in [
+            "dynamodb://t?endpoint=&region=x",
+            "dynamodb://t?endpoint=not%20a%20url",
+            "dynamodb://t?region=",
+        ] {
+            let err = open_url(url).await.unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{url}: {err:?}");
+        }
+    }
+
     #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn missing_backend_sections_are_named() {

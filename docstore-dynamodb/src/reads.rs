@@ -68,10 +68,13 @@ impl DynamoStore {
         let mut round = 0u32;
         loop {
             let page_limit = query.limit().map(|limit| {
-                let missing = limit + 1 - matched.len();
+                // Saturating: a client may ask for `usize::MAX` documents.
+                let missing = limit.saturating_add(1).saturating_sub(matched.len());
                 let items = match query.filter() {
                     None => missing,
-                    Some(_) => missing.max(FIRST_FILTERED_PAGE) << round.min(16),
+                    Some(_) => missing
+                        .max(FIRST_FILTERED_PAGE)
+                        .saturating_mul(1 << round.min(16)),
                 };
                 i32::try_from(items).unwrap_or(i32::MAX)
             });

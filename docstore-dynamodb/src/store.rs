@@ -39,6 +39,7 @@ impl DynamoStore {
     /// [`create_table`](Self::create_table)).
     pub async fn connect(config: &DynamoDbConfig, options: StoreOptions) -> Result<Self> {
         check_settings(config, &options)?;
+        check_connection(config)?;
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
         if let Some(region) = &config.region {
             loader = loader.region(aws_config::Region::new(region.clone()));
@@ -133,6 +134,36 @@ impl DynamoStore {
     {
         map_sdk_error(&self.table, operation, err)
     }
+}
+
+/// A region and endpoint the SDK can use: a malformed one would otherwise surface on every
+/// call, as a panic inside the SDK (empty endpoint) or as a transient-looking error.
+fn check_connection(config: &DynamoDbConfig) -> Result<()> {
+    if let Some(region) = &config.region {
+        let valid = !region.is_empty()
+            && region
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !valid {
+            return Err(Error::invalid(format!(
+                "database.dynamodb.region {region:?} is not a region name (e.g. eu-west-1)"
+            )));
+        }
+    }
+    if let Some(endpoint) = &config.endpoint {
+        let host = endpoint
+            .strip_prefix("http://")
+            .or_else(|| endpoint.strip_prefix("https://"));
+        let valid = host.is_some_and(|host| {
+            !host.is_empty() && !host.starts_with('/') && !host.contains(char::is_whitespace)
+        });
+        if !valid {
+            return Err(Error::invalid(format!(
+                "database.dynamodb.endpoint {endpoint:?} is not an http:// or https:// URL"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()> {

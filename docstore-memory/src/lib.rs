@@ -273,7 +273,9 @@ fn evaluate_in_id_order(
     descending: bool,
 ) -> Page {
     let start = query.after().map(|position| position.id.as_str());
-    let wanted = query.limit().map_or(usize::MAX, |limit| limit + 1);
+    let wanted = query
+        .limit()
+        .map_or(usize::MAX, |limit| limit.saturating_add(1));
     let candidates: Vec<&Document> = match (descending, start) {
         (false, Some(id)) => walk(
             docs.range::<str, _>((Bound::Excluded(id), Bound::Unbounded))

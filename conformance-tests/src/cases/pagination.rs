@@ -271,3 +271,61 @@ pub async fn foreign_cursor_is_invalid(h: &dyn Harness) {
             .all(|id| !ids(&first.documents).contains(id))
     );
 }
+
+/// Cursors keep a stored `null` sort value apart from a missing field: walks over ties of
+/// both end, and return every document once, in either direction.
+pub async fn walks_over_null_and_missing_sort_values(h: &dyn Harness) {
+    let ctx = Ctx::new(h, "page").await;
+    for (id, data) in [
+        ("a", json!({"k": null})),
+        ("b", json!({"k": null})),
+        ("c", json!({})),
+        ("d", json!({"k": false})),
+        ("e", json!({"k": null})),
+        ("f", json!({"j": null})),
+    ] {
+        ctx.store
+            .create(&ctx.key("p", id), obj(data), "")
+            .await
+            .unwrap();
+    }
+    let knows_last = h.capabilities().knows_last_page;
+    let cases = [
+        (Query::new().order_by("k"), ["c", "f", "a", "b", "e", "d"]),
+        (
+            Query::new().order_by_desc("k"),
+            ["d", "a", "b", "e", "c", "f"],
+        ),
+        (
+            Query::new().order_by("j").order_by_desc("k"),
+            ["d", "a", "b", "e", "c", "f"],
+        ),
+    ];
+    for (query, expected) in cases {
+        for limit in [1, 2, 4] {
+            let walked = walk(&ctx, "p", &query, limit, knows_last).await;
+            assert_eq!(ids(&walked), expected, "{query:?} limit {limit}");
+        }
+    }
+}
+
+/// The largest page size a client can send is served like "no limit".
+pub async fn huge_limit_is_served(h: &dyn Harness) {
+    let ctx = fixture(h, 5).await;
+    for query in [
+        Query::new(),
+        Query::new().filter(Filter::exists("s")),
+        Query::new().order_by("n"),
+    ] {
+        let page = ctx
+            .store
+            .query(&ctx.site, "p", &query.clone().limit(usize::MAX))
+            .await
+            .unwrap();
+        assert_eq!(
+            (page.documents.len(), page.next.is_none()),
+            (5, true),
+            "{query:?}"
+        );
+    }
+}

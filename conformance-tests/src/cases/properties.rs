@@ -423,6 +423,8 @@ pub async fn random_queries_match_the_reference_evaluator(h: &dyn Harness) {
             }
             for query in queries {
                 let mut cursor = None;
+                let mut walked: Vec<Document> = Vec::new();
+                let mut ended = false;
                 for _ in 0..=stored.len() + 1 {
                     let paged = query.clone().after(cursor);
                     let expected = evaluate(&stored, &paged).unwrap();
@@ -431,11 +433,23 @@ pub async fn random_queries_match_the_reference_evaluator(h: &dyn Harness) {
                     if knows_last || expected.next.is_some() {
                         prop_assert_eq!(got.next.is_some(), expected.next.is_some(), "{:?}", paged);
                     }
+                    walked.extend(got.documents);
                     match got.next {
                         Some(next) => cursor = Some(next),
-                        None => break,
+                        None => {
+                            ended = true;
+                            break;
+                        }
                     }
                 }
+                // The walk ends and gives exactly the unpaged answer, once each.
+                prop_assert!(ended, "the walk of {:?} did not end", query);
+                let unpaged = Query {
+                    limit: None,
+                    ..query.clone()
+                };
+                let whole = evaluate(&stored, &unpaged).unwrap().documents;
+                prop_assert_eq!(&walked, &whole, "{:?}", query);
             }
             Ok(())
         })

@@ -46,23 +46,40 @@ impl fmt::Display for Cursor {
 }
 
 /// The decoded content of a cursor: the position after which the next page starts.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CursorPosition {
     /// Fingerprint of the query (filter and order) the cursor belongs to.
-    #[serde(rename = "f")]
     pub fingerprint: String,
-    /// The last document's value for each order key (`None`: the field was missing).
-    #[serde(rename = "k")]
+    /// The last document's value for each order key (`None`: the field was missing, which
+    /// sorts differently from a stored `null`).
     pub keys: Vec<Option<Value>>,
     /// The last document's id.
-    #[serde(rename = "i")]
     pub id: String,
+}
+
+/// The cursor's JSON: each key is `[]` when missing and `[value]` when present, so that a
+/// stored `null` and a missing field stay apart.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    f: String,
+    k: Vec<Vec<Value>>,
+    i: String,
 }
 
 impl CursorPosition {
     /// Encodes the position as cursor text.
     pub fn encode(&self) -> Cursor {
-        let json = serde_json::to_vec(self).expect("a cursor position always serializes");
+        let wire = Wire {
+            f: self.fingerprint.clone(),
+            k: self
+                .keys
+                .iter()
+                .map(|key| key.iter().cloned().collect())
+                .collect(),
+            i: self.id.clone(),
+        };
+        let json = serde_json::to_vec(&wire).expect("a cursor position always serializes");
         Cursor(URL_SAFE_NO_PAD.encode(json))
     }
 
@@ -72,7 +89,21 @@ impl CursorPosition {
         let bytes = URL_SAFE_NO_PAD
             .decode(cursor.0.as_bytes())
             .map_err(|_| bad())?;
-        serde_json::from_slice(&bytes).map_err(|_| bad())
+        let wire: Wire = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+        let keys = wire
+            .k
+            .into_iter()
+            .map(|mut key| match key.len() {
+                0 => Ok(None),
+                1 => Ok(key.pop()),
+                _ => Err(bad()),
+            })
+            .collect::<Result<_>>()?;
+        Ok(CursorPosition {
+            fingerprint: wire.f,
+            keys,
+            id: wire.i,
+        })
     }
 }
 
@@ -98,6 +129,7 @@ mod tests {
             fingerprint: fingerprint(b"q"),
             keys: vec![
                 None,
+                Some(Value::Null),
                 Some(json!(u64::MAX)),
                 Some(json!(5e-324)),
                 Some(json!({"a": "é"})),
