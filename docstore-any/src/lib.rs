@@ -22,7 +22,7 @@
 //! | URL | backend |
 //! |---|---|
 //! | `memory:` | a new in-memory store |
-//! | `sqlite:path/to/file.db` | the SQLite file (created if missing); `sqlite::memory:` for a private in-memory database |
+//! | `sqlite:path/to/file.db` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database |
 //! | `dynamodb://table?region=…&endpoint=…&max_scan=…` | the DynamoDB table |
 //!
 //! Every URL also takes `max_doc_bytes` and `max_docs_per_site`. An unknown parameter,
@@ -137,7 +137,14 @@ pub fn parse_url(url: &str) -> Result<Config> {
             )));
         }
     };
+    let mut seen = Vec::new();
     for (name, value) in form_urlencoded::parse(params.as_bytes()) {
+        if seen.contains(&name) {
+            return Err(Error::invalid(format!(
+                "store URL parameter {name:?} is given more than once"
+            )));
+        }
+        seen.push(name.clone());
         let number = |what: &str| {
             value.parse::<u64>().map_err(|_| {
                 Error::invalid(format!(
@@ -265,6 +272,7 @@ mod tests {
         assert!(invalid("sqlite:x.db?region=x").contains("region"));
         assert!(invalid("dynamodb://t?max_scan=ten").contains("max_scan"));
         assert!(invalid("memory:somewhere").contains("location"));
+        assert!(invalid("dynamodb://t?max_scan=1&max_scan=2").contains("more than once"));
     }
 
     #[cfg(all(feature = "memory", feature = "sqlite"))]
