@@ -215,7 +215,7 @@ async fn memory(spec: &Spec) -> BenchResult<Section> {
     Ok(Section {
         backend: "memory".to_owned(),
         description: format!(
-            "MemoryStore vs RwLock<HashMap> of the same Documents; {} ops per workload",
+            "`MemoryStore` vs `RwLock<HashMap>` of the same `Document`s; {} ops per workload",
             spec.ops
         ),
         rows,
