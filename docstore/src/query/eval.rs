@@ -231,10 +231,9 @@ impl CompiledQuery {
     /// The page this query gives over `docs` (in any order): filter, skip to the cursor,
     /// sort, cut at the limit. `next` is set exactly when more matches follow.
     pub fn evaluate<'a>(&self, docs: impl IntoIterator<Item = &'a Document>) -> Page {
-        let docs: Vec<&Document> = docs.into_iter().collect();
-        let (positions, more) = self.select(&docs);
+        let (selected, more) = self.select(docs.into_iter().enumerate());
         self.page(
-            positions.into_iter().map(|i| docs[i].clone()).collect(),
+            selected.into_iter().map(|(_, doc)| doc.clone()).collect(),
             more,
         )
     }
@@ -242,7 +241,8 @@ impl CompiledQuery {
     /// [`evaluate`](Self::evaluate) over documents the caller owns: the page's documents
     /// are moved out of `docs` instead of copied.
     pub fn evaluate_owned(&self, docs: Vec<Document>) -> Page {
-        let (positions, more) = self.select(&docs.iter().collect::<Vec<_>>());
+        let (selected, more) = self.select(docs.iter().enumerate());
+        let positions: Vec<usize> = selected.into_iter().map(|(i, _)| i).collect();
         let mut slots: Vec<Option<Document>> = docs.into_iter().map(Some).collect();
         let documents = positions
             .into_iter()
@@ -251,25 +251,26 @@ impl CompiledQuery {
         self.page(documents, more)
     }
 
-    /// The positions in `docs` of the page's documents, in result order, and whether more
-    /// matches follow them.
-    fn select(&self, docs: &[&Document]) -> (Vec<usize>, bool) {
-        let mut selected: Vec<(SortKey<'_>, usize)> = docs
-            .iter()
-            .enumerate()
+    /// The page's documents (with their positions in the input), in result order, and
+    /// whether more matches follow them. Only matching documents are kept while reading.
+    fn select<'a>(
+        &self,
+        docs: impl Iterator<Item = (usize, &'a Document)>,
+    ) -> (Vec<(usize, &'a Document)>, bool) {
+        type Entry<'a> = (SortKey<'a>, (usize, &'a Document));
+        let mut selected: Vec<Entry<'a>> = docs
             .filter(|(_, doc)| self.matches(doc) && self.is_after_cursor(doc))
-            .map(|(i, doc)| (self.sort_key(doc), i))
+            .map(|(i, doc)| (self.sort_key(doc), (i, doc)))
             .collect();
-        let by_order = |a: &(SortKey<'_>, usize), b: &(SortKey<'_>, usize)| {
-            self.compare_keys(&a.0, &docs[a.1].id, &b.0, &docs[b.1].id)
-        };
+        let by_order =
+            |a: &Entry<'a>, b: &Entry<'a>| self.compare_keys(&a.0, &(a.1).1.id, &b.0, &(b.1).1.id);
         let more = self.limit.is_some_and(|limit| selected.len() > limit);
         if let (true, Some(limit)) = (more, self.limit) {
             selected.select_nth_unstable_by(limit, by_order);
             selected.truncate(limit);
         }
         selected.sort_unstable_by(by_order);
-        (selected.into_iter().map(|(_, i)| i).collect(), more)
+        (selected.into_iter().map(|(_, entry)| entry).collect(), more)
     }
 
     fn page(&self, documents: Vec<Document>, more: bool) -> Page {
