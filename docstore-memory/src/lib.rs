@@ -107,6 +107,12 @@ impl MemoryStore {
     /// Replaces `current`'s data with `data` as a new version written by `actor`.
     fn rewrite(&self, current: &mut Document, data: Data, actor: &str) -> Document {
         current.data = data;
+        self.stamp(current, actor)
+    }
+
+    /// Records a write of `current`'s (already changed) data by `actor`: the new version and
+    /// time; returns a copy of the result.
+    fn stamp(&self, current: &mut Document, actor: &str) -> Document {
         current.updated_at = next_updated_at(self.options.clock.now(), Some(current.updated_at));
         current.updated_by = actor.to_owned();
         current.version += 1;
@@ -135,8 +141,7 @@ impl MemoryStore {
         if merged_fits(&current.data, patch, limit) {
             // Cannot fail: merge in place, no copy to fall back on needed.
             docstore::merge_patch(&mut current.data, patch);
-            let data = std::mem::take(&mut current.data);
-            return Ok(self.rewrite(current, data, actor));
+            return Ok(self.stamp(current, actor));
         }
         let mut data = current.data.clone();
         docstore::merge_patch(&mut data, patch);
