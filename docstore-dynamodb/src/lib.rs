@@ -103,6 +103,7 @@
 
 mod attempts;
 mod backoff;
+mod batch;
 mod counters;
 mod errors;
 mod item;

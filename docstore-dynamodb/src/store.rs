@@ -245,6 +245,18 @@ impl Store for DynamoStore {
         validate_site(site)?;
         Ok(self.read_counters(site).await?.iter().map(|(_, n)| n).sum())
     }
+
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
+        self.get_many_items(keys).await
+    }
+
+    async fn write_all(
+        &self,
+        writes: &[docstore::Write],
+        actor: &str,
+    ) -> Result<Vec<docstore::WriteOutcome>> {
+        self.write_all_items(writes, actor).await
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 //! ```
 
 use async_trait::async_trait;
+use docstore::batch::{self, Write, WriteOutcome};
 use docstore::clock::next_updated_at;
 use docstore::document::{check_restorable, check_size, merged_fits};
 use docstore::key::{validate_collection, validate_site};
@@ -175,6 +176,198 @@ impl MemoryStore {
     }
 }
 
+/// What one write of a batch will do to its key, decided before anything changes.
+enum Change {
+    /// Store this document (new or replacing).
+    Set(Document),
+    /// Remove the document.
+    Remove,
+    /// Nothing (a `Check`).
+    Keep,
+}
+
+impl MemoryStore {
+    fn lookup<'a>(sites: &'a HashMap<String, Site>, key: &Key) -> Option<&'a Document> {
+        sites
+            .get(key.site())
+            .and_then(|site| site.get(key.collection()))
+            .and_then(|collection| collection.get(key.id()))
+    }
+
+    /// Decides every write of a batch against the current state (keys are distinct, so no
+    /// write sees another's effect, except through the per-site quota count), then applies
+    /// them all; on the first failure nothing has changed.
+    fn apply_batch(
+        &self,
+        sites: &mut HashMap<String, Site>,
+        writes: &[Write],
+        actor: &str,
+        mut bytes: batch::BatchBytes,
+    ) -> Result<Vec<WriteOutcome>> {
+        let now = self.options.clock.now();
+        let limit = self.options.max_doc_bytes;
+        // Documents per site, as the batch's earlier writes leave it (only counted with a
+        // quota).
+        let mut site_counts: HashMap<&str, u64> = HashMap::new();
+        let mut changes = Vec::with_capacity(writes.len());
+        for (index, write) in writes.iter().enumerate() {
+            let key = write.key();
+            let current = Self::lookup(sites, key);
+            let fail = |err: Error| batch::failed(index, err);
+            let mut creates = false;
+            let change = match write {
+                Write::Create { data, .. } => {
+                    if current.is_some() {
+                        return Err(fail(Error::AlreadyExists));
+                    }
+                    creates = true;
+                    Change::Set(self.new_document_at(key, data.clone(), actor, now))
+                }
+                Write::Put { data, .. } => match current {
+                    Some(current) => {
+                        Change::Set(self.next_version(current, data.clone(), actor, now))
+                    }
+                    None => {
+                        creates = true;
+                        Change::Set(self.new_document_at(key, data.clone(), actor, now))
+                    }
+                },
+                Write::Update { patch, .. } | Write::UpdateIf { patch, .. } => {
+                    let current = current.ok_or_else(|| fail(Error::NotFound))?;
+                    if let Write::UpdateIf {
+                        expected_version, ..
+                    } = write
+                        && *expected_version != current.version
+                    {
+                        return Err(fail(Error::Conflict {
+                            current: current.version,
+                        }));
+                    }
+                    let mut data = current.data.clone();
+                    docstore::merge_patch(&mut data, patch);
+                    check_size(&data, limit).map_err(fail)?;
+                    bytes.add(index, docstore::document::data_size(&data))?;
+                    Change::Set(self.next_version(current, data, actor, now))
+                }
+                Write::DeleteIf {
+                    expected_version, ..
+                } => {
+                    let current = current.ok_or_else(|| fail(Error::NotFound))?;
+                    if *expected_version != current.version {
+                        return Err(fail(Error::Conflict {
+                            current: current.version,
+                        }));
+                    }
+                    if self.options.max_docs_per_site.is_some() {
+                        *self.site_count(sites, &mut site_counts, key.site()) -= 1;
+                    }
+                    Change::Remove
+                }
+                Write::Check { version, .. } => {
+                    match (version, current) {
+                        (None, Some(_)) => return Err(fail(Error::AlreadyExists)),
+                        (Some(_), None) => return Err(fail(Error::NotFound)),
+                        (Some(expected), Some(current)) if *expected != current.version => {
+                            return Err(fail(Error::Conflict {
+                                current: current.version,
+                            }));
+                        }
+                        _ => {}
+                    }
+                    Change::Keep
+                }
+                Write::Restore { document, .. } => {
+                    if current.is_some() {
+                        return Err(fail(Error::AlreadyExists));
+                    }
+                    creates = true;
+                    Change::Set(document.clone())
+                }
+            };
+            if creates && let Some(quota) = self.options.max_docs_per_site {
+                let count = self.site_count(sites, &mut site_counts, key.site());
+                if *count >= quota {
+                    return Err(fail(Error::QuotaExceeded { limit: quota }));
+                }
+                *count += 1;
+            }
+            changes.push(change);
+        }
+        let mut outcomes = Vec::with_capacity(writes.len());
+        for (write, change) in writes.iter().zip(changes) {
+            let key = write.key();
+            outcomes.push(match change {
+                Change::Set(doc) => {
+                    sites
+                        .entry(key.site().to_owned())
+                        .or_default()
+                        .entry(key.collection().to_owned())
+                        .or_default()
+                        .insert(key.id().to_owned(), doc.clone());
+                    WriteOutcome::Written(doc)
+                }
+                Change::Remove => {
+                    self.remove_unchecked(sites, key);
+                    WriteOutcome::Deleted
+                }
+                Change::Keep => WriteOutcome::Checked,
+            });
+        }
+        Ok(outcomes)
+    }
+
+    fn site_count<'a, 'c>(
+        &self,
+        sites: &HashMap<String, Site>,
+        counts: &'c mut HashMap<&'a str, u64>,
+        site: &'a str,
+    ) -> &'c mut u64 {
+        counts.entry(site).or_insert_with(|| {
+            sites
+                .get(site)
+                .map_or(0, |s| s.values().map(|c| c.len() as u64).sum())
+        })
+    }
+
+    fn new_document_at(&self, key: &Key, data: Data, actor: &str, now: i64) -> Document {
+        Document {
+            id: key.id().to_owned(),
+            data,
+            created_at: now,
+            updated_at: now,
+            created_by: actor.to_owned(),
+            updated_by: actor.to_owned(),
+            version: 1,
+        }
+    }
+
+    fn next_version(&self, current: &Document, data: Data, actor: &str, now: i64) -> Document {
+        Document {
+            id: current.id.clone(),
+            data,
+            created_at: current.created_at,
+            updated_at: next_updated_at(now, Some(current.updated_at)),
+            created_by: current.created_by.clone(),
+            updated_by: actor.to_owned(),
+            version: current.version + 1,
+        }
+    }
+
+    fn remove_unchecked(&self, sites: &mut HashMap<String, Site>, key: &Key) {
+        if let Some(site) = sites.get_mut(key.site())
+            && let Some(collection) = site.get_mut(key.collection())
+        {
+            collection.remove(key.id());
+            if collection.is_empty() {
+                site.remove(key.collection());
+            }
+            if site.is_empty() {
+                sites.remove(key.site());
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl Store for MemoryStore {
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
@@ -234,6 +427,27 @@ impl Store for MemoryStore {
         check_restorable(key, document, self.options.max_doc_bytes)?;
         let mut sites = self.sites.write();
         self.insert_new(&mut sites, key, document.clone()).map(drop)
+    }
+
+    /// One read lock: the answer is one snapshot.
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
+        batch::check_distinct(keys, "key")?;
+        let sites = self.sites.read();
+        Ok(keys
+            .iter()
+            .map(|key| Self::lookup(&sites, key).cloned())
+            .collect())
+    }
+
+    /// One write lock for the whole batch: every write is decided first, then all are
+    /// applied, so a failing one leaves the store untouched.
+    async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
+        let bytes = batch::validate(writes, self.options.max_doc_bytes)?;
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sites = self.sites.write();
+        self.apply_batch(&mut sites, writes, actor, bytes)
     }
 
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {

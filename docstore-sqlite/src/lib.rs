@@ -60,6 +60,7 @@
 //! `InvalidArgument` (serde_json could not read it back); the in-memory store reads through
 //! its one connection; `:memory:` and `""` as a path give an in-memory store.
 
+mod batch;
 mod conn;
 mod error;
 mod functions;

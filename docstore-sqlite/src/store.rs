@@ -6,6 +6,7 @@ use crate::error::Fail;
 use crate::options::SqliteOptions;
 use crate::{query, rows};
 use async_trait::async_trait;
+use docstore::batch::{self, Write, WriteOutcome};
 use docstore::clock::next_updated_at;
 use docstore::document::check_restorable;
 use docstore::key::{validate_collection, validate_site};
@@ -23,9 +24,9 @@ pub struct SqliteStore {
 }
 
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     conns: Connections,
-    options: StoreOptions,
+    pub(crate) options: StoreOptions,
 }
 
 impl SqliteStore {
@@ -104,14 +105,14 @@ impl Inner {
 
     /// With a quota, a taken id must be `AlreadyExists` before the quota is looked at, so
     /// it is checked first; without one the `INSERT` itself finds it (one statement less).
-    fn check_absent(&self, conn: &Connection, key: &Key) -> Result<(), Fail> {
+    pub(crate) fn check_absent(&self, conn: &Connection, key: &Key) -> Result<(), Fail> {
         if self.options.max_docs_per_site.is_some() && rows::version(conn, key)?.is_some() {
             return Err(Error::AlreadyExists.into());
         }
         Ok(())
     }
 
-    fn check_quota(&self, conn: &Connection, site: &str) -> Result<(), Fail> {
+    pub(crate) fn check_quota(&self, conn: &Connection, site: &str) -> Result<(), Fail> {
         if let Some(limit) = self.options.max_docs_per_site
             && rows::site_count(conn, site)? >= limit
         {
@@ -120,7 +121,7 @@ impl Inner {
         Ok(())
     }
 
-    fn insert_new(
+    pub(crate) fn insert_new(
         &self,
         conn: &Connection,
         key: &Key,
@@ -144,7 +145,7 @@ impl Inner {
     }
 
     /// Writes `data` as the next version of `current`.
-    fn replace(
+    pub(crate) fn replace(
         &self,
         conn: &Connection,
         key: &Key,
@@ -161,7 +162,7 @@ impl Inner {
         Ok(current)
     }
 
-    fn patch(
+    pub(crate) fn patch(
         &self,
         conn: &Connection,
         key: &Key,
@@ -258,6 +259,26 @@ impl Store for SqliteStore {
             rows::insert(conn, &key, &document, &text)
         })
         .await
+    }
+
+    /// One read transaction on one connection: the answer is one snapshot.
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
+        batch::check_distinct(keys, "key")?;
+        let keys = keys.to_vec();
+        self.read(move |conn| crate::batch::load_many(conn, &keys))
+            .await
+    }
+
+    /// One immediate transaction: the writes in order, the counters through the same
+    /// triggers; the first failing write rolls everything back.
+    async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
+        let bytes = batch::validate(writes, self.inner.options.max_doc_bytes)?;
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (writes, actor) = (writes.to_vec(), actor.to_owned());
+        self.write(move |inner, conn| crate::batch::apply(inner, conn, &writes, &actor, bytes))
+            .await
     }
 
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {

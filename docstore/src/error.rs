@@ -64,6 +64,33 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
+    /// One write of an atomic batch ([`Store::write_all`](crate::Store::write_all)) failed,
+    /// so none was applied: `index` is its position in the batch, `source` what the single
+    /// call would have failed with (`Conflict { current }`, `AlreadyExists`, `NotFound`,
+    /// `TooLarge`, `QuotaExceeded`, `InvalidArgument`). Never wraps `Unavailable` or
+    /// `Backend`, which concern the whole call, nor another `Batch`.
+    ///
+    /// ```
+    /// use docstore::Error;
+    ///
+    /// let err = docstore::batch::failed(2, Error::Conflict { current: 7 });
+    /// match err {
+    ///     Error::Batch { index, source } => match *source {
+    ///         Error::Conflict { current } => assert_eq!((index, current), (2, 7)),
+    ///         other => panic!("{other}"),
+    ///     },
+    ///     other => panic!("{other}"),
+    /// }
+    /// ```
+    #[error("write {index} of the batch failed: {source}")]
+    Batch {
+        /// The position of the failing write in the batch.
+        index: usize,
+        /// Why it failed.
+        #[source]
+        source: Box<Error>,
+    },
+
     /// Any other backend failure.
     #[error("backend error: {message}")]
     Backend {
@@ -76,6 +103,22 @@ pub enum Error {
 }
 
 impl Error {
+    /// For [`Error::Batch`]: the failing write's index and its error.
+    ///
+    /// ```
+    /// use docstore::Error;
+    ///
+    /// let err = docstore::batch::failed(0, Error::NotFound);
+    /// assert!(matches!(err.batch_failure(), Some((0, Error::NotFound))));
+    /// assert!(Error::NotFound.batch_failure().is_none());
+    /// ```
+    pub fn batch_failure(&self) -> Option<(usize, &Error)> {
+        match self {
+            Error::Batch { index, source } => Some((*index, source)),
+            _ => None,
+        }
+    }
+
     /// An [`Error::InvalidArgument`] with the given message.
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())

@@ -34,6 +34,7 @@
 //! - A cursor is tied to the filter and order of its query, not to its limit: the page size may
 //!   change from page to page.
 
+pub mod batch;
 pub mod clock;
 pub mod config;
 pub mod document;
@@ -47,6 +48,7 @@ mod store;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 
+pub use batch::{Write, WriteOutcome};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use document::{Data, Document, object};
 pub use error::{BoxError, Error, Result};

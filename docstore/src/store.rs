@@ -1,6 +1,7 @@
 //! The `Store` trait every backend implements.
 
 use crate::Result;
+use crate::batch::{Write, WriteOutcome};
 use crate::document::{Data, Document};
 use crate::key::Key;
 use crate::query::{Cursor, Query};
@@ -72,6 +73,59 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) in a full site, and the collection
     /// counter grows by one. Network backends protect it with a write identity like `create`.
     async fn restore(&self, key: &Key, document: &Document) -> Result<()>;
+
+    /// Reads several documents: one `Option` per key, in the keys' order (`None` for a
+    /// missing document). Any number of keys (a backend with a per-request limit splits
+    /// them); strongly consistent. A key given twice is
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) (see
+    /// [`check_distinct`](crate::batch::check_distinct)). Each backend's docs say whether the
+    /// answer is one snapshot.
+    ///
+    /// ```
+    /// # async fn demo(store: &dyn docstore::Store) -> docstore::Result<()> {
+    /// use docstore::Key;
+    ///
+    /// let keys = [Key::new("acme", "tickets", "T-1")?, Key::new("acme", "tickets", "T-2")?];
+    /// let docs = store.get_many(&keys).await?;
+    /// assert_eq!(docs.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<crate::Document>>>;
+
+    /// Applies a batch of writes atomically: all of them, or — when any fails — none. Returns
+    /// one [`WriteOutcome`] per write, in order. All writes are stamped by `actor` (except
+    /// `Restore`, which keeps its document's metadata).
+    ///
+    /// At most [`MAX_BATCH_WRITES`](crate::batch::MAX_BATCH_WRITES) writes and
+    /// [`MAX_BATCH_BYTES`](crate::batch::MAX_BATCH_BYTES) bytes, each key at most once
+    /// ([`Error::InvalidArgument`](crate::Error::InvalidArgument) otherwise, nothing written);
+    /// a failing write is [`Error::Batch`](crate::Error::Batch) with its index and the error
+    /// the single call would give. Counters move with the writes, in the same transaction.
+    /// See [`batch`](crate::batch) for the limits' reasons and the exact error rules.
+    ///
+    /// ```
+    /// # async fn demo(store: &dyn docstore::Store) -> docstore::Result<()> {
+    /// use docstore::{Key, Write, WriteOutcome};
+    ///
+    /// let board_a = Key::new("acme", "board-a", "T-1")?;
+    /// let board_b = Key::new("acme", "board-b", "T-1")?;
+    /// let ticket = store.get(&board_a).await?.expect("exists");
+    /// // Move the ticket between boards: both writes happen, or neither.
+    /// let outcomes = store
+    ///     .write_all(
+    ///         &[
+    ///             Write::create(board_b, ticket.data.clone()),
+    ///             Write::delete_if(board_a, ticket.version),
+    ///         ],
+    ///         "alice",
+    ///     )
+    ///     .await?;
+    /// assert!(matches!(outcomes[1], WriteOutcome::Deleted));
+    /// # Ok(())
+    /// # }
+    /// ```
+    async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>>;
 
     /// Runs a query over one collection.
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page>;

@@ -1,0 +1,495 @@
+//! Atomic batches: the writes [`Store::write_all`](crate::Store::write_all) applies all or
+//! nothing, their outcomes, the limits every backend shares and the validation every backend
+//! runs before it touches anything.
+//!
+//! ```
+//! use docstore::batch::{Write, WriteOutcome};
+//! use docstore::{Error, Key, Store};
+//! use serde_json::json;
+//!
+//! /// Moves `amount` from one account to another, or changes nothing.
+//! async fn transfer(store: &dyn Store, from: &Key, to: &Key, amount: i64) -> docstore::Result<()> {
+//!     let (Some(a), Some(b)) = (store.get(from).await?, store.get(to).await?) else {
+//!         return Err(Error::NotFound);
+//!     };
+//!     let balance = |d: &docstore::Document| d.data["balance"].as_i64().unwrap_or(0);
+//!     let writes = [
+//!         Write::update_if(from.clone(), docstore::object(json!({"balance": balance(&a) - amount}))?, a.version),
+//!         Write::update_if(to.clone(), docstore::object(json!({"balance": balance(&b) + amount}))?, b.version),
+//!     ];
+//!     match store.write_all(&writes, "bank").await {
+//!         Ok(outcomes) => {
+//!             assert!(matches!(outcomes[0], WriteOutcome::Written(_)));
+//!             Ok(())
+//!         }
+//!         // Someone else wrote one of the two accounts since we read it: nothing was applied.
+//!         Err(Error::Batch { index, source }) if matches!(*source, Error::Conflict { .. }) => {
+//!             println!("account {index} changed meanwhile");
+//!             Err(*source)
+//!         }
+//!         Err(other) => Err(other),
+//!     }
+//! }
+//! ```
+//!
+//! ## Errors
+//!
+//! - A batch that breaks a rule *as a whole* — more than [`MAX_BATCH_WRITES`] writes, more than
+//!   [`MAX_BATCH_BYTES`] written, or a key that appears twice — is a plain
+//!   [`Error::InvalidArgument`] naming the rule (and the indexes involved).
+//! - A failure of *one write* is [`Error::Batch`] `{ index, source }`: `index` is the write's
+//!   position in the slice and `source` the error the equivalent single call would give
+//!   ([`Error::Conflict`] with the current version, [`Error::AlreadyExists`],
+//!   [`Error::NotFound`], [`Error::TooLarge`], [`Error::QuotaExceeded`], or
+//!   [`Error::InvalidArgument`] for a write whose own input is bad, e.g. data nested too deep).
+//!   Match the kind on `source`; [`Error::batch_failure`] gives both.
+//! - [`Error::Unavailable`] and [`Error::Backend`] are returned as they are (not wrapped):
+//!   they concern the whole call.
+//!
+//! In every error case nothing was written. When several writes would fail, the error names
+//! the first in slice order among those [`validate`] refuses; when all pass it, the first
+//! whose condition fails.
+//!
+//! ## Limits, and why they are what they are
+//!
+//! Every backend enforces the same limits, so that an app that works on SQLite works on
+//! DynamoDB, where a batch is one `TransactWriteItems` call: at most 100 actions and 4 MB of
+//! items in total.
+//!
+//! - [`MAX_BATCH_WRITES`] = 50: each write is one action, and each write that may create or
+//!   delete a document also moves its collection's counter (one `ADD` action on
+//!   `<site>#__collections` per distinct collection). 50 writes in 50 collections are at most
+//!   100 actions.
+//! - [`MAX_BATCH_BYTES`] = 3 000 000: the bytes the batch writes, counted as the key names
+//!   (site, collection and id) of every write plus the serialized data every write stores —
+//!   the data of `Create`, `Put` and `Restore`, and the merged data of `Update` and `UpdateIf`
+//!   (known only after the merge; backends add it with [`BatchBytes::add`]). The remaining
+//!   1 MB of DynamoDB's 4 MB covers what an item holds beside its data (timestamps, version,
+//!   actors of at most 256 bytes each, the write history's identities, index key attributes
+//!   of at most 1 KB each, attribute names): up to 20 KB per write, far more than they take,
+//!   and the counter items (under 200 bytes each).
+//!
+//! Each write's data is also held to the store's `max_doc_bytes` like a single write
+//! ([`Error::TooLarge`] inside [`Error::Batch`]).
+//!
+//! An empty batch is accepted and does nothing (it returns no outcomes).
+
+use crate::document::{Data, Document, check_restorable, check_size, data_size};
+use crate::key::Key;
+use crate::{Error, Result};
+use std::collections::HashMap;
+
+/// The most writes one [`Store::write_all`](crate::Store::write_all) call takes, on every
+/// backend (see the [module docs](self) for why).
+pub const MAX_BATCH_WRITES: usize = 50;
+
+/// The most bytes one batch writes — key names plus stored data — on every backend (see the
+/// [module docs](self) for what is counted and why).
+pub const MAX_BATCH_BYTES: usize = 3_000_000;
+
+/// One write of an atomic batch.
+///
+/// Each variant does what the single call of the same name does, with the same errors (see
+/// [`Store`](crate::Store)); the batch applies all of them or none.
+///
+/// ```
+/// use docstore::batch::Write;
+/// use docstore::Key;
+///
+/// let order = Key::new("shop", "orders", "o-1").unwrap();
+/// let line = Key::new("shop", "lines", "o-1-1").unwrap();
+/// let writes = vec![
+///     Write::create(order, docstore::object(serde_json::json!({"total": 3})).unwrap()),
+///     Write::create(line, docstore::object(serde_json::json!({"sku": "A", "qty": 3})).unwrap()),
+/// ];
+/// assert_eq!(writes[1].key().collection(), "lines");
+/// ```
+///
+/// Not `#[non_exhaustive]`: every backend must handle every variant, so a new one is a
+/// breaking change that the compiler points out in each backend.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    /// Creates the document at version 1 ([`Error::AlreadyExists`] if the id is taken).
+    Create {
+        /// Where.
+        key: Key,
+        /// The data.
+        data: Data,
+    },
+    /// Creates or replaces the document (an upsert, as [`Store::put`](crate::Store::put)).
+    Put {
+        /// Where.
+        key: Key,
+        /// The data.
+        data: Data,
+    },
+    /// Merges an RFC 7386 patch into the document, whatever its version
+    /// ([`Error::NotFound`] if it does not exist). A backend that checks versions
+    /// optimistically re-reads and retries the whole batch when this document changed under
+    /// it, as [`Store::update`](crate::Store::update) does.
+    Update {
+        /// Where.
+        key: Key,
+        /// The merge patch.
+        patch: Data,
+    },
+    /// Merges a patch if the document is at `expected_version` ([`Error::NotFound`],
+    /// [`Error::Conflict`] otherwise).
+    UpdateIf {
+        /// Where.
+        key: Key,
+        /// The merge patch.
+        patch: Data,
+        /// The version the document must have.
+        expected_version: u64,
+    },
+    /// Deletes the document if it is at `expected_version` ([`Error::NotFound`],
+    /// [`Error::Conflict`] otherwise).
+    DeleteIf {
+        /// Where.
+        key: Key,
+        /// The version the document must have.
+        expected_version: u64,
+    },
+    /// Writes nothing, but the batch applies only if the document is at `version`
+    /// (`Some(v)`: [`Error::NotFound`] when missing, [`Error::Conflict`] when at another
+    /// version) or does not exist (`None`: [`Error::AlreadyExists`] when it does).
+    Check {
+        /// Where.
+        key: Key,
+        /// The version the document must have; `None`: it must not exist.
+        version: Option<u64>,
+    },
+    /// Writes `document` exactly as given — data, timestamps, actors and version — when the
+    /// id is free, as [`Store::restore`](crate::Store::restore) does; the write behind the
+    /// bulk tools (import, copy). The batch's `actor` is not used. Beyond the six writes of
+    /// `DESIGN.md`, because bulk tools must keep metadata that `Create` would reset.
+    Restore {
+        /// Where.
+        key: Key,
+        /// The document to store (its `id` must be the key's).
+        document: Document,
+    },
+}
+
+impl Write {
+    /// A [`Write::Create`].
+    pub fn create(key: Key, data: Data) -> Self {
+        Write::Create { key, data }
+    }
+
+    /// A [`Write::Put`].
+    pub fn put(key: Key, data: Data) -> Self {
+        Write::Put { key, data }
+    }
+
+    /// A [`Write::Update`].
+    pub fn update(key: Key, patch: Data) -> Self {
+        Write::Update { key, patch }
+    }
+
+    /// A [`Write::UpdateIf`].
+    pub fn update_if(key: Key, patch: Data, expected_version: u64) -> Self {
+        Write::UpdateIf {
+            key,
+            patch,
+            expected_version,
+        }
+    }
+
+    /// A [`Write::DeleteIf`].
+    pub fn delete_if(key: Key, expected_version: u64) -> Self {
+        Write::DeleteIf {
+            key,
+            expected_version,
+        }
+    }
+
+    /// A [`Write::Check`]: `Some(v)` requires version `v`, `None` requires absence.
+    pub fn check(key: Key, version: Option<u64>) -> Self {
+        Write::Check { key, version }
+    }
+
+    /// A [`Write::Restore`].
+    pub fn restore(key: Key, document: Document) -> Self {
+        Write::Restore { key, document }
+    }
+
+    /// The key the write is about.
+    pub fn key(&self) -> &Key {
+        match self {
+            Write::Create { key, .. }
+            | Write::Put { key, .. }
+            | Write::Update { key, .. }
+            | Write::UpdateIf { key, .. }
+            | Write::DeleteIf { key, .. }
+            | Write::Check { key, .. }
+            | Write::Restore { key, .. } => key,
+        }
+    }
+
+    /// Whether the write may create or delete a document, and so move its collection's
+    /// counter (`Create`, `Put`, `DeleteIf`, `Restore`).
+    pub fn moves_counter(&self) -> bool {
+        matches!(
+            self,
+            Write::Create { .. }
+                | Write::Put { .. }
+                | Write::DeleteIf { .. }
+                | Write::Restore { .. }
+        )
+    }
+
+    /// The name of the variant, for messages (`"create"`, `"update_if"`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Write::Create { .. } => "create",
+            Write::Put { .. } => "put",
+            Write::Update { .. } => "update",
+            Write::UpdateIf { .. } => "update_if",
+            Write::DeleteIf { .. } => "delete_if",
+            Write::Check { .. } => "check",
+            Write::Restore { .. } => "restore",
+        }
+    }
+}
+
+/// What one write of a successful batch did, in the order of the writes.
+///
+/// ```
+/// use docstore::batch::WriteOutcome;
+///
+/// let outcome = WriteOutcome::Deleted;
+/// assert!(outcome.document().is_none());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum WriteOutcome {
+    /// `Create`, `Put`, `Update`, `UpdateIf` and `Restore`: the document as stored.
+    Written(Document),
+    /// `DeleteIf`: the document was deleted.
+    Deleted,
+    /// `Check`: the condition held.
+    Checked,
+}
+
+impl WriteOutcome {
+    /// The written document, for [`WriteOutcome::Written`].
+    pub fn document(&self) -> Option<&Document> {
+        match self {
+            WriteOutcome::Written(doc) => Some(doc),
+            _ => None,
+        }
+    }
+
+    /// The written document, by value, for [`WriteOutcome::Written`].
+    pub fn into_document(self) -> Option<Document> {
+        match self {
+            WriteOutcome::Written(doc) => Some(doc),
+            _ => None,
+        }
+    }
+}
+
+/// Wraps the error of write `index` as [`Error::Batch`].
+///
+/// ```
+/// use docstore::Error;
+///
+/// let err = docstore::batch::failed(3, Error::AlreadyExists);
+/// assert!(matches!(err.batch_failure(), Some((3, Error::AlreadyExists))));
+/// ```
+pub fn failed(index: usize, source: Error) -> Error {
+    Error::Batch {
+        index,
+        source: Box::new(source),
+    }
+}
+
+/// The running total of the bytes a batch writes, held to [`MAX_BATCH_BYTES`].
+///
+/// [`validate`] returns it with every write's key bytes and every known data size counted;
+/// a backend adds the merged data of each `Update` and `UpdateIf` when it knows it.
+///
+/// ```
+/// use docstore::batch::{BatchBytes, MAX_BATCH_BYTES};
+///
+/// let mut bytes = BatchBytes::default();
+/// assert!(bytes.add(0, MAX_BATCH_BYTES).is_ok());
+/// assert!(bytes.add(1, 1).is_err());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchBytes {
+    total: usize,
+}
+
+impl BatchBytes {
+    /// Adds `bytes` written by write `index`; [`Error::InvalidArgument`] naming the limit
+    /// and the write when the total goes over [`MAX_BATCH_BYTES`].
+    pub fn add(&mut self, index: usize, bytes: usize) -> Result<()> {
+        self.total = self.total.saturating_add(bytes);
+        if self.total > MAX_BATCH_BYTES {
+            return Err(Error::invalid(format!(
+                "the batch writes more than {MAX_BATCH_BYTES} bytes (keys and data; write \
+                 {index} brings it to {})",
+                self.total
+            )));
+        }
+        Ok(())
+    }
+
+    /// The bytes counted so far.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+}
+
+/// The bytes of a key's names, as [`MAX_BATCH_BYTES`] counts them.
+pub fn key_bytes(key: &Key) -> usize {
+    key.site().len() + key.collection().len() + key.id().len()
+}
+
+/// Checks a batch before anything is read or written; every backend calls it first.
+///
+/// In this order: at most [`MAX_BATCH_WRITES`] writes, each key at most once (both plain
+/// [`Error::InvalidArgument`]); then, write by write, its own input as the single call checks
+/// it — data of `Create` and `Put` within `max_doc_bytes` and [`MAX_DEPTH`](crate::document::MAX_DEPTH)
+/// ([`Error::TooLarge`], [`Error::InvalidArgument`]), patches within the depth limit, a
+/// `Restore` document consistent with its key ([`check_restorable`]) — wrapped as
+/// [`Error::Batch`] with its index; and the running byte total, which it returns for the
+/// backend to add merged data to.
+///
+/// ```
+/// use docstore::batch::{MAX_BATCH_WRITES, Write, validate};
+/// use docstore::{Error, Key};
+///
+/// let key = Key::new("s", "c", "1").unwrap();
+/// let data = docstore::Data::new();
+/// let twice = [Write::create(key.clone(), data.clone()), Write::check(key.clone(), None)];
+/// assert!(matches!(validate(&twice, 1000), Err(Error::InvalidArgument(_))));
+///
+/// let too_many: Vec<_> = (0..=MAX_BATCH_WRITES)
+///     .map(|i| Write::create(Key::new("s", "c", i.to_string()).unwrap(), data.clone()))
+///     .collect();
+/// assert!(matches!(validate(&too_many, 1000), Err(Error::InvalidArgument(_))));
+/// assert!(validate(&too_many[1..], 1000).is_ok());
+/// ```
+pub fn validate(writes: &[Write], max_doc_bytes: usize) -> Result<BatchBytes> {
+    if writes.len() > MAX_BATCH_WRITES {
+        return Err(Error::invalid(format!(
+            "a batch holds at most {MAX_BATCH_WRITES} writes (this one has {})",
+            writes.len()
+        )));
+    }
+    check_distinct(writes.iter().map(Write::key), "write")?;
+    let mut bytes = BatchBytes::default();
+    for (index, write) in writes.iter().enumerate() {
+        let data_bytes = match write {
+            Write::Create { data, .. } | Write::Put { data, .. } => {
+                check_size(data, max_doc_bytes).map_err(|err| failed(index, err))?;
+                data_size(data)
+            }
+            Write::Update { patch, .. } | Write::UpdateIf { patch, .. } => {
+                crate::document::check_depth(patch).map_err(|err| failed(index, err))?;
+                0
+            }
+            Write::Restore { key, document } => {
+                check_restorable(key, document, max_doc_bytes).map_err(|err| failed(index, err))?;
+                data_size(&document.data)
+            }
+            Write::DeleteIf { .. } | Write::Check { .. } => 0,
+        };
+        bytes.add(index, key_bytes(write.key()) + data_bytes)?;
+    }
+    Ok(bytes)
+}
+
+/// Refuses a key given twice ([`Error::InvalidArgument`] naming both positions); `what`
+/// names the items in the message (`"write"`, `"key"`).
+///
+/// ```
+/// use docstore::Key;
+///
+/// let a = Key::new("s", "c", "a").unwrap();
+/// let b = Key::new("s", "c", "b").unwrap();
+/// assert!(docstore::batch::check_distinct([&a, &b], "key").is_ok());
+/// assert!(docstore::batch::check_distinct([&a, &b, &a], "key").is_err());
+/// ```
+pub fn check_distinct<'a>(keys: impl IntoIterator<Item = &'a Key>, what: &str) -> Result<()> {
+    let keys = keys.into_iter();
+    let mut seen: HashMap<&Key, usize> = HashMap::with_capacity(keys.size_hint().0);
+    for (index, key) in keys.enumerate() {
+        if let Some(first) = seen.insert(key, index) {
+            return Err(Error::invalid(format!(
+                "{what} {index} repeats the key {key} of {what} {first}: each key at most once"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(id: &str) -> Key {
+        Key::new("s", "c", id).unwrap()
+    }
+
+    #[test]
+    fn per_write_errors_carry_the_index() {
+        let big = crate::object(json!({"a": "x".repeat(100)})).unwrap();
+        let writes = [
+            Write::check(key("a"), None),
+            Write::put(key("b"), big.clone()),
+        ];
+        let err = validate(&writes, 50).unwrap_err();
+        assert!(
+            matches!(
+                err.batch_failure(),
+                Some((1, Error::TooLarge { limit: 50, .. }))
+            ),
+            "{err:?}"
+        );
+        assert!(validate(&writes, 1000).is_ok());
+    }
+
+    #[test]
+    fn restore_is_checked_against_its_key() {
+        let doc = Document {
+            id: "other".into(),
+            data: Data::new(),
+            created_at: 1,
+            updated_at: 1,
+            created_by: String::new(),
+            updated_by: String::new(),
+            version: 1,
+        };
+        let err = validate(&[Write::restore(key("a"), doc)], 1000).unwrap_err();
+        assert!(matches!(
+            err.batch_failure(),
+            Some((0, Error::InvalidArgument(_)))
+        ));
+    }
+
+    #[test]
+    fn bytes_count_keys_and_data() {
+        let data = crate::object(json!({"a": 1})).unwrap();
+        let bytes = validate(&[Write::create(key("id"), data.clone())], 1000).unwrap();
+        assert_eq!(
+            bytes.total(),
+            "s".len() + "c".len() + "id".len() + data_size(&data)
+        );
+        // Exactly at the limit passes, one byte more does not.
+        let mut bytes = BatchBytes::default();
+        bytes.add(0, MAX_BATCH_BYTES - 1).unwrap();
+        bytes.add(1, 1).unwrap();
+        assert!(matches!(bytes.add(2, 1), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn empty_batch_is_valid() {
+        assert_eq!(validate(&[], 0).unwrap().total(), 0);
+    }
+}
