@@ -77,6 +77,22 @@ impl Capabilities {
 macro_rules! conformance_suite {
     ($harness:expr) => {
         $crate::__stamp_cases! { $harness;
+            batches: [
+                batch_applies_every_kind,
+                empty_batch_does_nothing,
+                failing_write_changes_nothing_at_any_position,
+                quota_applies_to_batches,
+                each_key_at_most_once,
+                batch_at_and_past_the_write_limit,
+                batch_at_and_past_the_byte_limit,
+                counters_move_with_batches,
+                batch_update_under_concurrent_writers,
+                batch_races_single_writes,
+                transfers_keep_the_total,
+                get_many_keeps_order_and_missing,
+                get_many_refuses_a_repeated_key,
+                get_many_reads_many_keys,
+            ],
             concurrency: [
                 concurrent_updates_lose_nothing,
                 racing_update_if_has_one_winner,

@@ -4,6 +4,10 @@
 //! atomic and linearizable, counters are exact, and `update` never conflicts. Queries run the
 //! reference evaluator; a query in id order reads only from its cursor to the end of its page.
 //!
+//! `write_all` holds the one write lock for the whole batch: every write is decided against
+//! the current state first, then all are applied, so a failing write leaves nothing behind.
+//! `get_many` reads under one read lock: its answer is one snapshot.
+//!
 //! Building one costs about as much as an empty `HashMap`, so property tests can make a fresh
 //! store per case.
 //!

@@ -36,6 +36,10 @@
 //!   [`SqliteOptions`]), then up to four attempts of the whole operation; only then is it
 //!   [`Error::Unavailable`](docstore::Error::Unavailable). Busy, locked and I/O failures are
 //!   `Unavailable`, every other SQLite failure [`Error::Backend`](docstore::Error::Backend).
+//! - **Batches**: `write_all` applies its writes in order inside one immediate transaction
+//!   (the counters move through the same triggers); the first failing write rolls it all
+//!   back. `get_many` reads every key inside one read transaction on one connection, so its
+//!   answer is one snapshot (of the last commit when it began).
 //! - **Async**: the store needs a Tokio runtime. On a multi-threaded one a call runs SQLite
 //!   in place through `block_in_place` (the worker's other tasks move to another thread);
 //!   on a current-thread runtime it goes to the blocking pool. Either way the runtime keeps

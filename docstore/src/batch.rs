@@ -46,9 +46,9 @@
 //! - [`Error::Unavailable`] and [`Error::Backend`] are returned as they are (not wrapped):
 //!   they concern the whole call.
 //!
-//! In every error case nothing was written. When several writes would fail, the error names
-//! the first in slice order among those [`validate`] refuses; when all pass it, the first
-//! whose condition fails.
+//! In every error case nothing was written. When several writes would fail, [`validate`]'s
+//! refusals come first (the first in slice order); among the rest the error names one of the
+//! failing writes — on memory and SQLite, which apply the writes in order, the first.
 //!
 //! ## Limits, and why they are what they are
 //!

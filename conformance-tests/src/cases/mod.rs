@@ -6,6 +6,7 @@
 //! `put`; `NotFound` / `Conflict` before `TooLarge` for `update` and `update_if` (the size
 //! is that of the merged result); `AlreadyExists` before `QuotaExceeded`.
 
+pub mod batches;
 pub mod concurrency;
 pub mod conditional;
 pub mod counters;
