@@ -1,0 +1,75 @@
+//! # docstore-testing
+//!
+//! Test an application's docstore code against the failures real backends show, reproducibly.
+//!
+//! [`FaultyStore`] wraps any `Arc<dyn Store>` and, following a [`Plan`], makes calls fail the
+//! way networks and databases fail:
+//!
+//! | [`Fault`] | what the caller sees | what the store holds |
+//! |---|---|---|
+//! | [`Unavailable`](Fault::Unavailable) | `Error::Unavailable` | nothing was applied |
+//! | [`LostAnswer`](Fault::LostAnswer) | `Error::Unavailable` | the call was applied |
+//! | [`ConcurrentWrite`](Fault::ConcurrentWrite) | `Error::Conflict` from `update_if` / `delete_if` | another writer's change |
+//! | [`Latency`](Fault::Latency) | the answer, later (`tokio::time`) | the call was applied |
+//! | [`ShortPage`](Fault::ShortPage) | a query page with fewer documents and a `next` cursor | — |
+//!
+//! A plan states faults by probability (per fault kind, per call kind, drawn from a seed), by
+//! position ("the third call", "the second `update_if`") or as a script; [`strategy`] generates
+//! scripts for proptest, which shrinks a failing one to its fewest faults. Every call, with
+//! the fault it got, what the store answered and what the caller saw, goes into a
+//! [`History`] to assert on and print. The same plan and the same calls give the same
+//! history.
+//!
+//! ```
+//! use docstore::{Error, Key, ManualClock, Store, StoreOptions};
+//! use docstore_memory::MemoryStore;
+//! use docstore_testing::{CallKind, Fault, FaultyStore, Plan};
+//! use serde_json::json;
+//! use std::sync::Arc;
+//!
+//! /// The code under test: adds one to a counter, retrying transient failures.
+//! async fn increment(store: &dyn Store, key: &Key) -> docstore::Result<()> {
+//!     loop {
+//!         let doc = store.get(key).await?.ok_or(Error::NotFound)?;
+//!         let n = doc.data["n"].as_i64().unwrap_or(0);
+//!         let patch = docstore::object(json!({"n": n + 1}))?;
+//!         match store.update_if(key, &patch, doc.version, "app").await {
+//!             Err(Error::Unavailable { .. } | Error::Conflict { .. }) => continue,
+//!             other => return other.map(drop),
+//!         }
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> docstore::Result<()> {
+//! let clock = Arc::new(ManualClock::new(0));
+//! let inner: Arc<dyn Store> =
+//!     Arc::new(MemoryStore::with_options(StoreOptions::default().with_clock(clock)));
+//! let key = Key::new("acme", "counters", "c")?;
+//! inner.create(&key, docstore::object(json!({"n": 0}))?, "setup").await?;
+//!
+//! // The first update_if loses its answer: it was applied, the app saw Unavailable.
+//! let plan = Plan::new().on_nth(CallKind::UpdateIf, 1, Fault::LostAnswer);
+//! let store = FaultyStore::new(inner.clone(), plan);
+//! increment(&store, &key).await?;
+//!
+//! // The retry applied it a second time: the bug this crate is for.
+//! let n = &inner.get(&key).await?.unwrap().data["n"];
+//! assert_eq!(*n, json!(2), "history:\n{}", store.history());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The guide `docs/testing.md` shows the whole workflow: a memory store with a manual clock,
+//! this wrapper, and property tests with `docstore::strategies` and [`strategy`].
+
+mod history;
+mod injector;
+mod pages;
+mod plan;
+mod store;
+pub mod strategy;
+
+pub use history::{Entry, ErrorKind, History, Injected, Outcome};
+pub use plan::{CallKind, Fault, Plan, Rule, Slot};
+pub use store::{CONCURRENT_ACTOR, FaultyStore};
