@@ -1,7 +1,7 @@
 //! What happened: one entry per call, with the fault it got and what each side saw.
 
 use crate::plan::{CallKind, Fault};
-use docstore::{Document, Error};
+use docstore::Error;
 use std::fmt;
 use std::time::Duration;
 
@@ -69,6 +69,9 @@ pub enum Outcome {
     Ok(String),
     /// The call failed with an error of this kind.
     Err(ErrorKind),
+    /// The caller dropped the call before it finished (a timeout around it, an aborted
+    /// task); the entry's `inner` is then `None`, also when the store had been called.
+    Cancelled,
 }
 
 impl Outcome {
@@ -91,6 +94,7 @@ impl fmt::Display for Outcome {
         match self {
             Outcome::Ok(summary) => f.write_str(summary),
             Outcome::Err(kind) => write!(f, "Err({kind:?})"),
+            Outcome::Cancelled => f.write_str("cancelled"),
         }
     }
 }
@@ -150,7 +154,8 @@ pub struct Entry {
     pub target: String,
     /// The fault injected into the call, if any.
     pub injected: Option<Injected>,
-    /// What the wrapped store answered; `None` when it was not called.
+    /// What the wrapped store answered; `None` when it was not called (or the call was
+    /// [cancelled](Outcome::Cancelled)).
     pub inner: Option<Outcome>,
     /// What the caller got.
     pub outcome: Outcome,
@@ -228,15 +233,4 @@ impl fmt::Display for History {
         }
         Ok(())
     }
-}
-
-/// The summary of a stored document: `id v<version> <data>`.
-pub(crate) fn document(doc: &Document) -> String {
-    const MAX: usize = 80;
-    let data = serde_json::to_string(&doc.data).unwrap_or_default();
-    let data = match data.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &data[..cut]),
-        None => data,
-    };
-    format!("{} v{} {data}", doc.id, doc.version)
 }

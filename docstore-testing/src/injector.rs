@@ -23,15 +23,49 @@ struct State {
     entries: Vec<Entry>,
 }
 
-/// One call under way: its number, the fault it got and a random number for the fault's
-/// details (where a short page is cut).
+/// One call under way: its number, the fault it got, a random number for the fault's
+/// details (which key a concurrent writer changes, where a short page is cut) and what was
+/// injected so far. Recorded by [`finish`](Self::finish), or as [`Outcome::Cancelled`] when
+/// dropped before (the caller gave up on the call, e.g. a timeout during injected latency).
 #[derive(Debug)]
-pub(crate) struct Turn {
-    pub call: u64,
-    pub kind: CallKind,
-    pub target: String,
+pub(crate) struct Turn<'a> {
+    injector: &'a Injector,
+    call: u64,
+    kind: CallKind,
+    target: String,
     pub fault: Option<Fault>,
     pub draw: u64,
+    pub injected: Option<Injected>,
+    done: bool,
+}
+
+impl Turn<'_> {
+    /// Records the call: what the wrapped store answered (`None`: not called) and what the
+    /// caller gets.
+    pub fn finish(mut self, inner: Option<Outcome>, outcome: Outcome) {
+        self.done = true;
+        self.record(inner, outcome);
+    }
+
+    fn record(&mut self, inner: Option<Outcome>, outcome: Outcome) {
+        let entry = Entry {
+            call: self.call,
+            kind: self.kind,
+            target: std::mem::take(&mut self.target),
+            injected: self.injected.take(),
+            inner,
+            outcome,
+        };
+        self.injector.state.lock().entries.push(entry);
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.record(None, Outcome::Cancelled);
+        }
+    }
 }
 
 impl Injector {
@@ -54,7 +88,7 @@ impl Injector {
 
     /// Numbers the call and decides its fault. Every call draws the same amount of
     /// randomness (one draw per targeting rule, one for the details), whatever it gets.
-    pub fn begin(&self, kind: CallKind, target: String) -> Turn {
+    pub fn begin(&self, kind: CallKind, target: String) -> Turn<'_> {
         let mut state = self.state.lock();
         state.calls += 1;
         let call = state.calls;
@@ -80,31 +114,15 @@ impl Injector {
             .copied()
             .filter(|fault| fault.applies_to(kind));
         Turn {
+            injector: self,
             call,
             kind,
             target,
             fault: planned.or(drawn),
             draw,
+            injected: None,
+            done: false,
         }
-    }
-
-    /// Records the finished call.
-    pub fn finish(
-        &self,
-        turn: Turn,
-        injected: Option<Injected>,
-        inner: Option<Outcome>,
-        outcome: Outcome,
-    ) {
-        let entry = Entry {
-            call: turn.call,
-            kind: turn.kind,
-            target: turn.target,
-            injected,
-            inner,
-            outcome,
-        };
-        self.state.lock().entries.push(entry);
     }
 
     pub fn history(&self) -> History {

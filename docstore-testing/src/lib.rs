@@ -69,7 +69,13 @@ mod pages;
 mod plan;
 mod store;
 pub mod strategy;
+mod summary;
 
 pub use history::{Entry, ErrorKind, History, Injected, Outcome};
 pub use plan::{CallKind, Fault, Plan, Rule, Slot};
 pub use store::{CONCURRENT_ACTOR, FaultyStore};
+
+/// The guide `docs/testing.md`, whose examples run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/testing.md")]
+pub struct TestingGuide;

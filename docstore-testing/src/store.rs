@@ -1,11 +1,11 @@
 //! The fault-injecting wrapper.
 
-use crate::history::{self, History, Injected, Outcome};
+use crate::history::{ErrorKind, History, Injected, Outcome};
 use crate::injector::Injector;
 use crate::pages;
 use crate::plan::{CallKind, Fault, Plan};
+use crate::summary;
 use async_trait::async_trait;
-use docstore::query::CursorPosition;
 use docstore::{
     Data, Document, Error, Key, Page, Query, Recount, RecountMode, Result, Store, Write,
     WriteOutcome,
@@ -109,8 +109,7 @@ impl FaultyStore {
     where
         F: Future<Output = Result<T>> + Send,
     {
-        let turn = self.injector.begin(kind, target);
-        let mut injected = None;
+        let mut turn = self.injector.begin(kind, target);
         let touched = u64::try_from(touchable.len())
             .ok()
             .filter(|&n| n > 0)
@@ -118,21 +117,20 @@ impl FaultyStore {
             .map(|i| touchable[i]);
         match (turn.fault, touched) {
             (Some(Fault::Unavailable), _) => {
-                let outcome = Outcome::Err(history::ErrorKind::Unavailable);
-                self.injector
-                    .finish(turn, Some(Injected::Unavailable), None, outcome);
+                turn.injected = Some(Injected::Unavailable);
+                turn.finish(None, Outcome::Err(ErrorKind::Unavailable));
                 return Err(unavailable("the call failed before reaching the store"));
             }
             (Some(Fault::Latency(delay)), _) => {
+                turn.injected = Some(Injected::Latency(delay));
                 tokio::time::sleep(delay).await;
-                injected = Some(Injected::Latency(delay));
             }
             (Some(Fault::ConcurrentWrite), Some(key)) => {
                 let patch = self.injector.plan().patch();
                 let written = self.inner.update(key, patch, CONCURRENT_ACTOR).await;
-                injected = Some(Injected::ConcurrentWrite {
-                    target: path(key),
-                    outcome: Outcome::of(&written, history::document),
+                turn.injected = Some(Injected::ConcurrentWrite {
+                    target: summary::path(key),
+                    outcome: Outcome::of(&written, summary::document),
                 });
             }
             _ => {}
@@ -141,16 +139,15 @@ impl FaultyStore {
         let inner = Outcome::of(&answer, summary);
         match (turn.fault, &mut answer) {
             (Some(Fault::LostAnswer), _) => {
-                injected = Some(Injected::LostAnswer);
+                turn.injected = Some(Injected::LostAnswer);
                 answer = Err(unavailable(
                     "the answer was lost after the store applied the call",
                 ));
             }
-            (Some(Fault::ShortPage), Ok(value)) => injected = shape(value, turn.draw),
+            (Some(Fault::ShortPage), Ok(value)) => turn.injected = shape(value, turn.draw),
             _ => {}
         }
-        let outcome = Outcome::of(&answer, summary);
-        self.injector.finish(turn, injected, Some(inner), outcome);
+        turn.finish(Some(inner), Outcome::of(&answer, summary));
         answer
     }
 }
@@ -160,54 +157,6 @@ fn unavailable(what: &str) -> Error {
         message: format!("injected fault: {what}"),
         source: None,
     }
-}
-
-/// `site/collection/id`.
-fn path(key: &Key) -> String {
-    format!("{}/{}/{}", key.site(), key.collection(), key.id())
-}
-
-/// `site/collection`, the page size and the position a cursor continues after.
-fn query_target(site: &str, collection: &str, query: &Query) -> String {
-    let mut target = format!("{site}/{collection}");
-    if let Some(limit) = query.limit {
-        target.push_str(&format!(" limit {limit}"));
-    }
-    if let Some(cursor) = &query.cursor {
-        match CursorPosition::decode(cursor) {
-            Ok(position) => target.push_str(&format!(" after {}", position.id)),
-            Err(_) => target.push_str(" after a bad cursor"),
-        }
-    }
-    target
-}
-
-/// `[kind site/collection/id @v<n>, ...]`.
-fn batch_target(writes: &[Write]) -> String {
-    let parts: Vec<String> = writes
-        .iter()
-        .map(|write| {
-            let key = path(write.key());
-            match write {
-                Write::UpdateIf {
-                    expected_version, ..
-                }
-                | Write::DeleteIf {
-                    expected_version, ..
-                } => format!("{} {key} @v{expected_version}", write.kind()),
-                Write::Check {
-                    version: Some(version),
-                    ..
-                } => format!("check {key} @v{version}"),
-                Write::Check { version: None, .. } => format!("check {key} absent"),
-                Write::Restore { document, .. } => {
-                    format!("restore {key} v{}", document.version)
-                }
-                _ => format!("{} {key}", write.kind()),
-            }
-        })
-        .collect();
-    format!("[{}]", parts.join(", "))
 }
 
 /// The keys of the writes that expect a version: where a concurrent writer makes a batch fail.
@@ -229,103 +178,52 @@ fn versioned(writes: &[Write]) -> Vec<&Key> {
         .collect()
 }
 
-fn found(doc: &Option<Document>) -> String {
-    doc.as_ref()
-        .map_or_else(|| "none".to_owned(), history::document)
-}
-
-fn found_many(docs: &[Option<Document>]) -> String {
-    let parts: Vec<String> = docs.iter().map(found).collect();
-    format!("[{}]", parts.join(", "))
-}
-
-fn outcomes(outcomes: &[WriteOutcome]) -> String {
-    let parts: Vec<String> = outcomes
-        .iter()
-        .map(|outcome| match outcome {
-            WriteOutcome::Written(doc) => history::document(doc),
-            WriteOutcome::Deleted => "deleted".to_owned(),
-            WriteOutcome::Checked => "checked".to_owned(),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    format!("[{}]", parts.join(", "))
-}
-
-fn deleted(deleted: &bool) -> String {
-    if *deleted { "deleted" } else { "absent" }.to_owned()
-}
-
-fn done(_: &()) -> String {
-    "ok".to_owned()
-}
-
-fn page(page: &Page) -> String {
-    let ids: Vec<&str> = page.documents.iter().map(|d| d.id.as_str()).collect();
-    let mut summary = format!("[{}]", ids.join(", "));
-    if page.next.is_some() {
-        summary.push_str(" next");
-    }
-    if page.exhausted_scan {
-        summary.push_str(" exhausted scan");
-    }
-    summary
-}
-
-fn counts(collections: &[(String, u64)]) -> String {
-    let parts: Vec<String> = collections
-        .iter()
-        .map(|(name, count)| format!("{name}: {count}"))
-        .collect();
-    format!("[{}]", parts.join(", "))
-}
-
-fn count(count: &u64) -> String {
-    count.to_string()
-}
-
-fn recount(recount: &Recount) -> String {
-    format!(
-        "{} {} changed",
-        counts(&recount.collections),
-        recount.changes.len()
-    )
-}
-
 #[async_trait]
 impl Store for FaultyStore {
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
         let forward = || self.inner.create(key, data, actor);
         self.call(
             CallKind::Create,
-            path(key),
+            summary::path(key),
             &[key],
             forward,
-            history::document,
+            summary::document,
         )
         .await
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
         let forward = || self.inner.get(key);
-        self.call(CallKind::Get, path(key), &[key], forward, found)
-            .await
+        self.call(
+            CallKind::Get,
+            summary::path(key),
+            &[key],
+            forward,
+            summary::found,
+        )
+        .await
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
         let forward = || self.inner.put(key, data, actor);
-        self.call(CallKind::Put, path(key), &[key], forward, history::document)
-            .await
+        self.call(
+            CallKind::Put,
+            summary::path(key),
+            &[key],
+            forward,
+            summary::document,
+        )
+        .await
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
         let forward = || self.inner.update(key, patch, actor);
         self.call(
             CallKind::Update,
-            path(key),
+            summary::path(key),
             &[key],
             forward,
-            history::document,
+            summary::document,
         )
         .await
     }
@@ -337,24 +235,24 @@ impl Store for FaultyStore {
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
-        let target = format!("{} @v{expected_version}", path(key));
+        let target = format!("{} @v{expected_version}", summary::path(key));
         let forward = || self.inner.update_if(key, patch, expected_version, actor);
         self.call(
             CallKind::UpdateIf,
             target,
             &[key],
             forward,
-            history::document,
+            summary::document,
         )
         .await
     }
 
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
-        let paths: Vec<String> = keys.iter().map(path).collect();
+        let paths: Vec<String> = keys.iter().map(summary::path).collect();
         let target = format!("[{}]", paths.join(", "));
         let forward = || self.inner.get_many(keys);
         self.call(CallKind::GetMany, target, &[], forward, |docs| {
-            found_many(docs)
+            summary::found_many(docs)
         })
         .await
     }
@@ -364,56 +262,68 @@ impl Store for FaultyStore {
         let touchable = versioned(writes);
         self.call(
             CallKind::WriteAll,
-            batch_target(writes),
+            summary::batch_target(writes),
             &touchable,
             forward,
-            |o| outcomes(o),
+            |o| summary::outcomes(o),
         )
         .await
     }
 
     async fn delete(&self, key: &Key) -> Result<bool> {
         let forward = || self.inner.delete(key);
-        self.call(CallKind::Delete, path(key), &[key], forward, deleted)
-            .await
+        self.call(
+            CallKind::Delete,
+            summary::path(key),
+            &[key],
+            forward,
+            summary::deleted,
+        )
+        .await
     }
 
     async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
-        let target = format!("{} @v{expected_version}", path(key));
+        let target = format!("{} @v{expected_version}", summary::path(key));
         let forward = || self.inner.delete_if(key, expected_version);
-        self.call(CallKind::DeleteIf, target, &[key], forward, done)
+        self.call(CallKind::DeleteIf, target, &[key], forward, summary::done)
             .await
     }
 
     async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
-        let target = format!("{} v{}", path(key), document.version);
+        let target = format!("{} v{}", summary::path(key), document.version);
         let forward = || self.inner.restore(key, document);
-        self.call(CallKind::Restore, target, &[key], forward, done)
+        self.call(CallKind::Restore, target, &[key], forward, summary::done)
             .await
     }
 
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
-        let target = query_target(site, collection, query);
+        let target = summary::query_target(site, collection, query);
         let forward = || self.inner.query(site, collection, query);
         let shape = |answer: &mut Page, draw| {
             pages::shorten(answer, query, draw).map(|(kept, of)| Injected::ShortPage { kept, of })
         };
-        self.call_shaped(CallKind::Query, target, &[], forward, page, shape)
+        self.call_shaped(CallKind::Query, target, &[], forward, summary::page, shape)
             .await
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
         let forward = || self.inner.collections(site);
         self.call(CallKind::Collections, site.to_owned(), &[], forward, |c| {
-            counts(c)
+            summary::counts(c)
         })
         .await
     }
 
     async fn count(&self, site: &str) -> Result<u64> {
         let forward = || self.inner.count(site);
-        self.call(CallKind::Count, site.to_owned(), &[], forward, count)
-            .await
+        self.call(
+            CallKind::Count,
+            site.to_owned(),
+            &[],
+            forward,
+            summary::count,
+        )
+        .await
     }
 
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
@@ -422,7 +332,7 @@ impl Store for FaultyStore {
             RecountMode::Repair => format!("{site} (repair)"),
         };
         let forward = || self.inner.recount(site, mode);
-        self.call(CallKind::Recount, target, &[], forward, recount)
+        self.call(CallKind::Recount, target, &[], forward, summary::recount)
             .await
     }
 }

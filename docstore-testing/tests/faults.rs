@@ -321,3 +321,21 @@ async fn reads_report_what_they_saw() {
          #4 recount acme (report) -> [tickets: 2] 0 changed\n"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_given_up_during_latency_is_recorded_as_cancelled() {
+    let store = seeded().await;
+    let plan = Plan::new().on_call(1, Fault::Latency(Duration::from_secs(5)));
+    let faulty = FaultyStore::new(store.clone(), plan);
+    let t1 = key("tickets", "T-1");
+
+    // The app's own deadline is shorter than the injected latency.
+    let put = faulty.put(&t1, data(5), "app");
+    let answer = tokio::time::timeout(Duration::from_secs(1), put).await;
+    assert!(answer.is_err(), "the deadline passed first");
+    assert_eq!(store.get(&t1).await.unwrap().unwrap().version, 1);
+    assert_eq!(
+        faulty.history().to_string(),
+        "#1 put acme/tickets/T-1 [latency 5s] -> cancelled\n"
+    );
+}
