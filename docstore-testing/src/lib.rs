@@ -8,8 +8,8 @@
 //! | [`Fault`] | what the caller sees | what the store holds |
 //! |---|---|---|
 //! | [`Unavailable`](Fault::Unavailable) | `Error::Unavailable` | nothing was applied |
-//! | [`LostAnswer`](Fault::LostAnswer) | `Error::Unavailable` | the call was applied |
-//! | [`ConcurrentWrite`](Fault::ConcurrentWrite) | `Error::Conflict` from `update_if` / `delete_if` | another writer's change |
+//! | [`LostAnswer`](Fault::LostAnswer) | `Error::Unavailable` | the call was applied (a `write_all` batch as a whole) |
+//! | [`ConcurrentWrite`](Fault::ConcurrentWrite) | `Error::Conflict` from `update_if` / `delete_if`, `Error::Batch` from `write_all` | another writer's change |
 //! | [`Latency`](Fault::Latency) | the answer, later (`tokio::time`) | the call was applied |
 //! | [`ShortPage`](Fault::ShortPage) | a query page with fewer documents and a `next` cursor | — |
 //!
