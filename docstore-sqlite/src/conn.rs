@@ -1,83 +1,222 @@
-//! The connections: one writer behind a lock, a pool of readers that never wait for it, and
-//! the retry loop that turns another process's locks into waiting instead of errors.
+//! The connections: one writer thread that commits queued writes in groups, a pool of
+//! readers that never wait for it, the retry loop that turns another process's locks into
+//! waiting instead of errors, and the open path (no write lock when the schema is current;
+//! read-only when the file or its directory cannot be written).
 
 use crate::error::Fail;
 use crate::options::SqliteOptions;
 use crate::schema;
 use docstore::{Error, Result};
 use parking_lot::Mutex;
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
-use std::path::PathBuf;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use tokio::sync::oneshot;
 
 /// How many times an operation that found the database locked (after waiting the busy
 /// timeout each time) is run again before `Unavailable` is returned.
 const BUSY_ATTEMPTS: u32 = 4;
 
+/// The most queued writes one transaction commits together.
+const MAX_GROUP: usize = 64;
+
 /// The connections of one store.
 #[derive(Debug)]
 pub(crate) struct Connections {
-    /// All writes go through this connection, one immediate transaction at a time.
-    writer: Mutex<Connection>,
+    /// The writer connection. The writer thread locks it for each group; an in-memory
+    /// database also reads through it.
+    writer: Arc<Mutex<Connection>>,
+    /// Where writes are queued for the writer thread (`None` once dropped, or for a
+    /// read-only store).
+    queue: Option<mpsc::Sender<Box<dyn Job>>>,
+    /// The writer thread, joined on drop so the file is closed when the store is gone.
+    thread: Option<JoinHandle<()>>,
     /// File databases read through their own connections (WAL: readers see the last commit
     /// and never wait for the writer); an in-memory database reads through the writer.
     readers: Option<Readers>,
+    /// Why the store is read-only, when it is.
+    read_only: Option<String>,
     options: SqliteOptions,
 }
 
 #[derive(Debug)]
 struct Readers {
-    path: PathBuf,
+    /// How to open another reader.
+    open: ReaderOpen,
     idle: Mutex<Vec<Connection>>,
 }
 
-impl Connections {
-    /// Opens (creating if needed) the database file, switches it to WAL and migrates it.
-    pub(crate) fn open_file(path: PathBuf, options: SqliteOptions) -> Result<Self> {
-        let run = || -> Result<Self, Fail> {
-            let mut writer = Connection::open(&path)?;
-            schema::configure(&writer, &options)?;
-            schema::enable_wal(&writer)?;
-            schema::migrate(&mut writer)?;
-            Ok(Connections {
-                writer: Mutex::new(writer),
-                readers: Some(Readers {
-                    path: path.clone(),
-                    idle: Mutex::new(Vec::new()),
-                }),
-                options: options.clone(),
-            })
+#[derive(Clone, Debug)]
+enum ReaderOpen {
+    /// Read-write flags on the path (the usual case).
+    ReadWrite(PathBuf),
+    /// `SQLITE_OPEN_READ_ONLY` on the path.
+    ReadOnly(PathBuf),
+    /// A read-only `file:` URI with `immutable=1` (a read-only directory holding no `-shm`).
+    Immutable(String),
+}
+
+impl ReaderOpen {
+    fn open(&self) -> rusqlite::Result<Connection> {
+        let rw = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let ro = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        match self {
+            ReaderOpen::ReadWrite(path) => Connection::open_with_flags(path, rw),
+            ReaderOpen::ReadOnly(path) => Connection::open_with_flags(path, ro),
+            ReaderOpen::Immutable(uri) => {
+                Connection::open_with_flags(uri, ro | OpenFlags::SQLITE_OPEN_URI)
+            }
+        }
+    }
+}
+
+/// A queued write: run on the writer thread inside the group's transaction, answered after
+/// the commit.
+trait Job: Send {
+    /// Runs the write on `conn`, keeping its value or its refusal for the answer.
+    fn run(&mut self, conn: &Connection) -> Ran;
+    /// Sends the outcome of the last `run` (after the commit).
+    fn answer(self: Box<Self>);
+    /// Sends `err` instead (the write could not be committed).
+    fn answer_error(self: Box<Self>, err: Error);
+}
+
+/// How a job's run went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ran {
+    /// It wrote (its changes stay unless the transaction fails).
+    Wrote,
+    /// It refused or failed: its changes must be rolled back; the outcome holds the error.
+    Refused,
+    /// Another connection's lock stopped it: worth running again.
+    Busy,
+}
+
+struct TypedJob<T, F> {
+    op: F,
+    outcome: Option<Result<T, Fail>>,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> Job for TypedJob<T, F>
+where
+    T: Send,
+    F: FnMut(&Connection) -> Result<T, Fail> + Send,
+{
+    fn run(&mut self, conn: &Connection) -> Ran {
+        let outcome = (self.op)(conn);
+        let ran = match &outcome {
+            Ok(_) => Ran::Wrote,
+            Err(fail) if fail.is_busy() => Ran::Busy,
+            Err(_) => Ran::Refused,
         };
-        retry_busy(run)
+        self.outcome = Some(outcome);
+        ran
+    }
+
+    fn answer(self: Box<Self>) {
+        let outcome = match self.outcome {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(fail)) => Err(fail.into_error()),
+            None => Err(Error::Backend {
+                message: "sqlite writer: the write never ran".into(),
+                source: None,
+            }),
+        };
+        // The caller may have gone away (its future dropped); the write stands.
+        let _ = self.reply.send(outcome);
+    }
+
+    fn answer_error(self: Box<Self>, err: Error) {
+        let _ = self.reply.send(Err(err));
+    }
+}
+
+impl Connections {
+    /// Opens (creating if needed) the database file. When the schema is current nothing is
+    /// locked: the journal mode and `user_version` are read first, and WAL is switched on or
+    /// the schema migrated only when needed. A file (or directory) that cannot be written
+    /// opens read-only, with the cause kept for the error every write then returns.
+    pub(crate) fn open_file(path: PathBuf, options: SqliteOptions) -> Result<Self> {
+        let opened = retry_busy(|| open_writer(&path, &options))?;
+        let Opened {
+            conn,
+            read_only,
+            readers,
+        } = opened;
+        Ok(Self::start(
+            conn,
+            Some(Readers {
+                open: readers,
+                idle: Mutex::new(Vec::new()),
+            }),
+            read_only,
+            options,
+        ))
     }
 
     /// A private in-memory database (gone when the store is dropped).
     pub(crate) fn open_memory(options: SqliteOptions) -> Result<Self> {
-        let run = || -> Result<Self, Fail> {
-            let mut writer = Connection::open_in_memory()?;
-            schema::configure(&writer, &options)?;
-            schema::migrate(&mut writer)?;
-            Ok(Connections {
-                writer: Mutex::new(writer),
-                readers: None,
-                options: options.clone(),
-            })
-        };
-        retry_busy(run)
+        let conn = retry_busy(|| {
+            let mut conn = Connection::open_in_memory()?;
+            schema::configure(&conn, &options)?;
+            schema::migrate(&mut conn)?;
+            Ok(conn)
+        })?;
+        Ok(Self::start(conn, None, None, options))
     }
 
-    /// Runs `op` in an immediate transaction on the writer and commits when it succeeds;
-    /// on failure the transaction is rolled back, so a failed write changes nothing.
-    pub(crate) fn write<T>(
+    fn start(
+        conn: Connection,
+        readers: Option<Readers>,
+        read_only: Option<String>,
+        options: SqliteOptions,
+    ) -> Self {
+        let writer = Arc::new(Mutex::new(conn));
+        let (queue, thread) = if read_only.is_none() {
+            let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
+            let conn = Arc::clone(&writer);
+            let thread = std::thread::Builder::new()
+                .name("docstore-sqlite-writer".into())
+                .spawn(move || writer_loop(&conn, &rx))
+                .expect("spawning the sqlite writer thread");
+            (Some(tx), Some(thread))
+        } else {
+            (None, None)
+        };
+        Connections {
+            writer,
+            queue,
+            thread,
+            readers,
+            read_only,
+            options,
+        }
+    }
+
+    /// Queues `op` for the writer thread, which runs it inside an immediate transaction
+    /// together with other queued writes (each in its own savepoint, so a failing write
+    /// changes nothing and never fails another) and answers after the commit. A failed write
+    /// changes nothing.
+    pub(crate) async fn write<T: Send + 'static>(
         &self,
-        mut op: impl FnMut(&Transaction<'_>) -> Result<T, Fail>,
+        op: impl FnMut(&Connection) -> Result<T, Fail> + Send + 'static,
     ) -> Result<T> {
-        let mut conn = self.writer.lock();
-        retry_busy(|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let value = op(&tx)?;
-            tx.commit()?;
-            Ok(value)
-        })
+        if let Some(reason) = &self.read_only {
+            return Err(read_only_error(reason));
+        }
+        let (reply, answer) = oneshot::channel();
+        let job: Box<dyn Job> = Box::new(TypedJob {
+            op,
+            outcome: None,
+            reply,
+        });
+        let queue = self.queue.as_ref().expect("a writable store has a queue");
+        if queue.send(job).is_err() {
+            return Err(writer_gone());
+        }
+        answer.await.map_err(|_| writer_gone())?
     }
 
     /// Runs `op` on a read connection.
@@ -88,7 +227,7 @@ impl Connections {
         };
         let conn = match readers.idle.lock().pop() {
             Some(conn) => conn,
-            None => self.open_reader(&readers.path)?,
+            None => self.open_reader(&readers.open)?,
         };
         let result = retry_busy(|| op(&conn));
         let mut idle = readers.idle.lock();
@@ -98,13 +237,343 @@ impl Connections {
         result
     }
 
-    fn open_reader(&self, path: &PathBuf) -> Result<Connection> {
+    fn open_reader(&self, how: &ReaderOpen) -> Result<Connection> {
         retry_busy(|| {
-            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            let conn = Connection::open_with_flags(path, flags)?;
+            let conn = how.open()?;
             schema::configure(&conn, &self.options)?;
             Ok(conn)
         })
+    }
+}
+
+impl Drop for Connections {
+    fn drop(&mut self) {
+        // Closing the queue ends the writer thread once it has answered what was queued.
+        self.queue.take();
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn writer_gone() -> Error {
+    Error::Backend {
+        message: "the sqlite writer thread stopped".into(),
+        source: None,
+    }
+}
+
+fn read_only_error(reason: &str) -> Error {
+    Error::Backend {
+        message: format!("the store is read-only: {reason}"),
+        source: None,
+    }
+}
+
+/// The writer thread: takes the next write, then every write queued meanwhile (up to
+/// [`MAX_GROUP`]), and commits them in one transaction.
+fn writer_loop(conn: &Mutex<Connection>, queue: &mpsc::Receiver<Box<dyn Job>>) {
+    let mut group: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_GROUP);
+    while let Ok(first) = queue.recv() {
+        group.push(first);
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut conn = conn.lock();
+        commit_group(&mut conn, &mut group);
+    }
+}
+
+/// Runs `group` in one immediate transaction and answers every job after the commit.
+///
+/// A single write runs as it always did (its failure rolls the transaction back). Several
+/// run each inside a savepoint: a failing one is rolled back to its savepoint and answered
+/// with its error, the others commit. When the database stays busy past every retry, or the
+/// commit itself fails, each write runs again alone in its own transaction, so every caller
+/// gets the answer its own write deserves.
+fn commit_group(conn: &mut Connection, group: &mut Vec<Box<dyn Job>>) {
+    if group.len() > 1 {
+        match run_together(conn, group) {
+            Ok(()) => {
+                for job in group.drain(..) {
+                    job.answer();
+                }
+                return;
+            }
+            Err(fail) => {
+                tracing::debug!(?fail, "group commit failed, running its writes one by one");
+            }
+        }
+    }
+    for mut job in group.drain(..) {
+        match run_alone(conn, job.as_mut()) {
+            Ok(()) => job.answer(),
+            Err(Some(err)) => job.answer_error(err),
+            // The job refused: its own outcome holds the error, nothing was written.
+            Err(None) => job.answer(),
+        }
+    }
+}
+
+/// The error a busy database gives, for a group stopped by one busy write.
+fn busy() -> Fail {
+    Fail::Sql(rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+        None,
+    ))
+}
+
+fn run_together(conn: &mut Connection, group: &mut [Box<dyn Job>]) -> Result<(), Fail> {
+    let mut attempt = 1;
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate);
+        let result = tx.map_err(Fail::from).and_then(|tx| {
+            for job in group.iter_mut() {
+                tx.execute_batch("SAVEPOINT docstore_write")?;
+                match job.run(&tx) {
+                    Ran::Wrote => tx.execute_batch("RELEASE docstore_write")?,
+                    Ran::Busy => return Err(busy()),
+                    Ran::Refused => {
+                        tx.execute_batch("ROLLBACK TO docstore_write; RELEASE docstore_write")?
+                    }
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        });
+        match result {
+            Err(fail) if fail.is_busy() && attempt < BUSY_ATTEMPTS => {
+                tracing::debug!(attempt, "sqlite busy, retrying the group");
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Runs one job in its own immediate transaction, retrying while the database is busy.
+/// `Err(Some)`: the transaction failed (the error to answer); `Err(None)`: the job refused
+/// (its outcome holds the refusal), rolled back.
+fn run_alone(conn: &mut Connection, job: &mut dyn Job) -> Result<(), Option<Error>> {
+    let mut attempt = 1;
+    loop {
+        let result = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(Fail::from)
+            .and_then(|tx| match job.run(&tx) {
+                Ran::Wrote => tx.commit().map_err(Fail::from).map(|()| Ran::Wrote),
+                // Dropping the transaction rolls it back.
+                other => Ok(other),
+            });
+        match result {
+            Ok(Ran::Wrote) => return Ok(()),
+            Ok(Ran::Busy) if attempt < BUSY_ATTEMPTS => attempt += 1,
+            Ok(_) => return Err(None),
+            Err(fail) if fail.is_busy() && attempt < BUSY_ATTEMPTS => attempt += 1,
+            Err(fail) => return Err(Some(fail.into_error())),
+        }
+        tracing::debug!(attempt, "sqlite busy, retrying the write");
+    }
+}
+
+/// The writer connection as opened, and how readers open theirs.
+struct Opened {
+    conn: Connection,
+    read_only: Option<String>,
+    readers: ReaderOpen,
+}
+
+/// Opens the writer connection: read-write when possible (creating the file), taking the
+/// write lock only to switch to WAL or migrate when that is needed; read-only, with the
+/// reason, when the options ask for it or the file or its directory cannot be written.
+fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Opened, Fail> {
+    if options.read_only {
+        return open_read_only(path, options, "SqliteOptions::read_only is set".into());
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = match Connection::open_with_flags(path, flags) {
+        Ok(conn) => conn,
+        Err(err) if path.exists() && is_permission(&err) => {
+            return open_read_only(path, options, not_writable(path, &err));
+        }
+        Err(err) => {
+            return Err(Fail::Store(Error::backend(
+                format!("cannot open {}: {}", path.display(), diagnose(path)),
+                err,
+            )));
+        }
+    };
+    // SQLite opens a write-protected file read-only without a word.
+    if conn.is_readonly(rusqlite::MAIN_DB)? {
+        drop(conn);
+        let cause = not_writable(path, &"the file is write-protected");
+        return open_read_only(path, options, cause);
+    }
+    schema::configure(&conn, options)?;
+    match schema::prepare(&mut conn) {
+        Ok(()) => {}
+        Err(Fail::Sql(err)) if is_permission(&err) => {
+            drop(conn);
+            return open_read_only(path, options, not_writable(path, &err));
+        }
+        Err(fail) => return Err(fail),
+    }
+    Ok(Opened {
+        conn,
+        read_only: None,
+        readers: ReaderOpen::ReadWrite(path.to_owned()),
+    })
+}
+
+/// Opens `path` read-only: plainly when SQLite can use (or create) the WAL index, else as
+/// an immutable file (a read-only directory without a `-shm` file, and no `-wal` holding
+/// commits). The schema must be current: a read-only store cannot migrate it.
+fn open_read_only(path: &Path, options: &SqliteOptions, reason: String) -> Result<Opened, Fail> {
+    let plain = ReaderOpen::ReadOnly(path.to_owned());
+    let attempt = |how: &ReaderOpen| -> Result<Connection, Fail> {
+        let conn = how.open()?;
+        schema::configure(&conn, options)?;
+        schema::check_current(&conn, &reason)?;
+        Ok(conn)
+    };
+    match attempt(&plain) {
+        Ok(conn) => {
+            return Ok(Opened {
+                conn,
+                read_only: Some(reason),
+                readers: plain,
+            });
+        }
+        Err(Fail::Sql(err)) if is_cant_open(&err) => {
+            let wal = wal_path(path);
+            if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+                return Err(Fail::Store(Error::backend(
+                    format!(
+                        "cannot read {}: {reason}, and its write-ahead log {} holds commits \
+                         SQLite can only read with write access to the directory",
+                        path.display(),
+                        wal.display()
+                    ),
+                    err,
+                )));
+            }
+        }
+        Err(Fail::Sql(err)) => {
+            return Err(Fail::Store(Error::backend(
+                format!("cannot read {}: {reason}", path.display()),
+                err,
+            )));
+        }
+        Err(fail) => return Err(fail),
+    }
+    let immutable = ReaderOpen::Immutable(immutable_uri(path));
+    match attempt(&immutable) {
+        Ok(conn) => Ok(Opened {
+            conn,
+            read_only: Some(format!("{reason} (opened as an immutable file)")),
+            readers: immutable,
+        }),
+        Err(Fail::Sql(err)) => Err(Fail::Store(Error::backend(
+            format!("cannot read {}: {reason}", path.display()),
+            err,
+        ))),
+        Err(fail) => Err(fail),
+    }
+}
+
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// A `file:` URI for `path`, read-only and immutable, with every byte that is not
+/// unreserved percent-encoded.
+fn immutable_uri(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut uri = String::from("file:");
+    for byte in absolute.as_os_str().as_encoded_bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                uri.push(*byte as char)
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri.push_str("?mode=ro&immutable=1");
+    uri
+}
+
+fn is_permission(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(
+            rusqlite::ErrorCode::CannotOpen
+                | rusqlite::ErrorCode::PermissionDenied
+                | rusqlite::ErrorCode::ReadOnly
+        )
+    )
+}
+
+fn is_cant_open(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+    )
+}
+
+/// Why `path` cannot be written, in words naming the file or the directory.
+fn not_writable(path: &Path, err: &dyn std::fmt::Display) -> String {
+    format!(
+        "{} cannot be written ({}): {}",
+        path.display(),
+        err,
+        diagnose(path)
+    )
+}
+
+/// What the operating system says about writing `path` and creating files beside it.
+fn diagnose(path: &Path) -> String {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return format!("the directory {} does not exist", dir.display());
+    }
+    if path.exists()
+        && let Err(err) = std::fs::OpenOptions::new().append(true).open(path)
+    {
+        return format!("the file {} is not writable: {err}", path.display());
+    }
+    let probe = dir.join(format!(
+        ".docstore-write-probe-{}",
+        docstore::WriteId::random()
+    ));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            format!(
+                "the file and the directory {} are writable by this process",
+                dir.display()
+            )
+        }
+        Err(err) => format!(
+            "the directory {} is not writable (SQLite creates its -wal and -shm files \
+             there): {err}",
+            dir.display()
+        ),
     }
 }
 
@@ -140,4 +609,15 @@ pub(crate) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|err| Error::backend("the sqlite worker task failed", err))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn immutable_uri_encodes_everything_but_unreserved_bytes() {
+        let uri = immutable_uri(Path::new("/tmp/a b?c#d%e.db"));
+        assert_eq!(uri, "file:/tmp/a%20b%3Fc%23d%25e.db?mode=ro&immutable=1");
+    }
 }

@@ -29,21 +29,42 @@
 //!   document reads back identical: `u64::MAX`, `i64::MIN`, `5e-324`, `1` vs `1.0`), the
 //!   metadata as columns; table `collections` holds per-collection counts, kept exact by
 //!   triggers in the writing transaction.
-//! - **Concurrency**: one writer connection; every write is one `BEGIN IMMEDIATE`
-//!   transaction (`update` reads, merges and writes inside it, so it never conflicts).
-//!   Reads use a pool of other connections and, in WAL mode, never wait for the writer.
-//!   Another process's locks are waited for: the busy timeout (default 5 s, see
-//!   [`SqliteOptions`]), then up to four attempts of the whole operation; only then is it
-//!   [`Error::Unavailable`](docstore::Error::Unavailable). Busy, locked and I/O failures are
-//!   `Unavailable`, every other SQLite failure [`Error::Backend`](docstore::Error::Backend).
+//! - **Concurrency**: one writer thread owns the writer connection. A write call queues its
+//!   work and its task waits (holding no thread); the writer takes every write queued
+//!   meanwhile (up to 64) and commits them in one `BEGIN IMMEDIATE` transaction — *group
+//!   commit* — each write inside its own savepoint, so a write whose condition fails is
+//!   rolled back alone and never fails another caller's. A call returns only after the
+//!   commit that holds its write (durability as before: with [`Durability::Full`] that
+//!   commit was flushed). `update` reads, merges and writes inside the transaction, so it
+//!   never conflicts. A write whose future is dropped after it was queued still happens.
+//!   Reads use a pool of other connections and, in WAL mode, never wait for the writer —
+//!   neither ours nor another process's. Another process's locks are waited for: the busy
+//!   timeout (default 5 s, see [`SqliteOptions`]), then up to four attempts of the whole
+//!   transaction; only then is it [`Error::Unavailable`](docstore::Error::Unavailable)
+//!   (when a group fails that way, or its commit fails, each of its writes is retried
+//!   alone). Busy, locked and I/O failures are `Unavailable`, every other SQLite failure
+//!   [`Error::Backend`](docstore::Error::Backend).
+//! - **Opening** reads the journal mode and `PRAGMA user_version` first and takes the write
+//!   lock only to switch a new file to WAL or to migrate an older schema, so opening a
+//!   current database never waits for a running writer (a CLI `get` during an import).
+//!   A file this process cannot write, or one in a directory where SQLite cannot create its
+//!   `-wal` and `-shm` files, opens read-only: reads work, and every write is
+//!   [`Error::Backend`](docstore::Error::Backend) with a message naming the file or the
+//!   directory and what the operating system said. In a read-only directory without a
+//!   `-shm` file the file is opened `immutable` (SQLite then assumes nobody changes it —
+//!   nobody can through SQLite there, since no journal can be created); a non-empty `-wal`
+//!   there cannot be read and is an error saying so. [`SqliteOptions::read_only`] asks for
+//!   read-only explicitly. A read-only open of a file whose schema needs migrating fails
+//!   with a message saying why.
 //! - **Batches**: `write_all` applies its writes in order inside one immediate transaction
 //!   (the counters move through the same triggers); the first failing write rolls it all
 //!   back. `get_many` reads every key inside one read transaction on one connection, so its
 //!   answer is one snapshot (of the last commit when it began).
-//! - **Async**: the store needs a Tokio runtime. On a multi-threaded one a call runs SQLite
-//!   in place through `block_in_place` (the worker's other tasks move to another thread);
-//!   on a current-thread runtime it goes to the blocking pool. Either way the runtime keeps
-//!   running, but futures joined *within the same task* wait for the call.
+//! - **Async**: the store needs a Tokio runtime. Writes wait for the writer thread as
+//!   parked tasks. On a multi-threaded runtime a read runs SQLite in place through
+//!   `block_in_place` (the worker's other tasks move to another thread); on a
+//!   current-thread runtime it goes to the blocking pool. Either way the runtime keeps
+//!   running, but futures joined *within the same task* wait for a read.
 //! - **Durability**: [`Durability::Full`] by default (`synchronous = FULL`: an acknowledged
 //!   write survives power loss); [`Durability::Normal`] survives process crashes only, and
 //!   is much faster on slow disks.

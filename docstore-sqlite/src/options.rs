@@ -42,6 +42,11 @@ pub struct SqliteOptions {
     /// writer; more concurrent reads than this open extra connections that are closed after
     /// use.
     pub max_idle_readers: usize,
+    /// Open the file read-only (default false): reads work, every write is
+    /// [`docstore::Error::Backend`] saying the store is read-only, and nothing is ever
+    /// locked or created beside the file. A file or directory this process cannot write
+    /// opens read-only anyway, and the write error names the cause.
+    pub read_only: bool,
 }
 
 impl Default for SqliteOptions {
@@ -50,6 +55,7 @@ impl Default for SqliteOptions {
             durability: Durability::Full,
             busy_timeout: Duration::from_secs(5),
             max_idle_readers: 4,
+            read_only: false,
         }
     }
 }
@@ -64,6 +70,12 @@ impl SqliteOptions {
     /// Sets the busy timeout.
     pub fn with_busy_timeout(mut self, busy_timeout: Duration) -> Self {
         self.busy_timeout = busy_timeout;
+        self
+    }
+
+    /// Opens the file read-only (see [`SqliteOptions::read_only`]).
+    pub fn with_read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
         self
     }
 

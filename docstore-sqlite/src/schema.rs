@@ -76,11 +76,43 @@ pub(crate) fn enable_wal(conn: &Connection) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Brings the schema to [`SCHEMA_VERSION`] in one immediate transaction, so that two
-/// processes opening a new file at once migrate it once. A newer schema is refused.
-pub(crate) fn migrate(conn: &mut Connection) -> Result<(), Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let current: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+/// Makes a read-write connection's file ready: WAL and the current schema. Both are read
+/// first, without any lock a writer holds (a WAL read), and changed only when needed, so
+/// opening a current database never waits for (or blocks) another process's writer.
+pub(crate) fn prepare(conn: &mut Connection) -> Result<(), Fail> {
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        enable_wal(conn)?;
+    }
+    let current = user_version(conn)?;
+    check_not_newer(current)?;
+    if current < SCHEMA_VERSION {
+        migrate(conn)?;
+    }
+    Ok(())
+}
+
+/// Refuses a read-only connection's database unless its schema is exactly current (a
+/// read-only store cannot migrate); `reason` says why the store is read-only.
+pub(crate) fn check_current(conn: &Connection, reason: &str) -> Result<(), Fail> {
+    let current = user_version(conn)?;
+    check_not_newer(current)?;
+    if current < SCHEMA_VERSION {
+        return Err(Fail::Store(docstore::Error::Backend {
+            message: format!(
+                "the database has schema version {current} and needs migrating to                  {SCHEMA_VERSION}, but it can only be opened read-only: {reason}"
+            ),
+            source: None,
+        }));
+    }
+    Ok(())
+}
+
+fn user_version(conn: &Connection) -> Result<i64, Fail> {
+    Ok(conn.query_row("PRAGMA user_version", [], |row| row.get(0))?)
+}
+
+fn check_not_newer(current: i64) -> Result<(), Fail> {
     if current > SCHEMA_VERSION {
         return Err(Fail::Store(docstore::Error::Backend {
             message: format!(
@@ -90,6 +122,15 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), Fail> {
             source: None,
         }));
     }
+    Ok(())
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] in one immediate transaction, so that two
+/// processes opening a new file at once migrate it once. A newer schema is refused.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), Fail> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current = user_version(&tx)?;
+    check_not_newer(current)?;
     for (index, migration) in MIGRATIONS.iter().enumerate().skip(current as usize) {
         tx.execute_batch(migration)?;
         tx.pragma_update(None, "user_version", index as i64 + 1)?;

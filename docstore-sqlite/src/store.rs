@@ -77,15 +77,15 @@ impl SqliteStore {
         }
     }
 
-    /// Runs `op` on the writer inside an immediate transaction, without stalling the async
-    /// runtime.
+    /// Queues `op` for the writer thread, which runs it inside an immediate transaction
+    /// (committed with other queued writes, in its own savepoint) and answers after the
+    /// commit; the caller's task waits without holding a thread.
     async fn write<T: Send + 'static>(
         &self,
-        op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
+        mut op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
     ) -> Result<T> {
         let inner = Arc::clone(&self.inner);
-        let mut op = op;
-        blocking(move || inner.conns.write(|tx| op(&inner, tx))).await
+        self.inner.conns.write(move |conn| op(&inner, conn)).await
     }
 
     /// Runs `op` on a read connection, without stalling the async runtime.
