@@ -157,6 +157,7 @@ macro_rules! conformance_suite {
                 timestamps_come_from_the_clock,
                 clock_stepping_back_never_moves_updated_at_back,
                 actors_are_recorded,
+                actors_are_checked_before_any_write,
             ],
             names: [
                 key_rules_hold_at_every_boundary,

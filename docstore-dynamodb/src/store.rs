@@ -188,6 +188,7 @@ fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()>
 #[async_trait]
 impl Store for DynamoStore {
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        docstore::document::validate_actor(actor)?;
         self.create_document(key, data, actor).await
     }
 
@@ -196,10 +197,12 @@ impl Store for DynamoStore {
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        docstore::document::validate_actor(actor)?;
         self.put_document(key, data, actor).await
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
+        docstore::document::validate_actor(actor)?;
         self.update_document(key, patch, actor).await
     }
 
@@ -210,6 +213,7 @@ impl Store for DynamoStore {
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
+        docstore::document::validate_actor(actor)?;
         self.update_document_if(key, patch, expected_version, actor)
             .await
     }
@@ -255,6 +259,7 @@ impl Store for DynamoStore {
         writes: &[docstore::Write],
         actor: &str,
     ) -> Result<Vec<docstore::WriteOutcome>> {
+        docstore::document::validate_actor(actor)?;
         self.write_all_items(writes, actor).await
     }
 }

@@ -29,7 +29,7 @@
 use async_trait::async_trait;
 use docstore::batch::{self, Write, WriteOutcome};
 use docstore::clock::next_updated_at;
-use docstore::document::{check_restorable, check_size, merged_fits};
+use docstore::document::{check_restorable, check_size, merged_fits, validate_actor};
 use docstore::key::{validate_collection, validate_site};
 use docstore::query::CompiledQuery;
 use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
@@ -375,6 +375,7 @@ impl MemoryStore {
 #[async_trait]
 impl Store for MemoryStore {
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        validate_actor(actor)?;
         check_size(&data, self.options.max_doc_bytes)?;
         let mut sites = self.sites.write();
         self.insert_new(&mut sites, key, self.new_document(key, data, actor))
@@ -390,6 +391,7 @@ impl Store for MemoryStore {
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        validate_actor(actor)?;
         check_size(&data, self.options.max_doc_bytes)?;
         let mut sites = self.sites.write();
         let existing = sites
@@ -403,6 +405,7 @@ impl Store for MemoryStore {
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
+        validate_actor(actor)?;
         self.patch(key, patch, None, actor)
     }
 
@@ -413,6 +416,7 @@ impl Store for MemoryStore {
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
+        validate_actor(actor)?;
         self.patch(key, patch, Some(expected_version), actor)
     }
 
@@ -446,6 +450,7 @@ impl Store for MemoryStore {
     /// One write lock for the whole batch: every write is decided first, then all are
     /// applied, so a failing one leaves the store untouched.
     async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
+        validate_actor(actor)?;
         let bytes = batch::validate(writes, self.options.max_doc_bytes)?;
         if writes.is_empty() {
             return Ok(Vec::new());

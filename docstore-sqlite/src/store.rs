@@ -8,7 +8,7 @@ use crate::{query, rows};
 use async_trait::async_trait;
 use docstore::batch::{self, Write, WriteOutcome};
 use docstore::clock::next_updated_at;
-use docstore::document::check_restorable;
+use docstore::document::{check_restorable, validate_actor};
 use docstore::key::{validate_collection, validate_site};
 use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
 use rusqlite::Connection;
@@ -187,6 +187,7 @@ impl Inner {
 #[async_trait]
 impl Store for SqliteStore {
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        validate_actor(actor)?;
         let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
         let (key, actor) = (key.clone(), actor.to_owned());
         self.write(move |inner, conn| {
@@ -202,6 +203,7 @@ impl Store for SqliteStore {
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        validate_actor(actor)?;
         let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
         let (key, actor) = (key.clone(), actor.to_owned());
         self.write(move |inner, conn| match rows::load(conn, &key)? {
@@ -212,6 +214,7 @@ impl Store for SqliteStore {
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
+        validate_actor(actor)?;
         let (key, patch, actor) = (key.clone(), patch.clone(), actor.to_owned());
         self.write(move |inner, conn| inner.patch(conn, &key, &patch, None, &actor))
             .await
@@ -224,6 +227,7 @@ impl Store for SqliteStore {
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
+        validate_actor(actor)?;
         let (key, patch, actor) = (key.clone(), patch.clone(), actor.to_owned());
         self.write(move |inner, conn| {
             inner.patch(conn, &key, &patch, Some(expected_version), &actor)
@@ -272,6 +276,7 @@ impl Store for SqliteStore {
     /// One immediate transaction: the writes in order, the counters through the same
     /// triggers; the first failing write rolls everything back.
     async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
+        validate_actor(actor)?;
         let bytes = batch::validate(writes, self.inner.options.max_doc_bytes)?;
         if writes.is_empty() {
             return Ok(Vec::new());

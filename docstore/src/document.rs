@@ -136,10 +136,54 @@ fn too_deep() -> Error {
     ))
 }
 
+/// The longest actor (`created_by` / `updated_by`), in bytes of UTF-8.
+pub const MAX_ACTOR_BYTES: usize = 256;
+
+/// Checks an actor, the name a write records as `created_by` / `updated_by`: 0–256 bytes of
+/// UTF-8 without control characters (`char::is_control`); else [`Error::InvalidArgument`]
+/// naming the rule. Every backend calls it before any write, so nothing is written with a bad
+/// actor.
+///
+/// ```
+/// use docstore::document::validate_actor;
+///
+/// assert!(validate_actor("").is_ok());
+/// assert!(validate_actor("alice@example.com").is_ok());
+/// assert!(validate_actor("bell\u{7}").is_err());
+/// assert!(validate_actor(&"x".repeat(257)).is_err());
+/// ```
+pub fn validate_actor(actor: &str) -> Result<()> {
+    if actor.len() > MAX_ACTOR_BYTES {
+        return Err(Error::invalid(format!(
+            "actor is {} bytes, at most {MAX_ACTOR_BYTES} are allowed",
+            actor.len()
+        )));
+    }
+    if let Some(c) = actor.chars().find(|c| c.is_control()) {
+        return Err(Error::invalid(format!(
+            "actor must not contain control characters (found U+{:04X})",
+            c as u32
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a document handed to [`Store::restore`](crate::Store::restore) for `key`: same id,
-/// `1 <= version <= i64::MAX` (so that every backend can store it), `created_at <= updated_at` ([`Error::InvalidArgument`]), and data within
-/// `max_doc_bytes` ([`Error::TooLarge`]).
+/// `1 <= version <= i64::MAX` (so that every backend can store it), `created_at <=
+/// updated_at`, `created_by` and `updated_by` valid actors ([`validate_actor`]; all these are
+/// [`Error::InvalidArgument`]), and data within `max_doc_bytes` ([`Error::TooLarge`]).
 pub fn check_restorable(key: &crate::Key, document: &Document, max_doc_bytes: usize) -> Result<()> {
+    for (field, actor) in [
+        ("created_by", &document.created_by),
+        ("updated_by", &document.updated_by),
+    ] {
+        validate_actor(actor).map_err(|err| match err {
+            Error::InvalidArgument(message) => {
+                Error::InvalidArgument(format!("document {field}: {message}"))
+            }
+            other => other,
+        })?;
+    }
     if document.id != key.id() {
         return Err(Error::invalid(format!(
             "document id {:?} differs from the key's id {:?}",

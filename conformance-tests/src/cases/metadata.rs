@@ -133,3 +133,55 @@ pub async fn actors_are_recorded(h: &dyn Harness) {
         "third"
     );
 }
+
+/// An actor is 0–256 bytes of UTF-8 without control characters: every write refuses another
+/// with `InvalidArgument` and writes nothing (a restored document's `created_by` and
+/// `updated_by` alike).
+pub async fn actors_are_checked_before_any_write(h: &dyn Harness) {
+    use docstore::{Document, Error, Write};
+    let ctx = Ctx::new(h, "meta").await;
+    let key = ctx.key("c", "a");
+    let longest = "é".repeat(128);
+    let doc = ctx.store.create(&key, obj(json!({})), &longest).await.unwrap();
+    assert_eq!(doc.created_by, longest);
+    let other = ctx.key("c", "new");
+    for bad in ["tab\there".to_owned(), "nul\u{0}".to_owned(), "\u{85}".to_owned(), "x".repeat(257)] {
+        let invalid = |result: docstore::Result<()>, call: &str| match result {
+            Err(Error::InvalidArgument(message)) => {
+                assert!(message.contains("actor"), "{call} with {bad:?}: {message}")
+            }
+            other => panic!("{call} with actor {bad:?}: {other:?}"),
+        };
+        let s = &ctx.store;
+        invalid(s.create(&other, obj(json!({})), &bad).await.map(drop), "create");
+        invalid(s.put(&key, obj(json!({})), &bad).await.map(drop), "put");
+        invalid(s.update(&key, &obj(json!({})), &bad).await.map(drop), "update");
+        invalid(s.update_if(&key, &obj(json!({})), 1, &bad).await.map(drop), "update_if");
+        let write = Write::Put {
+            key: other.clone(),
+            data: obj(json!({})),
+        };
+        invalid(s.write_all(&[write], &bad).await.map(drop), "write_all");
+        for field in ["created_by", "updated_by"] {
+            let mut restored = Document {
+                id: "new".into(),
+                data: obj(json!({})),
+                created_at: 1,
+                updated_at: 2,
+                created_by: "a".into(),
+                updated_by: "b".into(),
+                version: 1,
+            };
+            if field == "created_by" {
+                restored.created_by = bad.clone();
+            } else {
+                restored.updated_by = bad.clone();
+            }
+            invalid(s.restore(&other, &restored).await, field);
+        }
+    }
+    let stored = ctx.store.get(&key).await.unwrap().unwrap();
+    assert_eq!((stored.version, stored.updated_by), (1, longest));
+    assert_eq!(ctx.store.get(&other).await.unwrap(), None);
+    assert_eq!(ctx.store.count(&ctx.site).await.unwrap(), 1);
+}
