@@ -23,7 +23,7 @@
 //! |---|---|
 //! | `memory:` | a new in-memory store |
 //! | `sqlite:path/to/file.db` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database |
-//! | `dynamodb://table?region=…&endpoint=…&max_scan=…` | the DynamoDB table |
+//! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact` | the DynamoDB table |
 //!
 //! Every URL also takes `max_doc_bytes` and `max_docs_per_site`. An unknown parameter,
 //! backend or malformed value is [`Error::InvalidArgument`] naming it.
@@ -36,7 +36,7 @@
 //! ```
 
 use docstore::config::{
-    Backend, Config, DEFAULT_MAX_SCAN, DatabaseConfig, DynamoDbConfig, SqliteConfig,
+    Backend, Config, CounterMode, DatabaseConfig, DynamoDbConfig, SqliteConfig,
 };
 use docstore::{DEFAULT_MAX_DOC_BYTES, Error, Result, Store};
 use std::path::PathBuf;
@@ -123,13 +123,17 @@ pub fn parse_url(url: &str) -> Result<Config> {
                 )));
             }
             database.backend = Backend::Dynamodb;
-            database.dynamodb = Some(DynamoDbConfig {
-                table: table.to_owned(),
-                region: None,
-                endpoint: None,
-                max_scan: DEFAULT_MAX_SCAN,
-            });
-            &["region", "endpoint", "max_scan"]
+            database.dynamodb = Some(DynamoDbConfig::new(table));
+            &[
+                "region",
+                "endpoint",
+                "max_scan",
+                "timeout_ms",
+                "operation_timeout_ms",
+                "connect_timeout_ms",
+                "counters",
+                "trust_request_tokens",
+            ]
         }
         other => {
             return Err(Error::invalid(format!(
@@ -160,6 +164,34 @@ pub fn parse_url(url: &str) -> Result<Config> {
             ("region", Some(d)) => d.region = Some(value.into_owned()),
             ("endpoint", Some(d)) => d.endpoint = Some(value.into_owned()),
             ("max_scan", Some(d)) => d.max_scan = number("max_scan")? as usize,
+            ("timeout_ms", Some(d)) => d.timeout_ms = number("timeout_ms")?,
+            ("operation_timeout_ms", Some(d)) => {
+                d.operation_timeout_ms = number("operation_timeout_ms")?
+            }
+            ("connect_timeout_ms", Some(d)) => d.connect_timeout_ms = number("connect_timeout_ms")?,
+            ("trust_request_tokens", Some(d)) => {
+                d.trust_request_tokens = match value.as_ref() {
+                    "true" => true,
+                    "false" => false,
+                    other => {
+                        return Err(Error::invalid(format!(
+                            "store URL parameter trust_request_tokens={other:?} is not true or \
+                             false"
+                        )));
+                    }
+                }
+            }
+            ("counters", Some(d)) => {
+                d.counters = match value.as_ref() {
+                    "exact" => CounterMode::Exact,
+                    "fast" => CounterMode::Fast,
+                    other => {
+                        return Err(Error::invalid(format!(
+                            "store URL parameter counters={other:?} is not exact or fast"
+                        )));
+                    }
+                }
+            }
             (other, _) => {
                 let mut known = vec!["max_doc_bytes", "max_docs_per_site"];
                 known.extend(allowed);

@@ -106,12 +106,7 @@ pub async fn client(endpoint: &str, counter: &RequestCounter) -> Client {
 
 /// A `DynamoStore` on `table` through `client`, with the default options and `max_scan`.
 pub fn store(client: Client, table: &str) -> BenchResult<DynamoStore> {
-    let config = DynamoDbConfig {
-        table: table.to_owned(),
-        region: None,
-        endpoint: None,
-        max_scan: docstore::config::DEFAULT_MAX_SCAN,
-    };
+    let config = DynamoDbConfig::new(table);
     Ok(DynamoStore::from_client(
         client,
         &config,

@@ -1,8 +1,9 @@
 //! The table layout of seed 001: attribute names, items built from documents, documents read
 //! back from items, and item sizes.
 
+use crate::history::HISTORY_LEN;
 use aws_sdk_dynamodb::types::AttributeValue;
-use docstore::{Data, Document, Error, Key, Result, WriteId};
+use docstore::{Data, Document, Error, Key, Result};
 use std::collections::HashMap;
 
 /// An item as the SDK holds it.
@@ -24,21 +25,31 @@ pub(crate) const CREATED_BY: &str = "created_by";
 pub(crate) const UPDATED_BY: &str = "updated_by";
 /// The version (N).
 pub(crate) const VERSION: &str = "version";
-/// The random identity of the `create` or `update_if` call that wrote the item (S).
+/// The random identity of the write call that produced this revision of the item (S).
 pub(crate) const WRITE_ID: &str = "w";
+/// The identities of the writes before it, most recent first (L of S; see [`crate::history`]).
+pub(crate) const WRITE_HISTORY: &str = "wh";
+/// On a counter item: the identity of the last create or delete that moved it in the same
+/// transaction (S; exact counters only), which settles a resent delete whose document is gone.
+pub(crate) const COUNTER_WRITE_ID: &str = "w";
 /// A counter's document count (N).
 pub(crate) const COUNT: &str = "n";
 
 /// DynamoDB's item size limit: 400 KB.
 pub(crate) const ITEM_LIMIT: usize = 409_600;
-/// The bytes of an actor the constructor's size check reserves room for (twice: creator and
-/// last writer).
-pub(crate) const ACTOR_RESERVE: usize = 1_024;
+/// The bytes of an actor the size check reserves room for (twice: creator and last writer):
+/// the longest actor the contract allows.
+pub(crate) const ACTOR_RESERVE: usize = docstore::document::MAX_ACTOR_BYTES;
 /// The most a number attribute takes (DynamoDB counts at most 21 bytes per number).
 const NUMBER_BYTES: usize = 21;
+/// The length of a write identity as stored (128 bits in hex).
+const WRITE_ID_BYTES: usize = 32;
+/// What the write history `wh` takes at most: the list (3 bytes), and per earlier identity
+/// one byte and its text.
+const HISTORY_BYTES: usize = 3 + (HISTORY_LEN - 1) * (1 + WRITE_ID_BYTES);
 
 /// The largest `max_doc_bytes` a store accepts: the item limit less the longest keys, the
-/// attribute names, the numbers, the write identity and two 1 KiB actors.
+/// attribute names, the numbers, the full write history and two actors of the longest kind.
 pub const MAX_DOC_BYTES_LIMIT: usize = ITEM_LIMIT
     - item_overhead(
         docstore::key::MAX_NAME_LEN * 2 + 1,
@@ -70,7 +81,9 @@ pub(crate) const fn item_overhead(
         + VERSION.len()
         + NUMBER_BYTES
         + WRITE_ID.len()
-        + 32
+        + WRITE_ID_BYTES
+        + WRITE_HISTORY.len()
+        + HISTORY_BYTES
 }
 
 /// The partition key of a collection's documents.
@@ -109,8 +122,9 @@ pub(crate) fn data_text(data: &Data) -> String {
     serde_json::to_string(data).expect("a JSON map always serializes")
 }
 
-/// The full item of `doc` at `key`, with the write identity `w` when given.
-pub(crate) fn document_item(key: &Key, doc: &Document, w: Option<&WriteId>) -> Item {
+/// The full item of `doc` at `key` with its write history (most recent first: `w`, then the
+/// earlier ones in `wh`).
+pub(crate) fn document_item(key: &Key, doc: &Document, history: &[String]) -> Item {
     let mut item = key_of(key);
     item.insert(DATA.to_owned(), text(data_text(&doc.data)));
     item.insert(CREATED_AT.to_owned(), num(doc.created_at));
@@ -118,8 +132,14 @@ pub(crate) fn document_item(key: &Key, doc: &Document, w: Option<&WriteId>) -> I
     item.insert(CREATED_BY.to_owned(), text(&doc.created_by));
     item.insert(UPDATED_BY.to_owned(), text(&doc.updated_by));
     item.insert(VERSION.to_owned(), num(doc.version));
-    if let Some(w) = w {
-        item.insert(WRITE_ID.to_owned(), text(w.as_str()));
+    if let Some((w, earlier)) = history.split_first() {
+        item.insert(WRITE_ID.to_owned(), text(w));
+        if !earlier.is_empty() {
+            item.insert(
+                WRITE_HISTORY.to_owned(),
+                AttributeValue::L(earlier.iter().map(text).collect()),
+            );
+        }
     }
     item
 }
@@ -130,8 +150,8 @@ pub(crate) fn is_document(item: &Item) -> bool {
     item.contains_key(VERSION)
 }
 
-/// The document an item holds, with its write identity.
-pub(crate) fn parse_document(item: &Item) -> Result<(Document, Option<WriteId>)> {
+/// The document an item holds.
+pub(crate) fn parse_document(item: &Item) -> Result<Document> {
     let doc = Document {
         id: string(item, SK)?.to_owned(),
         data: serde_json::from_str(string(item, DATA)?)
@@ -142,11 +162,7 @@ pub(crate) fn parse_document(item: &Item) -> Result<(Document, Option<WriteId>)>
         updated_by: string(item, UPDATED_BY)?.to_owned(),
         version: number(item, VERSION)?,
     };
-    let w = match item.get(WRITE_ID) {
-        None => None,
-        Some(_) => Some(WriteId::from_stored(string(item, WRITE_ID)?)),
-    };
-    Ok((doc, w))
+    Ok(doc)
 }
 
 /// A string attribute of `item`.
@@ -220,12 +236,19 @@ mod tests {
             updated_by: "bob".into(),
             version: u64::MAX,
         };
-        let w = WriteId::random();
-        let item = document_item(&key, &doc, Some(&w));
+        let history = vec!["a".repeat(32), "b".repeat(32)];
+        let item = document_item(&key, &doc, &history);
         assert_eq!(string(&item, PK).unwrap(), "s#c");
-        assert_eq!(parse_document(&item).unwrap(), (doc.clone(), Some(w)));
-        let item = document_item(&key, &doc, None);
-        assert_eq!(parse_document(&item).unwrap(), (doc, None));
+        assert_eq!(parse_document(&item).unwrap(), doc);
+        let stored = crate::history::Stored::from_item(&item).unwrap();
+        assert_eq!(stored.history, history);
+        let item = document_item(&key, &doc, &history[..1]);
+        assert!(
+            !item.contains_key(WRITE_HISTORY),
+            "a creation has no earlier writes"
+        );
+        let item = document_item(&key, &doc, &[]);
+        assert_eq!(parse_document(&item).unwrap(), doc);
     }
 
     #[test]

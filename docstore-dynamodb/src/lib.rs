@@ -10,10 +10,9 @@
 //!
 //! # async fn example() -> docstore::Result<()> {
 //! let config = DynamoDbConfig {
-//!     table: "docs".into(),
 //!     region: Some("eu-west-1".into()),
 //!     endpoint: None, // e.g. Some("http://127.0.0.1:8000") for an emulator
-//!     max_scan: 10_000,
+//!     ..DynamoDbConfig::new("docs")
 //! };
 //! let store = DynamoStore::connect(&config, StoreOptions::default()).await?;
 //! store.create_table().await?; // development only
@@ -106,9 +105,12 @@ mod backoff;
 mod batch;
 mod counters;
 mod errors;
+mod history;
 mod item;
 mod reads;
+mod recount;
 mod scan;
+mod send;
 mod store;
 mod writes;
 

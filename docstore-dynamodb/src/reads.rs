@@ -1,18 +1,19 @@
 //! Reads: `get` and the document queries.
 
+use crate::history::Stored;
 use crate::item::{DATA, Item, PK, SK, document_pk, is_document, key_of, parse_document, text};
 use crate::scan::{MAX_SCAN_BYTES, ScanBudget};
 use crate::store::DynamoStore;
 use docstore::query::CompiledQuery;
-use docstore::{Document, Key, Page, Result, WriteId};
+use docstore::{Key, Page, Result};
 use std::collections::HashMap;
 
 /// The smallest `Limit` of the first page of a filtered query in id order.
 const FIRST_FILTERED_PAGE: usize = 16;
 
 impl DynamoStore {
-    /// One strongly consistent GetItem: the document and its write identity.
-    pub(crate) async fn read(&self, key: &Key) -> Result<Option<(Document, Option<WriteId>)>> {
+    /// One strongly consistent GetItem: the document with its write history.
+    pub(crate) async fn read(&self, key: &Key) -> Result<Option<Stored>> {
         let output = self
             .client
             .get_item()
@@ -23,7 +24,7 @@ impl DynamoStore {
             .await
             .map_err(|e| self.error("GetItem", e))?;
         match output.item {
-            Some(item) if is_document(&item) => Ok(Some(parse_document(&item)?)),
+            Some(item) if is_document(&item) => Ok(Some(Stored::from_item(&item)?)),
             _ => Ok(None),
         }
     }
@@ -80,7 +81,7 @@ impl DynamoStore {
             });
             let (items, next) = self.query_page(pk, start, !descending, page_limit).await?;
             for item in &items {
-                let (doc, _) = parse_document(item)?;
+                let doc = parse_document(item)?;
                 if query.matches(&doc) {
                     matched.push(doc);
                 }
@@ -118,7 +119,7 @@ impl DynamoStore {
                 .query_page(pk, start, true, Some(budget.page_limit()))
                 .await?;
             for item in &items {
-                let (doc, _) = parse_document(item)?;
+                let doc = parse_document(item)?;
                 budget.record(data_len(item));
                 docs.push(doc);
             }

@@ -5,14 +5,18 @@ use crate::errors::map_sdk_error;
 use crate::item::{MAX_DOC_BYTES_LIMIT, PK, SK};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
 };
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
-use docstore::config::DynamoDbConfig;
+use docstore::config::{CounterMode, DynamoDbConfig};
 use docstore::key::{validate_collection, validate_site};
-use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
+use docstore::{
+    Data, Document, Error, Key, Page, Query, Recount, RecountMode, Result, Store, StoreOptions,
+};
 use std::time::Duration;
 
 /// The DynamoDB backend: one table in the layout of seed 001. See the [crate docs](crate).
@@ -21,7 +25,27 @@ pub struct DynamoStore {
     pub(crate) client: Client,
     pub(crate) table: String,
     pub(crate) max_scan: usize,
+    pub(crate) counters: CounterMode,
+    pub(crate) trust_request_tokens: bool,
     pub(crate) options: StoreOptions,
+}
+
+/// The SDK's retries as this backend sets them in [`DynamoStore::connect`]: the standard
+/// mode's 3 attempts, with a first backoff of at most 20 ms (then 40 ms), so that a resend
+/// follows its lost attempt quickly and finds its write still in the item's write history.
+pub(crate) fn write_retry() -> RetryConfig {
+    RetryConfig::standard()
+        .with_max_attempts(3)
+        .with_initial_backoff(Duration::from_millis(20))
+}
+
+/// The deadlines of `config` as the SDK's timeout settings.
+fn timeouts(config: &DynamoDbConfig) -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_millis(config.connect_timeout_ms))
+        .operation_attempt_timeout(Duration::from_millis(config.timeout_ms))
+        .operation_timeout(Duration::from_millis(config.operation_timeout_ms))
+        .build()
 }
 
 impl DynamoStore {
@@ -47,23 +71,37 @@ impl DynamoStore {
         if let Some(endpoint) = &config.endpoint {
             loader = loader.endpoint_url(endpoint);
         }
-        let client = Client::new(&loader.load().await);
-        Self::from_client(client, config, options)
+        let loaded = loader.retry_config(write_retry()).load().await;
+        Self::from_client(Client::new(&loaded), config, options)
     }
 
-    /// Uses an existing SDK client (with its own region, endpoint, HTTP client and
-    /// interceptors); `config.region` and `config.endpoint` are ignored. The same checks as
-    /// [`connect`](Self::connect).
+    /// Uses an existing SDK client (with its own region, endpoint, HTTP client, retries and
+    /// interceptors); `config.region` and `config.endpoint` are ignored, and the deadlines of
+    /// `config` (`timeout_ms`, `operation_timeout_ms`, `connect_timeout_ms`) replace the
+    /// client's. The same checks as [`connect`](Self::connect).
+    ///
+    /// Keep the client's retry backoff short (as [`connect`](Self::connect) sets it: 20 ms,
+    /// then 40 ms): a resend that comes late may find its write displaced from the item's
+    /// write history by other writers, and then answers `Unavailable`.
     pub fn from_client(
         client: Client,
         config: &DynamoDbConfig,
         options: StoreOptions,
     ) -> Result<Self> {
         check_settings(config, &options)?;
+        let client = Client::from_conf(
+            client
+                .config()
+                .to_builder()
+                .timeout_config(timeouts(config))
+                .build(),
+        );
         Ok(DynamoStore {
             client,
             table: config.table.clone(),
             max_scan: config.max_scan,
+            counters: config.counters,
+            trust_request_tokens: config.trust_request_tokens,
             options,
         })
     }
@@ -179,6 +217,13 @@ fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()>
             "database.dynamodb.max_scan must be at least 1",
         ));
     }
+    if config.timeout_ms == 0 || config.operation_timeout_ms == 0 || config.connect_timeout_ms == 0
+    {
+        return Err(Error::invalid(
+            "database.dynamodb timeouts (timeout_ms, operation_timeout_ms, connect_timeout_ms) \
+             must be at least 1 ms",
+        ));
+    }
     if config.table.is_empty() {
         return Err(Error::invalid("database.dynamodb.table must not be empty"));
     }
@@ -193,7 +238,7 @@ impl Store for DynamoStore {
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        Ok(self.read(key).await?.map(|(doc, _)| doc))
+        Ok(self.read(key).await?.map(|stored| stored.doc))
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
@@ -250,6 +295,11 @@ impl Store for DynamoStore {
         Ok(self.read_counters(site).await?.iter().map(|(_, n)| n).sum())
     }
 
+    async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
+        validate_site(site)?;
+        self.recount_site(site, mode).await
+    }
+
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         self.get_many_items(keys).await
     }
@@ -270,10 +320,8 @@ mod tests {
 
     fn config(max_scan: usize) -> DynamoDbConfig {
         DynamoDbConfig {
-            table: "t".into(),
-            region: None,
-            endpoint: None,
             max_scan,
+            ..DynamoDbConfig::new("t")
         }
     }
 

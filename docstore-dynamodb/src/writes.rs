@@ -1,18 +1,21 @@
-//! The writes, as seed 001 describes them, and what each does when the SDK resends a request
-//! whose answer was lost (see the crate docs for the summary).
+//! The writes, and what each does when an answer is lost (see the crate docs for the
+//! summary). Every write call has a fresh write identity `w` that goes into the item's write
+//! history ([`crate::history`]); every write is conditioned on what it read (or on the
+//! document being absent), and a failed condition is settled with the item it failed on:
+//! - the item holds `w`: this call's own earlier attempt was applied — success, with the
+//!   document as this call wrote it;
+//! - the request was sent once: a genuine refusal (another writer got in first);
+//! - it was resent, and the item proves the attempt was not applied (the same incarnation,
+//!   too few writes since for `w` to have left the history): a genuine refusal too;
+//! - otherwise the outcome cannot be known: `Unavailable`.
 
-use crate::attempts::Attempts;
 use crate::backoff::Backoff;
-use crate::item::{
-    CREATED_AT, CREATED_BY, DATA, Item, PK, UPDATED_AT, UPDATED_BY, VERSION, WRITE_ID,
-    check_item_size, data_text, document_item, is_document, key_of, num, parse_document, text,
-};
+use crate::history::Stored;
+use crate::item::{check_item_size, data_text, document_item};
+use crate::send::{Action, Expect, Sent};
 use crate::store::DynamoStore;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use docstore::clock::next_updated_at;
+use docstore::config::CounterMode;
 use docstore::document::{check_restorable, check_size};
 use docstore::{Data, Document, Error, Key, Result, WriteId};
 
@@ -21,19 +24,6 @@ use docstore::{Data, Document, Error, Key, Result, WriteId};
 /// hammering one document all get through (a conformance case), and a caller sees
 /// `Conflict` only under contention that lasts for many seconds.
 const MAX_TRIES: u32 = 100;
-
-/// The condition that the item is still the revision that was read: a delete and re-create
-/// in between changes `created_at`, any write changes `version`.
-const SAME_REVISION: &str = "#v = :v AND #ca = :ca AND #ua = :ua";
-
-/// What a conditional write did.
-enum Outcome {
-    /// The write was applied.
-    Written,
-    /// The condition failed on `item` (`None`: there is no document). `resent`: the SDK had
-    /// sent the write more than once, so an earlier attempt may have been applied.
-    ConditionFailed { item: Option<Item>, resent: bool },
-}
 
 impl DynamoStore {
     /// Whether the site holds its quota of documents (always false without a quota).
@@ -48,8 +38,13 @@ impl DynamoStore {
         Ok(self.read_counters(site).await?.iter().map(|(_, n)| n).sum())
     }
 
-    /// `create`: one conditional PutItem (`attribute_not_exists(pk)`) storing a fresh write
-    /// identity `w`, then the counter.
+    fn quota_error(&self) -> Error {
+        Error::QuotaExceeded {
+            limit: self.options.max_docs_per_site.unwrap_or_default(),
+        }
+    }
+
+    /// `create`: one conditional write (`attribute_not_exists(pk)`) with the counter.
     pub(crate) async fn create_document(
         &self,
         key: &Key,
@@ -77,51 +72,62 @@ impl DynamoStore {
         self.insert_new(key, doc).await
     }
 
-    /// Writes `doc` where no document exists: quota, one conditional PutItem
-    /// (`attribute_not_exists(pk)`) with a fresh write identity `w`, then the counter. A failed
-    /// condition whose item is exactly the one this call wrote, `w` included, is this call's
-    /// own earlier attempt whose answer was lost: success.
+    /// Writes `doc` where no document exists, with the counter.
     async fn insert_new(&self, key: &Key, doc: &Document) -> Result<()> {
-        let w = WriteId::random();
-        let item = document_item(key, doc, Some(&w));
-        let data_len = crate::item::string(&item, DATA)?.len();
-        check_item_size(key, data_len, doc.created_by.len(), doc.updated_by.len())?;
+        check_item_size(
+            key,
+            data_text(&doc.data).len(),
+            doc.created_by.len(),
+            doc.updated_by.len(),
+        )?;
         if self.quota_reached(key.site()).await? {
             // A taken id is AlreadyExists even in a full site.
             if self.read(key).await?.is_some() {
                 return Err(Error::AlreadyExists);
             }
-            return Err(Error::QuotaExceeded {
-                limit: self.options.max_docs_per_site.unwrap_or_default(),
-            });
+            return Err(self.quota_error());
         }
-        let condition = "attribute_not_exists(#pk)";
-        match self
-            .put_conditionally(item.clone(), condition, &[("#pk", PK)], &[])
-            .await?
-        {
-            Outcome::Written => {}
-            Outcome::ConditionFailed { item: old, .. } if is_own_write(old.as_ref(), &item) => {}
-            // Our lost attempt may have created it and another write changed it since: the
-            // creation stamp is ours, but a stamp alone does not identify a write.
-            // The counter still counts it: with this call's stamp it is almost surely its own.
-            Outcome::ConditionFailed {
-                item: Some(old),
-                resent: true,
-            } if same_creation(&old, doc) => {
-                self.bump_counter(key.site(), key.collection(), 1).await;
-                return Err(unknown_outcome("create", key));
+        let w = WriteId::random();
+        let action = Action::Put(document_item(key, doc, &[w.as_str().to_owned()]));
+        let mut backoff = Backoff::new();
+        for _ in 0..MAX_TRIES {
+            match self.send_write(key, &action, Expect::Absent, 1, &w).await? {
+                Sent::Applied => return Ok(()),
+                Sent::Contended | Sent::CounterAtZero => backoff.wait().await,
+                Sent::Refused { current, resent } => {
+                    if current.as_ref().is_some_and(|c| c.holds(&w)) {
+                        self.count_late(key, 1).await;
+                        return Ok(());
+                    }
+                    if !resent {
+                        return Err(Error::AlreadyExists);
+                    }
+                    if self.transactional(1) {
+                        // The counter's last mover is this call: committed. Otherwise the
+                        // client request token settles it: DynamoDB answers a resent
+                        // transaction that had committed with success, so this refusal is
+                        // genuine.
+                        if self.counter_proves(key, &w).await? {
+                            return Ok(());
+                        }
+                        if self.trust_request_tokens {
+                            return Err(Error::AlreadyExists);
+                        }
+                    }
+                    return Err(unknown_outcome("create", key));
+                }
+                Sent::Unknown(err) => {
+                    self.settle(key, &w, err).await?;
+                    self.count_late(key, 1).await;
+                    return Ok(());
+                }
             }
-            Outcome::ConditionFailed { .. } => return Err(Error::AlreadyExists),
         }
-        self.bump_counter(key.site(), key.collection(), 1).await;
-        Ok(())
+        Err(busy("create", key))
     }
 
-    /// `put`: one UpdateItem that keeps `created_*` with `if_not_exists`, adds 1 to the
-    /// version and removes `w`. It is conditioned on `updated_at` not being ahead of this
-    /// call's clock (else it is sent again at the stored `updated_at`, so time never goes
-    /// back), and, when the site holds its quota, on the document existing.
+    /// `put`: read; then a creation (with the counter) or a replacement conditioned on the
+    /// revision read, which keeps `created_*`. Another write in between: read and try again.
     pub(crate) async fn put_document(
         &self,
         key: &Key,
@@ -129,94 +135,91 @@ impl DynamoStore {
         actor: &str,
     ) -> Result<Document> {
         check_size(&data, self.options.max_doc_bytes)?;
-        let data = data_text(&data);
-        check_item_size(key, data.len(), actor.len(), actor.len())?;
-        let quota_reached = self.quota_reached(key.site()).await?;
-        let condition = if quota_reached {
-            "attribute_exists(#pk) AND #ua <= :now"
-        } else {
-            "attribute_not_exists(#pk) OR #ua <= :now"
-        };
-        let mut now = self.options.clock.now();
+        let text = data_text(&data);
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
-            let attempts = Attempts::default();
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(key_of(key)))
-                .update_expression(
-                    "SET #data = :data, #ua = :now, #ub = :actor, \
-                     #ca = if_not_exists(#ca, :now), #cb = if_not_exists(#cb, :actor) \
-                     REMOVE #w ADD #v :one",
-                )
-                .condition_expression(condition)
-                .expression_attribute_names("#pk", PK)
-                .expression_attribute_names("#data", DATA)
-                .expression_attribute_names("#ua", UPDATED_AT)
-                .expression_attribute_names("#ub", UPDATED_BY)
-                .expression_attribute_names("#ca", CREATED_AT)
-                .expression_attribute_names("#cb", CREATED_BY)
-                .expression_attribute_names("#w", WRITE_ID)
-                .expression_attribute_names("#v", VERSION)
-                .expression_attribute_values(":data", text(&data))
-                .expression_attribute_values(":now", num(now))
-                .expression_attribute_values(":actor", text(actor))
-                .expression_attribute_values(":one", num(1))
-                .return_values(ReturnValue::AllNew)
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .customize()
-                .interceptor(attempts.clone())
-                .send()
-                .await;
-            let old = match result {
-                Ok(output) => {
-                    let item = output.attributes.unwrap_or_default();
-                    let (doc, _) = parse_document(&item)?;
-                    // Version 1: this put created the document. Version 2 after a resend,
-                    // with this call's creation stamp: the lost attempt created it.
-                    let created = doc.version == 1
-                        || (attempts.resent()
-                            && doc.version == 2
-                            && doc.created_at == now
-                            && doc.created_by == actor);
-                    if created {
-                        self.bump_counter(key.site(), key.collection(), 1).await;
+            let current = self.read(key).await?;
+            let w = WriteId::random();
+            let now = self.options.clock.now();
+            let (doc, history, delta) = match &current {
+                None => {
+                    if self.quota_reached(key.site()).await? {
+                        return Err(self.quota_error());
                     }
+                    let doc = Document {
+                        id: key.id().to_owned(),
+                        data: data.clone(),
+                        created_at: now,
+                        updated_at: now,
+                        created_by: actor.to_owned(),
+                        updated_by: actor.to_owned(),
+                        version: 1,
+                    };
+                    (doc, vec![w.as_str().to_owned()], 1)
+                }
+                Some(read) => {
+                    let doc = Document {
+                        id: key.id().to_owned(),
+                        data: data.clone(),
+                        created_at: read.doc.created_at,
+                        updated_at: next_updated_at(now, Some(read.doc.updated_at)),
+                        created_by: read.doc.created_by.clone(),
+                        updated_by: actor.to_owned(),
+                        version: read.doc.version + 1,
+                    };
+                    (doc, read.next_history(&w), 0)
+                }
+            };
+            check_item_size(key, text.len(), doc.created_by.len(), actor.len())?;
+            let action = Action::Put(document_item(key, &doc, &history));
+            let expect = match &current {
+                None => Expect::Absent,
+                Some(read) => Expect::Revision(read),
+            };
+            match self.send_write(key, &action, expect, delta, &w).await? {
+                Sent::Applied => return Ok(doc),
+                Sent::Contended | Sent::CounterAtZero => backoff.wait().await,
+                Sent::Refused {
+                    current: now_there,
+                    resent,
+                } => {
+                    if now_there.as_ref().is_some_and(|c| c.holds(&w)) {
+                        self.count_late(key, delta).await;
+                        return Ok(doc);
+                    }
+                    // A resent creation that meets someone else's document, or a resent
+                    // replacement that meets a new incarnation or a long history: ours may
+                    // have been applied and overwritten since.
+                    let not_applied = match (&current, &now_there) {
+                        (Some(read), Some(there)) => there.proves_not_applied(read, &w),
+                        _ => false,
+                    };
+                    if resent && !not_applied {
+                        if !self.transactional(delta) {
+                            return Err(unknown_outcome("put", key));
+                        }
+                        // A creation in a transaction: the token settles it, as for create.
+                        if self.counter_proves(key, &w).await? {
+                            return Ok(doc);
+                        }
+                        if !self.trust_request_tokens {
+                            return Err(unknown_outcome("put", key));
+                        }
+                    }
+                    backoff.wait().await;
+                }
+                Sent::Unknown(err) => {
+                    self.settle(key, &w, err).await?;
+                    self.count_late(key, delta).await;
                     return Ok(doc);
                 }
-                Err(err) => match err.as_service_error() {
-                    Some(UpdateItemError::ConditionalCheckFailedException(e)) => {
-                        e.item().filter(|item| is_document(item)).cloned()
-                    }
-                    _ => return Err(self.error("UpdateItem", err)),
-                },
-            };
-            let Some(old) = old else {
-                // Only the quota condition fails on a missing document.
-                return Err(Error::QuotaExceeded {
-                    limit: self.options.max_docs_per_site.unwrap_or_default(),
-                });
-            };
-            let (old, _) = parse_document(&old)?;
-            if old.updated_at > now {
-                now = old.updated_at;
-            } else {
-                backoff.wait().await;
-                now = next_updated_at(self.options.clock.now(), Some(now));
             }
         }
-        Err(Error::Unavailable {
-            message: format!("put of {key} kept meeting a moving updated_at"),
-            source: None,
-        })
+        Err(busy("put", key))
     }
 
-    /// `update`: read, merge, write conditioned on the revision read (version, created_at,
-    /// updated_at), retried with jittered backoff when another write got in between.
+    /// `update`: read, merge, write conditioned on the revision read; another write in
+    /// between: read, merge and try again.
     pub(crate) async fn update_document(
         &self,
         key: &Key,
@@ -226,33 +229,46 @@ impl DynamoStore {
         let mut backoff = Backoff::new();
         let mut seen = 0;
         for _ in 0..MAX_TRIES {
-            let Some((current, _)) = self.read(key).await? else {
+            let Some(read) = self.read(key).await? else {
                 return Err(Error::NotFound);
             };
-            seen = current.version;
-            let (doc, item) = self.patched(key, &current, patch, actor, None)?;
+            seen = read.doc.version;
+            let w = WriteId::random();
+            let (doc, action) = self.patched(key, &read, patch, actor, &w)?;
             match self
-                .put_conditionally(
-                    item,
-                    SAME_REVISION,
-                    &revision_names(),
-                    &revision_values(&current),
-                )
+                .send_write(key, &action, Expect::Revision(&read), 0, &w)
                 .await?
             {
-                Outcome::Written => return Ok(doc),
-                // Gone since the read (a resend of ours would find our own write instead).
-                Outcome::ConditionFailed { item: None, .. } => return Err(Error::NotFound),
-                // Changed since the read, or our own lost attempt: read and merge again.
-                Outcome::ConditionFailed { item: Some(_), .. } => backoff.wait().await,
+                Sent::Applied => return Ok(doc),
+                Sent::Contended | Sent::CounterAtZero => backoff.wait().await,
+                Sent::Refused { current, resent } => {
+                    if current.as_ref().is_some_and(|c| c.holds(&w)) {
+                        return Ok(doc);
+                    }
+                    if resent
+                        && !current
+                            .as_ref()
+                            .is_some_and(|c| c.proves_not_applied(&read, &w))
+                    {
+                        return Err(unknown_outcome("update", key));
+                    }
+                    if current.is_none() {
+                        // Deleted since the read.
+                        return Err(Error::NotFound);
+                    }
+                    backoff.wait().await;
+                }
+                Sent::Unknown(err) => {
+                    self.settle(key, &w, err).await?;
+                    return Ok(doc);
+                }
             }
         }
         Err(Error::Conflict { current: seen })
     }
 
-    /// `update_if`: read, check the version, merge, and one write conditioned on the revision
-    /// read, with a fresh write identity `w`; a failed condition on exactly the item this call
-    /// wrote is its own earlier attempt: success.
+    /// `update_if`: read, check the version, merge, and one write conditioned on the
+    /// revision read.
     pub(crate) async fn update_document_if(
         &self,
         key: &Key,
@@ -260,137 +276,145 @@ impl DynamoStore {
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
-        let Some((current, _)) = self.read(key).await? else {
+        let Some(read) = self.read(key).await? else {
             return Err(Error::NotFound);
         };
-        if current.version != expected_version {
+        if read.doc.version != expected_version {
             return Err(Error::Conflict {
-                current: current.version,
+                current: read.doc.version,
             });
         }
         let w = WriteId::random();
-        let (doc, item) = self.patched(key, &current, patch, actor, Some(&w))?;
-        match self
-            .put_conditionally(
-                item.clone(),
-                SAME_REVISION,
-                &revision_names(),
-                &revision_values(&current),
-            )
-            .await?
-        {
-            Outcome::Written => Ok(doc),
-            Outcome::ConditionFailed { item: old, .. } if is_own_write(old.as_ref(), &item) => {
-                Ok(doc)
+        let (doc, action) = self.patched(key, &read, patch, actor, &w)?;
+        let mut backoff = Backoff::new();
+        for _ in 0..MAX_TRIES {
+            match self
+                .send_write(key, &action, Expect::Revision(&read), 0, &w)
+                .await?
+            {
+                Sent::Applied => return Ok(doc),
+                Sent::Contended | Sent::CounterAtZero => backoff.wait().await,
+                Sent::Refused { current, resent } => {
+                    if current.as_ref().is_some_and(|c| c.holds(&w)) {
+                        return Ok(doc);
+                    }
+                    if resent
+                        && !current
+                            .as_ref()
+                            .is_some_and(|c| c.proves_not_applied(&read, &w))
+                    {
+                        return Err(unknown_outcome("update_if", key));
+                    }
+                    return match current {
+                        None => Err(Error::NotFound),
+                        Some(c) => Err(Error::Conflict {
+                            current: c.doc.version,
+                        }),
+                    };
+                }
+                Sent::Unknown(err) => {
+                    self.settle(key, &w, err).await?;
+                    return Ok(doc);
+                }
             }
-            // Our lost attempt may have been applied, and then overwritten or deleted by
-            // another write before the resend: nothing tells.
-            Outcome::ConditionFailed {
-                item: None,
-                resent: true,
-            } => Err(unknown_outcome("update_if", key)),
-            Outcome::ConditionFailed {
-                item: Some(old),
-                resent: true,
-            } if may_follow(&old, &current)? => Err(unknown_outcome("update_if", key)),
-            Outcome::ConditionFailed { item: None, .. } => Err(Error::NotFound),
-            Outcome::ConditionFailed {
-                item: Some(old), ..
-            } => Err(Error::Conflict {
-                current: parse_document(&old)?.0.version,
-            }),
         }
+        Err(busy("update_if", key))
     }
 
-    /// `delete` (`expected_version: None`) and `delete_if`: read, then one DeleteItem
-    /// conditioned on the revision read, then the counter. `Ok(false)`: there was no document.
+    /// `delete` (`expected_version: None`) and `delete_if`: read, then a delete conditioned on
+    /// the revision read, with the counter. `Ok(false)`: there was no document.
     ///
-    /// When the condition fails because the document is gone and the SDK had sent the delete
-    /// more than once, the document was there at the read and this call's lost attempt
-    /// removed it: it reports the delete as done.
+    /// A delete never touches a document created after its read: when the revision it read is
+    /// gone and another incarnation stands at the key, that one was created after this call's
+    /// delete could have happened, and the call reports that there was nothing to delete.
     pub(crate) async fn delete_document(
         &self,
         key: &Key,
         expected_version: Option<u64>,
     ) -> Result<bool> {
         let mut backoff = Backoff::new();
+        let mut with_counter = true;
         for _ in 0..MAX_TRIES {
-            let Some((current, _)) = self.read(key).await? else {
+            let Some(read) = self.read(key).await? else {
                 return Ok(false);
             };
             if let Some(expected) = expected_version
-                && expected != current.version
+                && expected != read.doc.version
             {
                 return Err(Error::Conflict {
-                    current: current.version,
+                    current: read.doc.version,
                 });
             }
-            let attempts = Attempts::default();
-            let mut request = self
-                .client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(key_of(key)))
-                .condition_expression(SAME_REVISION)
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                );
-            for (name, value) in revision_names() {
-                request = request.expression_attribute_names(name, value);
-            }
-            for (name, value) in revision_values(&current) {
-                request = request.expression_attribute_values(name, value);
-            }
-            let result = request
-                .customize()
-                .interceptor(attempts.clone())
-                .send()
-                .await;
-            let old = match result {
-                Ok(_) => None,
-                Err(err) => match err.as_service_error() {
-                    Some(DeleteItemError::ConditionalCheckFailedException(e)) => {
-                        Some(e.item().filter(|item| is_document(item)).cloned())
+            let w = WriteId::random();
+            let delta = if with_counter { -1 } else { 0 };
+            match self
+                .send_write(key, &Action::Delete, Expect::Revision(&read), delta, &w)
+                .await?
+            {
+                Sent::Applied => return Ok(true),
+                Sent::Contended => backoff.wait().await,
+                Sent::CounterAtZero => {
+                    tracing::warn!(
+                        %key,
+                        "the collection counter is already 0 (it drifted): deleting without \
+                         moving it; run `docstore fsck --repair`"
+                    );
+                    with_counter = false;
+                }
+                Sent::Refused { current, resent } => {
+                    let same = current.as_ref().filter(|c| c.same_incarnation(&read));
+                    if let Some(still) = same {
+                        // The incarnation read still stands, so no delete of it was applied.
+                        if expected_version.is_some() {
+                            return Err(Error::Conflict {
+                                current: still.doc.version,
+                            });
+                        }
+                        backoff.wait().await;
+                        continue;
                     }
-                    _ => return Err(self.error("DeleteItem", err)),
-                },
-            };
-            match old {
-                // Deleted now.
-                None => {}
-                // Gone after a resend: the document was there at the read, so this call's
-                // lost attempt removed it.
-                Some(None) if attempts.resent() => {}
-                // Deleted by someone else between the read and the write.
-                Some(None) => return Ok(false),
-                Some(Some(other)) => {
-                    if expected_version.is_some() {
-                        return Err(Error::Conflict {
-                            current: parse_document(&other)?.0.version,
-                        });
+                    // The revision read is gone: deleted by this call's lost attempt or by
+                    // another caller.
+                    if !resent {
+                        return Ok(false);
                     }
-                    backoff.wait().await;
-                    continue;
+                    if self.transactional(delta) {
+                        // The counter's last mover is this call: committed. Otherwise the
+                        // token says the lost attempt did not commit: another caller deleted
+                        // the revision read.
+                        if self.counter_proves(key, &w).await? {
+                            return Ok(true);
+                        }
+                        if self.trust_request_tokens {
+                            return Ok(false);
+                        }
+                        return Err(unknown_outcome("delete", key));
+                    }
+                    // Seed 001's way (fast counters, no token): taken as this call's own.
+                    self.count_late(key, delta).await;
+                    return Ok(true);
+                }
+                Sent::Unknown(err) => {
+                    if delta != 0 && self.counter_proves(key, &w).await.unwrap_or(false) {
+                        return Ok(true);
+                    }
+                    return Err(err);
                 }
             }
-            self.bump_counter(key.site(), key.collection(), -1).await;
-            return Ok(true);
         }
-        Err(Error::Unavailable {
-            message: format!("delete of {key} kept meeting concurrent writes"),
-            source: None,
-        })
+        Err(busy("delete", key))
     }
 
-    /// `current` with `patch` merged as the next version by `actor`, and its item.
+    /// `read` with `patch` merged as the next revision by `actor` with write identity `w`.
     fn patched(
         &self,
         key: &Key,
-        current: &Document,
+        read: &Stored,
         patch: &Data,
         actor: &str,
-        w: Option<&WriteId>,
-    ) -> Result<(Document, Item)> {
+        w: &WriteId,
+    ) -> Result<(Document, Action)> {
+        let current = &read.doc;
         let mut data = current.data.clone();
         docstore::merge_patch(&mut data, patch);
         check_size(&data, self.options.max_doc_bytes)?;
@@ -409,72 +433,52 @@ impl DynamoStore {
             updated_by: actor.to_owned(),
             version: current.version + 1,
         };
-        let item = document_item(key, &doc, w);
-        Ok((doc, item))
+        let item = document_item(key, &doc, &read.next_history(w));
+        Ok((doc, Action::Put(item)))
     }
 
-    /// One PutItem of `item` under `condition`, asking for the item the condition failed on.
-    async fn put_conditionally(
-        &self,
-        item: Item,
-        condition: &str,
-        names: &[(&str, &str)],
-        values: &[(&str, aws_sdk_dynamodb::types::AttributeValue)],
-    ) -> Result<Outcome> {
-        let attempts = Attempts::default();
-        let mut request = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression(condition)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        for (name, value) in names {
-            request = request.expression_attribute_names(*name, *value);
+    /// Whether a write moving the counter by `delta` is sent as a transaction with a client
+    /// request token (exact counters).
+    fn transactional(&self, delta: i64) -> bool {
+        delta != 0 && self.counters == CounterMode::Exact
+    }
+
+    /// Fast counters: moves the counter for a write found applied after its answer was lost
+    /// (exact counters moved in the write's own transaction).
+    async fn count_late(&self, key: &Key, delta: i64) {
+        if delta != 0 && self.counters == CounterMode::Fast {
+            self.bump_counter(key.site(), key.collection(), delta).await;
         }
-        for (name, value) in values {
-            request = request.expression_attribute_values(*name, value.clone());
+    }
+
+    /// Exact counters: whether the counter item, moved in the same transaction as the
+    /// document, still carries `w` as its last mover — proof that the transaction committed.
+    async fn counter_proves(&self, key: &Key, w: &WriteId) -> Result<bool> {
+        if self.counters != CounterMode::Exact {
+            return Ok(false);
         }
-        match request
-            .customize()
-            .interceptor(attempts.clone())
-            .send()
-            .await
-        {
-            Ok(_) => Ok(Outcome::Written),
-            Err(err) => match err.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(e)) => {
-                    Ok(Outcome::ConditionFailed {
-                        item: e.item().filter(|item| is_document(item)).cloned(),
-                        resent: attempts.resent(),
-                    })
-                }
-                _ => Err(self.error("PutItem", err)),
-            },
+        Ok(self.counter_write_id(key).await?.as_deref() == Some(w.as_str()))
+    }
+
+    /// After the SDK gave up with every answer lost: one read settles it when the item holds
+    /// `w` (applied); otherwise the outcome is unknown and `err` (`Unavailable`) stands.
+    async fn settle(&self, key: &Key, w: &WriteId, err: Error) -> Result<()> {
+        match self.read(key).await {
+            Ok(Some(stored)) if stored.holds(w) => Ok(()),
+            _ => Err(may_have_been_applied(err)),
         }
     }
 }
 
-/// Whether the item a condition failed on is exactly `written`, write identity included.
-fn is_own_write(old: Option<&Item>, written: &Item) -> bool {
-    let Some(old) = old else { return false };
-    match (parse_document(old), parse_document(written)) {
-        (Ok(old), Ok(written)) => written.1.is_some() && old == written,
-        _ => false,
+/// `Unavailable` that says the write may have been applied.
+fn may_have_been_applied(err: Error) -> Error {
+    match err {
+        Error::Unavailable { message, source } => Error::Unavailable {
+            message: format!("{message}; the write may or may not have been applied"),
+            source,
+        },
+        other => other,
     }
-}
-
-/// Whether `old` carries the creation stamp (`created_at`, `created_by`) of `doc`.
-fn same_creation(old: &Item, doc: &Document) -> bool {
-    parse_document(old)
-        .is_ok_and(|(old, _)| old.created_at == doc.created_at && old.created_by == doc.created_by)
-}
-
-/// Whether `old` can be a later revision of the document `current` was read from: same
-/// creation, a higher version.
-fn may_follow(old: &Item, current: &Document) -> Result<bool> {
-    let (old, _) = parse_document(old)?;
-    Ok(old.created_at == current.created_at && old.version > current.version)
 }
 
 /// The answer to a write whose lost attempt may or may not have been applied.
@@ -482,21 +486,16 @@ fn unknown_outcome(call: &str, key: &Key) -> Error {
     Error::Unavailable {
         message: format!(
             "the answer to this {call} of {key} was lost and the document changed before the \
-             SDK's resend: the {call} may or may not have been applied; read the document to \
-             find out"
+             SDK's resend in a way that hides whether it was applied: the {call} may or may \
+             not have been applied; read the document to find out"
         ),
         source: None,
     }
 }
 
-fn revision_names() -> [(&'static str, &'static str); 3] {
-    [("#v", VERSION), ("#ca", CREATED_AT), ("#ua", UPDATED_AT)]
-}
-
-fn revision_values(doc: &Document) -> [(&'static str, aws_sdk_dynamodb::types::AttributeValue); 3] {
-    [
-        (":v", num(doc.version)),
-        (":ca", num(doc.created_at)),
-        (":ua", num(doc.updated_at)),
-    ]
+fn busy(call: &str, key: &Key) -> Error {
+    Error::Unavailable {
+        message: format!("{call} of {key} kept meeting concurrent writes; nothing was written"),
+        source: None,
+    }
 }

@@ -5,7 +5,7 @@
 mod support;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use docstore::config::DynamoDbConfig;
+use docstore::config::{CounterMode, DynamoDbConfig};
 use docstore::query::Filter;
 use docstore::{Error, Key, ManualClock, Query, Store, StoreOptions};
 use docstore_dynamodb::{DynamoStore, MAX_DOC_BYTES_LIMIT};
@@ -39,15 +39,26 @@ async fn raw_item(
         .item
 }
 
-/// Every attribute, with its type and value; `w` is checked apart (random).
+fn check_write_id(s: &str) {
+    assert_eq!(s.len(), 32, "w is 128 random bits in hex: {s}");
+    assert!(s.chars().all(|c| c.is_ascii_hexdigit()), "{s}");
+}
+
+/// Every attribute, with its type and value; write identities are checked apart (random):
+/// `w` shows as `<w>`, the history `wh` as `<n ids>`.
 fn shape(item: &Item) -> BTreeMap<String, String> {
     item.iter()
         .map(|(name, value)| {
             let shown = match value {
                 AttributeValue::S(s) if name == "w" => {
-                    assert_eq!(s.len(), 32, "w is 128 random bits in hex: {s}");
-                    assert!(s.chars().all(|c| c.is_ascii_hexdigit()), "{s}");
+                    check_write_id(s);
                     "S <w>".to_owned()
+                }
+                AttributeValue::L(ids) if name == "wh" => {
+                    for id in ids {
+                        check_write_id(id.as_s().expect("wh holds strings"));
+                    }
+                    format!("L <{} ids>", ids.len())
                 }
                 // The JSON text with its keys sorted, so that the check holds whether or
                 // not serde_json's `preserve_order` is on in the build (it keeps insertion
@@ -120,8 +131,14 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
     after_update_if.insert("updated_at".into(), "N 1700000000000000128".into());
     after_update_if.insert("updated_by".into(), "S bob".into());
     after_update_if.insert("version".into(), "N 2".into());
+    after_update_if.insert("wh".into(), "L <1 ids>".into());
     assert_eq!(shape(&item), after_update_if);
     assert_ne!(item["w"], first_w, "each call has its own identity");
+    assert_eq!(
+        item["wh"],
+        AttributeValue::L(vec![first_w]),
+        "the earlier write"
+    );
 
     clock.advance(5);
     store
@@ -130,7 +147,7 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
         .unwrap();
     let item = raw_item(&raw, &table, &pk, "T-1").await.unwrap();
     let mut after_put = after_update_if.clone();
-    after_put.remove("w"); // only create and update_if leave one
+    after_put.insert("wh".into(), "L <2 ids>".into());
     after_put.insert("data".into(), r#"S {"p":true}"#.into());
     after_put.insert("updated_at".into(), "N 1700000000000000133".into());
     after_put.insert("updated_by".into(), "S carol".into());
@@ -142,14 +159,21 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
         .await
         .unwrap();
     let item = raw_item(&raw, &table, &pk, "T-1").await.unwrap();
-    assert!(!item.contains_key("w"));
+    assert_eq!(shape(&item)["wh"], "L <3 ids>");
     assert_eq!(item["version"], AttributeValue::N("4".into()));
     assert_eq!(
         item["data"],
         AttributeValue::S(r#"{"p":true,"u":[1]}"#.into())
     );
 
-    // A put that creates: created_* from this call, version 1, no w.
+    // The history keeps the last 16 writes: w and 15 earlier ones.
+    for _ in 0..20 {
+        store.update(&key, &obj(json!({})), "dave").await.unwrap();
+    }
+    let item = raw_item(&raw, &table, &pk, "T-1").await.unwrap();
+    assert_eq!(shape(&item)["wh"], "L <15 ids>");
+
+    // A put that creates: created_* from this call, version 1, its own w.
     let other = Key::new(&site, "notes", "N-1").unwrap();
     store.put(&other, obj(json!({})), "erin").await.unwrap();
     let item = raw_item(&raw, &table, &format!("{site}#notes"), "N-1")
@@ -157,15 +181,18 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
         .unwrap();
     assert_eq!(item["created_by"], AttributeValue::S("erin".into()));
     assert_eq!(item["version"], AttributeValue::N("1".into()));
-    assert!(!item.contains_key("w"));
+    assert_eq!(shape(&item)["w"], "S <w>");
+    assert!(!item.contains_key("wh"));
 
-    // Counters.
+    // Counters: the seed's attributes, and `w`, the identity of the last create or delete
+    // that moved it in the same transaction (exact counters).
     let counters = format!("{site}#__collections");
     let counter = |n: &str, collection: &str| {
         expected(&[
             ("pk", &format!("S {counters}")),
             ("sk", &format!("S {collection}")),
             ("n", &format!("N {n}")),
+            ("w", "S <w>"),
         ])
     };
     assert_eq!(
@@ -189,87 +216,80 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
     assert_eq!(store.count(&site).await.unwrap(), 1);
 }
 
+/// The requests each call sends, in both counter modes: exact counters put creates and
+/// deletes in one `TransactWriteItems` with the counter; fast counters send the counter `ADD`
+/// after the document write. `put` reads first (it needs the history and the revision).
 async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell<String>) {
     let table = ensure_table(cell, emulator, "table").await;
     let requests = Requests::default();
     let client = emulator.client_with(|config| config.interceptor(requests.clone()));
-    let store = store_on(client.clone(), &table, 10_000, StoreOptions::default());
-    let site = site("costs");
-    let key = |id: &str| Key::new(&site, "c", id).unwrap();
+    for mode in [CounterMode::Exact, CounterMode::Fast] {
+        let store = support::store_with_counters(emulator, client.clone(), &table, mode);
+        let site = site("costs");
+        let key = |id: &str| Key::new(&site, "c", id).unwrap();
+        let exact = mode == CounterMode::Exact;
+        let counted: &[(&str, u32)] = if exact {
+            &[("TransactWriteItems", 1)]
+        } else {
+            &[("PutItem", 1), ("UpdateItem", 1)]
+        };
+        let deleted: &[(&str, u32)] = if exact {
+            &[("GetItem", 1), ("TransactWriteItems", 1)]
+        } else {
+            &[("GetItem", 1), ("DeleteItem", 1), ("UpdateItem", 1)]
+        };
 
-    store.create(&key("a"), obj(json!({})), "").await.unwrap();
-    assert_eq!(
-        requests.take(),
-        counts(&[("PutItem", 1), ("UpdateItem", 1)]),
-        "create"
-    );
-    store.get(&key("a")).await.unwrap();
-    assert_eq!(requests.take(), counts(&[("GetItem", 1)]), "get");
-    store
-        .update_if(&key("a"), &obj(json!({"x": 1})), 1, "")
-        .await
-        .unwrap();
-    assert_eq!(
-        requests.take(),
-        counts(&[("GetItem", 1), ("PutItem", 1)]),
-        "update_if: read, one write"
-    );
-    store
-        .update(&key("a"), &obj(json!({"y": 1})), "")
-        .await
-        .unwrap();
-    assert_eq!(
-        requests.take(),
-        counts(&[("GetItem", 1), ("PutItem", 1)]),
-        "update"
-    );
-    store.put(&key("a"), obj(json!({})), "").await.unwrap();
-    assert_eq!(
-        requests.take(),
-        counts(&[("UpdateItem", 1)]),
-        "put of an existing document"
-    );
-    store.put(&key("b"), obj(json!({})), "").await.unwrap();
-    assert_eq!(
-        requests.take(),
-        counts(&[("UpdateItem", 2)]),
-        "put that creates: + counter"
-    );
-    store.delete(&key("b")).await.unwrap();
-    assert_eq!(
-        requests.take(),
-        counts(&[("GetItem", 1), ("DeleteItem", 1), ("UpdateItem", 1)]),
-        "delete"
-    );
-    assert!(!store.delete(&key("b")).await.unwrap());
-    assert_eq!(
-        requests.take(),
-        counts(&[("GetItem", 1)]),
-        "delete of nothing"
-    );
-    store.delete_if(&key("a"), 4).await.unwrap();
-    assert_eq!(
-        requests.take(),
-        counts(&[("GetItem", 1), ("DeleteItem", 1), ("UpdateItem", 1)]),
-        "delete_if"
-    );
-    store.collections(&site).await.unwrap();
-    assert_eq!(requests.take(), counts(&[("Query", 1)]), "collections");
-    store.count(&site).await.unwrap();
-    assert_eq!(requests.take(), counts(&[("Query", 1)]), "count");
+        store.create(&key("a"), obj(json!({})), "").await.unwrap();
+        assert_eq!(requests.take(), counts(counted), "{mode:?} create");
+        store.get(&key("a")).await.unwrap();
+        assert_eq!(requests.take(), counts(&[("GetItem", 1)]), "get");
+        store
+            .update_if(&key("a"), &obj(json!({"x": 1})), 1, "")
+            .await
+            .unwrap();
+        let read_write = counts(&[("GetItem", 1), ("PutItem", 1)]);
+        assert_eq!(requests.take(), read_write, "update_if: read, one write");
+        store
+            .update(&key("a"), &obj(json!({"y": 1})), "")
+            .await
+            .unwrap();
+        assert_eq!(requests.take(), read_write, "update");
+        store.put(&key("a"), obj(json!({})), "").await.unwrap();
+        assert_eq!(requests.take(), read_write, "put of an existing document");
+        store.put(&key("b"), obj(json!({})), "").await.unwrap();
+        let mut expected = counts(counted);
+        *expected.entry("GetItem".into()).or_default() += 1;
+        assert_eq!(requests.take(), expected, "{mode:?} put that creates");
+        store.delete(&key("b")).await.unwrap();
+        assert_eq!(requests.take(), counts(deleted), "{mode:?} delete");
+        assert!(!store.delete(&key("b")).await.unwrap());
+        assert_eq!(
+            requests.take(),
+            counts(&[("GetItem", 1)]),
+            "delete of nothing"
+        );
+        store.delete_if(&key("a"), 4).await.unwrap();
+        assert_eq!(requests.take(), counts(deleted), "{mode:?} delete_if");
+        store.collections(&site).await.unwrap();
+        assert_eq!(requests.take(), counts(&[("Query", 1)]), "collections");
+        store.count(&site).await.unwrap();
+        assert_eq!(requests.take(), counts(&[("Query", 1)]), "count");
 
-    let quota = store_on(
-        client,
-        &table,
-        10_000,
-        StoreOptions::default().with_max_docs_per_site(Some(100)),
-    );
-    quota.create(&key("q"), obj(json!({})), "").await.unwrap();
-    assert_eq!(
-        requests.take(),
-        counts(&[("PutItem", 1), ("Query", 1), ("UpdateItem", 1)]),
-        "create with a quota"
-    );
+        let config = docstore::config::DynamoDbConfig {
+            counters: mode,
+            ..support::config(&table, 10_000)
+        };
+        let quota = DynamoStore::from_client(
+            client.clone(),
+            &config,
+            StoreOptions::default().with_max_docs_per_site(Some(100)),
+        )
+        .unwrap();
+        quota.create(&key("q"), obj(json!({})), "").await.unwrap();
+        let mut expected = counts(counted);
+        expected.insert("Query".into(), 1);
+        assert_eq!(requests.take(), expected, "{mode:?} create with a quota");
+    }
 }
 
 async fn id_order_queries_read_only_the_pages_they_need(
@@ -542,9 +562,10 @@ async fn scans_stop_after_64_mib(emulator: Emulator, cell: &'static OnceCell<Str
     assert!(text(&logs).contains("exhausted_scan = true"));
 }
 
-/// A document of `MAX_DOC_BYTES_LIMIT` bytes with the longest keys and 1 KiB actors fits in
-/// one item. moto caps items at 405 000 bytes where DynamoDB (and dynoxide) allow 409 600:
-/// there the write is refused, as `InvalidArgument` — an emulator limit, not ours.
+/// A document of `MAX_DOC_BYTES_LIMIT` bytes with the longest keys, the longest actors and a
+/// full write history fits in one item. moto caps items at 405 000 bytes where DynamoDB (and
+/// dynoxide) allow 409 600: there the write is refused, as `InvalidArgument` — an emulator
+/// limit, not ours.
 async fn the_largest_document_fits_in_an_item(emulator: Emulator, cell: &'static OnceCell<String>) {
     let table = ensure_table(cell, emulator, "table").await;
     let options = StoreOptions::default().with_max_doc_bytes(MAX_DOC_BYTES_LIMIT);
@@ -556,11 +577,16 @@ async fn the_largest_document_fits_in_an_item(emulator: Emulator, cell: &'static
     let key = Key::new(&site, "c".repeat(64), "i".repeat(512)).unwrap();
     let data = obj(json!({"pad": "x".repeat(MAX_DOC_BYTES_LIMIT - 10)}));
     assert_eq!(docstore::document::data_size(&data), MAX_DOC_BYTES_LIMIT);
-    let actor = "a".repeat(1024);
+    let actor = "a".repeat(docstore::document::MAX_ACTOR_BYTES);
     let result = store.create(&key, data, &actor).await;
     match emulator {
         Emulator::Dynoxide => {
-            let doc = result.unwrap();
+            let mut doc = result.unwrap();
+            // Fill the write history: 16 more writes of the same size.
+            for _ in 0..16 {
+                doc = store.update(&key, &obj(json!({})), &actor).await.unwrap();
+            }
+            assert_eq!(doc.version, 17);
             assert_eq!(store.get(&key).await.unwrap(), Some(doc));
         }
         Emulator::Moto => {
@@ -610,10 +636,10 @@ async fn a_missing_table_is_named(emulator: Emulator, _cell: &'static OnceCell<S
 async fn connect_uses_the_standard_chain(emulator: Emulator, _cell: &'static OnceCell<String>) {
     // Credentials and region come from the environment the script sets.
     let config = DynamoDbConfig {
-        table: support::fresh_table("connect"),
         region: Some("us-east-1".into()),
         endpoint: Some(emulator.endpoint()),
         max_scan: 10,
+        ..DynamoDbConfig::new(support::fresh_table("connect"))
     };
     let store = DynamoStore::connect(&config, StoreOptions::default())
         .await

@@ -32,7 +32,9 @@ use docstore::clock::next_updated_at;
 use docstore::document::{check_restorable, check_size, merged_fits, validate_actor};
 use docstore::key::{validate_collection, validate_site};
 use docstore::query::CompiledQuery;
-use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
+use docstore::{
+    Data, Document, Error, Key, Page, Query, Recount, RecountMode, Result, Store, StoreOptions,
+};
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -437,28 +439,6 @@ impl Store for MemoryStore {
         self.insert_new(&mut sites, key, document.clone()).map(drop)
     }
 
-    /// One read lock: the answer is one snapshot.
-    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
-        batch::check_distinct(keys, "key")?;
-        let sites = self.sites.read();
-        Ok(keys
-            .iter()
-            .map(|key| Self::lookup(&sites, key).cloned())
-            .collect())
-    }
-
-    /// One write lock for the whole batch: every write is decided first, then all are
-    /// applied, so a failing one leaves the store untouched.
-    async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
-        validate_actor(actor)?;
-        let bytes = batch::validate(writes, self.options.max_doc_bytes)?;
-        if writes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut sites = self.sites.write();
-        self.apply_batch(&mut sites, writes, actor, bytes)
-    }
-
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
         validate_site(site)?;
         validate_collection(collection)?;
@@ -490,6 +470,37 @@ impl Store for MemoryStore {
         Ok(sites
             .get(site)
             .map_or(0, |s| s.values().map(|docs| docs.len() as u64).sum()))
+    }
+
+    /// One read lock: the answer is one snapshot.
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
+        batch::check_distinct(keys, "key")?;
+        let sites = self.sites.read();
+        Ok(keys
+            .iter()
+            .map(|key| Self::lookup(&sites, key).cloned())
+            .collect())
+    }
+
+    /// One write lock for the whole batch: every write is decided first, then all are
+    /// applied, so a failing one leaves the store untouched.
+    async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
+        validate_actor(actor)?;
+        let bytes = batch::validate(writes, self.options.max_doc_bytes)?;
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sites = self.sites.write();
+        self.apply_batch(&mut sites, writes, actor, bytes)
+    }
+
+    /// The memory backend counts its maps, so its counters can never disagree: `changes` is
+    /// always empty.
+    async fn recount(&self, site: &str, _mode: RecountMode) -> Result<Recount> {
+        Ok(Recount {
+            collections: self.collections(site).await?,
+            changes: Vec::new(),
+        })
     }
 }
 

@@ -156,6 +156,46 @@ pub(crate) fn collections(conn: &Connection, site: &str) -> Result<Vec<(String, 
     Ok(out)
 }
 
+/// The collections of `site` counted from the documents, by name.
+pub(crate) fn counted_collections(
+    conn: &Connection,
+    site: &str,
+) -> Result<Vec<(String, u64)>, Fail> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT collection, COUNT(*) FROM documents WHERE site = ?1 \
+         GROUP BY collection ORDER BY collection",
+    )?;
+    let rows = stmt.query_map([site], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (name, count) = row?;
+        out.push((name, count as u64));
+    }
+    Ok(out)
+}
+
+/// Sets the counter of `collection` in `site` to `documents` (removing it at 0).
+pub(crate) fn set_counter(
+    conn: &Connection,
+    site: &str,
+    collection: &str,
+    documents: u64,
+) -> Result<(), Fail> {
+    if documents == 0 {
+        conn.prepare_cached("DELETE FROM collections WHERE site = ?1 AND collection = ?2")?
+            .execute(params![site, collection])?;
+    } else {
+        conn.prepare_cached(
+            "INSERT INTO collections (site, collection, documents) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (site, collection) DO UPDATE SET documents = excluded.documents",
+        )?
+        .execute(params![site, collection, documents as i64])?;
+    }
+    Ok(())
+}
+
 fn version_param(version: u64) -> Result<i64, Fail> {
     i64::try_from(version).map_err(|_| {
         Fail::Store(Error::Backend {

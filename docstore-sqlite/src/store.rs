@@ -10,7 +10,9 @@ use docstore::batch::{self, Write, WriteOutcome};
 use docstore::clock::next_updated_at;
 use docstore::document::{check_restorable, validate_actor};
 use docstore::key::{validate_collection, validate_site};
-use docstore::{Data, Document, Error, Key, Page, Query, Result, Store, StoreOptions};
+use docstore::{
+    Data, Document, Error, Key, Page, Query, Recount, RecountMode, Result, Store, StoreOptions,
+};
 use rusqlite::Connection;
 use std::path::Path;
 use std::sync::Arc;
@@ -303,5 +305,44 @@ impl Store for SqliteStore {
         validate_site(site)?;
         let site = site.to_owned();
         self.read(move |conn| rows::site_count(conn, &site)).await
+    }
+
+    /// Counts inside one write transaction, so the comparison (and the repair) sees one
+    /// state. The triggers keep the counters exact; differences only come from outside
+    /// (a hand-edited file).
+    async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
+        validate_site(site)?;
+        let site = site.to_owned();
+        self.write(move |_, conn| {
+            let collections = rows::counted_collections(conn, &site)?;
+            let counters: std::collections::BTreeMap<String, u64> =
+                rows::collections(conn, &site)?.into_iter().collect();
+            let mut changes = Vec::new();
+            let actual: std::collections::BTreeMap<&str, u64> =
+                collections.iter().map(|(c, n)| (c.as_str(), *n)).collect();
+            let mut names: Vec<&str> = actual.keys().copied().collect();
+            names.extend(counters.keys().map(String::as_str));
+            names.sort_unstable();
+            names.dedup();
+            for name in names {
+                let documents = actual.get(name).copied().unwrap_or(0);
+                let counter = counters.get(name).copied();
+                if counter.unwrap_or(0) != documents {
+                    changes.push(docstore::CounterChange {
+                        collection: name.to_owned(),
+                        counter,
+                        documents,
+                    });
+                    if mode == RecountMode::Repair {
+                        rows::set_counter(conn, &site, name, documents)?;
+                    }
+                }
+            }
+            Ok(Recount {
+                collections,
+                changes,
+            })
+        })
+        .await
     }
 }

@@ -24,6 +24,13 @@ use std::path::PathBuf;
 /// The default number of items a DynamoDB query reads before it stops.
 pub const DEFAULT_MAX_SCAN: usize = 10_000;
 
+/// The default deadline of one DynamoDB request attempt, in milliseconds.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+/// The default deadline of one DynamoDB request with its retries, in milliseconds.
+pub const DEFAULT_OPERATION_TIMEOUT_MS: u64 = 30_000;
+/// The default deadline for opening a connection to DynamoDB, in milliseconds.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 3_000;
+
 /// The top level: everything sits under `database`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,6 +94,71 @@ pub struct DynamoDbConfig {
     /// `database.dynamodb.max_scan`: items a query reads at most (default 10 000).
     #[serde(default = "default_max_scan")]
     pub max_scan: usize,
+    /// `database.dynamodb.timeout_ms`: the deadline of one attempt of one request, in
+    /// milliseconds (default 10 000); an attempt past it is abandoned and retried.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// `database.dynamodb.operation_timeout_ms`: the deadline of one request with all its
+    /// retries, in milliseconds (default 30 000); past it the call fails with
+    /// [`Error::Unavailable`](crate::Error::Unavailable).
+    #[serde(default = "default_operation_timeout_ms")]
+    pub operation_timeout_ms: u64,
+    /// `database.dynamodb.connect_timeout_ms`: the deadline for opening a connection, in
+    /// milliseconds (default 3 000).
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// `database.dynamodb.counters`: how collection counters are moved (default
+    /// [`CounterMode::Exact`]).
+    #[serde(default)]
+    pub counters: CounterMode,
+    /// `database.dynamodb.trust_request_tokens` (default `true`): whether the service honours
+    /// `TransactWriteItems`' client request token, as DynamoDB does (a resent transaction that
+    /// had committed is answered with success). Set it to `false` for compatible services
+    /// that ignore the token (moto): a resent create or delete whose outcome the write
+    /// identities cannot prove then answers [`Error::Unavailable`](crate::Error::Unavailable)
+    /// instead of a refusal.
+    #[serde(default = "default_true")]
+    pub trust_request_tokens: bool,
+}
+
+/// `database.dynamodb.counters`: how the DynamoDB backend moves collection counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CounterMode {
+    /// In the same transaction as the document write (`TransactWriteItems`): exact under
+    /// lost answers, resends and interrupted processes. Creates and deletes cost one request
+    /// but twice the write capacity (transactional writes), and creates in one collection
+    /// contend on its counter item.
+    #[default]
+    Exact,
+    /// Seed 001's way: an atomic `ADD` right after the document write. Half the write capacity
+    /// of `exact`, one request more, and a counter can drift by one when a process dies between
+    /// the two or the counter's own answer is lost (`docstore fsck --repair` fixes it).
+    Fast,
+}
+
+impl DynamoDbConfig {
+    /// The settings for `table` with every default: region and endpoint from the standard AWS
+    /// chain, `max_scan` 10 000, 10 s per attempt, 30 s per request, 3 s to connect, exact
+    /// counters.
+    ///
+    /// ```
+    /// let config = docstore::config::DynamoDbConfig::new("docs");
+    /// assert_eq!(config.operation_timeout_ms, 30_000);
+    /// ```
+    pub fn new(table: impl Into<String>) -> Self {
+        DynamoDbConfig {
+            table: table.into(),
+            region: None,
+            endpoint: None,
+            max_scan: DEFAULT_MAX_SCAN,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            operation_timeout_ms: DEFAULT_OPERATION_TIMEOUT_MS,
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            counters: CounterMode::Exact,
+            trust_request_tokens: true,
+        }
+    }
 }
 
 impl DatabaseConfig {
@@ -104,6 +176,22 @@ fn default_max_doc_bytes() -> usize {
 
 fn default_max_scan() -> usize {
     DEFAULT_MAX_SCAN
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_timeout_ms() -> u64 {
+    DEFAULT_TIMEOUT_MS
+}
+
+fn default_operation_timeout_ms() -> u64 {
+    DEFAULT_OPERATION_TIMEOUT_MS
+}
+
+fn default_connect_timeout_ms() -> u64 {
+    DEFAULT_CONNECT_TIMEOUT_MS
 }
 
 #[cfg(test)]

@@ -57,4 +57,4 @@ pub use key::Key;
 pub use options::{DEFAULT_MAX_DOC_BYTES, StoreOptions};
 pub use patch::merge_patch;
 pub use query::{Cursor, Filter, Order, Query};
-pub use store::{Page, Store};
+pub use store::{CounterChange, Page, Recount, RecountMode, Store};

@@ -19,6 +19,37 @@ pub struct Page {
     pub exhausted_scan: bool,
 }
 
+/// What [`Store::recount`] does with the differences it finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecountMode {
+    /// Only report them (`docstore fsck`).
+    Report,
+    /// Report them and set every counter to the number of documents (`docstore fsck --repair`).
+    Repair,
+}
+
+/// One collection whose counter disagreed with its documents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterChange {
+    /// The collection.
+    pub collection: String,
+    /// What the counter said; `None` when the collection had documents but no counter at all.
+    pub counter: Option<u64>,
+    /// The documents the collection really holds.
+    pub documents: u64,
+}
+
+/// What [`Store::recount`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recount {
+    /// Every collection of the site holding at least one document, by name, with the number
+    /// of documents it really holds (counted from the documents, not from the counters).
+    pub collections: Vec<(String, u64)>,
+    /// The counters that disagreed, by collection name (repaired when the mode was
+    /// [`RecountMode::Repair`]).
+    pub changes: Vec<CounterChange>,
+}
+
 /// A document store: the one API every backend implements.
 ///
 /// The trait is object safe; applications hold an `Arc<dyn Store>` and choose the backend by
@@ -135,4 +166,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// The number of documents in a site.
     async fn count(&self, site: &str) -> Result<u64>;
+
+    /// Counts a site's documents collection by collection — from the documents themselves,
+    /// never from the counters — and compares each count with its counter, finding collections
+    /// that have documents but no counter and counters left over for empty collections. With
+    /// [`RecountMode::Repair`] every differing counter is set to the true count.
+    ///
+    /// Reads the whole site (DynamoDB: a paginated Scan of the table), so it is a maintenance
+    /// call (`docstore fsck`), also used by export and copy to find every collection.
+    async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount>;
 }

@@ -142,10 +142,19 @@ pub async fn actors_are_checked_before_any_write(h: &dyn Harness) {
     let ctx = Ctx::new(h, "meta").await;
     let key = ctx.key("c", "a");
     let longest = "é".repeat(128);
-    let doc = ctx.store.create(&key, obj(json!({})), &longest).await.unwrap();
+    let doc = ctx
+        .store
+        .create(&key, obj(json!({})), &longest)
+        .await
+        .unwrap();
     assert_eq!(doc.created_by, longest);
     let other = ctx.key("c", "new");
-    for bad in ["tab\there".to_owned(), "nul\u{0}".to_owned(), "\u{85}".to_owned(), "x".repeat(257)] {
+    for bad in [
+        "tab\there".to_owned(),
+        "nul\u{0}".to_owned(),
+        "\u{85}".to_owned(),
+        "x".repeat(257),
+    ] {
         let invalid = |result: docstore::Result<()>, call: &str| match result {
             Err(Error::InvalidArgument(message)) => {
                 assert!(message.contains("actor"), "{call} with {bad:?}: {message}")
@@ -153,10 +162,19 @@ pub async fn actors_are_checked_before_any_write(h: &dyn Harness) {
             other => panic!("{call} with actor {bad:?}: {other:?}"),
         };
         let s = &ctx.store;
-        invalid(s.create(&other, obj(json!({})), &bad).await.map(drop), "create");
+        invalid(
+            s.create(&other, obj(json!({})), &bad).await.map(drop),
+            "create",
+        );
         invalid(s.put(&key, obj(json!({})), &bad).await.map(drop), "put");
-        invalid(s.update(&key, &obj(json!({})), &bad).await.map(drop), "update");
-        invalid(s.update_if(&key, &obj(json!({})), 1, &bad).await.map(drop), "update_if");
+        invalid(
+            s.update(&key, &obj(json!({})), &bad).await.map(drop),
+            "update",
+        );
+        invalid(
+            s.update_if(&key, &obj(json!({})), 1, &bad).await.map(drop),
+            "update_if",
+        );
         let write = Write::Put {
             key: other.clone(),
             data: obj(json!({})),

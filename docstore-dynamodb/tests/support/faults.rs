@@ -12,6 +12,8 @@ use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,11 +38,33 @@ pub struct Refusal {
     pub always: bool,
 }
 
+/// What runs between a lost attempt and its resend: another writer.
+pub type Hook = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// One scripted loss: the operation, how, and what runs before the SDK hears of it.
+struct Scripted {
+    operation: String,
+    loss: Loss,
+    then: Option<Hook>,
+}
+
+impl std::fmt::Debug for Scripted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {:?} (hook: {})",
+            self.operation,
+            self.loss,
+            self.then.is_some()
+        )
+    }
+}
+
 /// Which answers to lose.
 #[derive(Default, Debug)]
 struct Plan {
     /// Losses for the next requests of an operation (`"PutItem"`, ...), in order.
-    scripted: VecDeque<(String, Loss)>,
+    scripted: VecDeque<Scripted>,
     /// Random losses: probability per write request, and the generator's state.
     random: Option<(f64, u64)>,
     /// The previous answer was lost: the next request (its resend) is answered.
@@ -55,16 +79,29 @@ struct Plan {
 #[derive(Clone, Debug, Default)]
 pub struct Faults(Arc<Mutex<Plan>>);
 
-const WRITES: &[&str] = &["PutItem", "UpdateItem", "DeleteItem"];
+const WRITES: &[&str] = &["PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"];
 
 impl Faults {
     /// Loses the answer of the next request of `operation`.
     pub fn lose_next(&self, operation: &str, loss: Loss) {
-        self.0
-            .lock()
-            .unwrap()
-            .scripted
-            .push_back((operation.to_owned(), loss));
+        self.0.lock().unwrap().scripted.push_back(Scripted {
+            operation: operation.to_owned(),
+            loss,
+            then: None,
+        });
+    }
+
+    /// Loses the answer of the next request of `operation`, after running `then` (another
+    /// writer getting in between the lost attempt and its resend).
+    pub fn lose_next_then<F>(&self, operation: &str, loss: Loss, then: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.0.lock().unwrap().scripted.push_back(Scripted {
+            operation: operation.to_owned(),
+            loss,
+            then: Some(Box::new(move || Box::pin(then))),
+        });
     }
 
     /// Loses each write answer with probability `p` (never the resend of a lost one), from a
@@ -102,14 +139,21 @@ impl Faults {
         self.0.lock().unwrap().scripted.is_empty()
     }
 
-    fn decide(&self, operation: &str) -> Option<Loss> {
+    fn decide(&self, operation: &str) -> (Option<Loss>, Option<Hook>) {
         let mut plan = self.0.lock().unwrap();
         if std::mem::take(&mut plan.just_lost) {
-            return None;
+            return (None, None);
         }
         let mut loss = None;
-        if plan.scripted.front().is_some_and(|(op, _)| op == operation) {
-            loss = plan.scripted.pop_front().map(|(_, loss)| loss);
+        let mut hook = None;
+        if plan
+            .scripted
+            .front()
+            .is_some_and(|s| s.operation == operation)
+        {
+            let scripted = plan.scripted.pop_front().expect("checked");
+            loss = Some(scripted.loss);
+            hook = scripted.then;
         } else if let Some((p, state)) = plan.random.as_mut()
             && WRITES.contains(&operation)
         {
@@ -130,7 +174,7 @@ impl Faults {
             plan.just_lost = true;
             plan.injected.push((operation.to_owned(), loss));
         }
-        loss
+        (loss, hook)
     }
 
     /// An SDK HTTP client (plain HTTP, for the emulators) that loses answers by this plan.
@@ -202,7 +246,11 @@ impl HttpConnector for FaultyConnector {
             }
             // Otherwise the request reaches the emulator and is applied there (or refused).
             let response = inner.call(request).await?;
-            match faults.decide(&operation) {
+            let (loss, hook) = faults.decide(&operation);
+            if let Some(hook) = hook {
+                hook().await;
+            }
+            match loss {
                 None => Ok(response),
                 Some(Loss::ServerError) => Ok(HttpResponse::new(
                     StatusCode::try_from(500).expect("valid status"),

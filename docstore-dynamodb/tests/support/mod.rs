@@ -65,6 +65,12 @@ impl Emulator {
         Client::from_conf(customize(config).build())
     }
 
+    /// Whether the emulator honours `TransactWriteItems`' client request token (dynoxide
+    /// does; moto ignores it).
+    pub fn honours_request_tokens(self) -> bool {
+        matches!(self, Emulator::Dynoxide)
+    }
+
     /// A client whose answers are lost as `faults` says, with quick, unmetered retries.
     pub fn faulty_client(self, faults: &faults::Faults) -> Client {
         let (retry, partition) = faults::Faults::retry_config();
@@ -88,10 +94,17 @@ pub fn fresh_table(tag: &str) -> String {
 /// The settings of a store on `table` with `max_scan`.
 pub fn config(table: &str, max_scan: usize) -> DynamoDbConfig {
     DynamoDbConfig {
-        table: table.to_owned(),
-        region: None,
-        endpoint: None,
         max_scan,
+        ..DynamoDbConfig::new(table)
+    }
+}
+
+/// The settings of a store on `table` for `emulator`: client request tokens trusted only
+/// where the emulator honours them.
+pub fn config_for(emulator: Emulator, table: &str) -> DynamoDbConfig {
+    DynamoDbConfig {
+        trust_request_tokens: emulator.honours_request_tokens(),
+        ..config(table, 10_000)
     }
 }
 
@@ -154,6 +167,30 @@ pub fn store_on(
     options: StoreOptions,
 ) -> DynamoStore {
     DynamoStore::from_client(client, &config(table, max_scan), options).expect("valid settings")
+}
+
+/// A store on `table` for `emulator` (see [`config_for`]) with the default options.
+pub fn store_for(emulator: Emulator, client: Client, table: &str) -> DynamoStore {
+    DynamoStore::from_client(
+        client,
+        &config_for(emulator, table),
+        StoreOptions::default(),
+    )
+    .expect("valid settings")
+}
+
+/// A store on `table` for `emulator` with the given counter mode and default options.
+pub fn store_with_counters(
+    emulator: Emulator,
+    client: Client,
+    table: &str,
+    counters: docstore::config::CounterMode,
+) -> DynamoStore {
+    let config = DynamoDbConfig {
+        counters,
+        ..config_for(emulator, table)
+    };
+    DynamoStore::from_client(client, &config, StoreOptions::default()).expect("valid settings")
 }
 
 /// A fresh site name for one test.

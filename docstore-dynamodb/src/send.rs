@@ -1,0 +1,371 @@
+//! One conditional document write, sent the way the counter mode asks: alone (PutItem or
+//! DeleteItem), or with its collection counter in one `TransactWriteItems` (exact counters),
+//! and what came of it, read from the answer without guessing.
+
+use crate::attempts::Attempts;
+use crate::errors::{Failure, classify};
+use crate::history::Stored;
+use crate::item::{
+    COUNT, COUNTER_WRITE_ID, CREATED_AT, Item, PK, SK, UPDATED_AT, VERSION, counters_pk,
+    is_document, key_of, num, text,
+};
+use crate::store::DynamoStore;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use docstore::config::CounterMode;
+use docstore::{Error, Key, Result, WriteId};
+use std::collections::HashMap;
+
+/// The condition a document write is sent under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Expect<'a> {
+    /// No document at the key.
+    Absent,
+    /// Exactly the revision that was read (version, `created_at`, `updated_at`).
+    Revision(&'a Stored),
+}
+
+/// What to do to the document.
+#[derive(Clone, Debug)]
+pub(crate) enum Action {
+    /// Write this whole item.
+    Put(Item),
+    /// Delete the document.
+    Delete,
+}
+
+/// What one write did.
+#[derive(Debug)]
+pub(crate) enum Sent {
+    /// Applied (after resends, possibly, which the service recognised by the client request
+    /// token).
+    Applied,
+    /// The document's condition failed on `current` (`None`: no document). `resent`: the
+    /// request was sent more than once, so an earlier attempt may have been applied.
+    Refused {
+        current: Option<Stored>,
+        resent: bool,
+    },
+    /// Not applied because of a competing transaction or throttling: send it again.
+    Contended,
+    /// Not applied: the counter is already 0 (it drifted before), so the decrement was refused.
+    CounterAtZero,
+    /// Every answer was lost and the SDK gave up (timeouts, 5xx): the write may or may not
+    /// have been applied.
+    Unknown(Error),
+}
+
+impl DynamoStore {
+    /// Sends `action` at `key` under `expect`, moving the collection counter by `delta`
+    /// (0, 1 or -1) as the counter mode says. `w` is the call's write identity: it goes on
+    /// the counter item in exact mode.
+    pub(crate) async fn send_write(
+        &self,
+        key: &Key,
+        action: &Action,
+        expect: Expect<'_>,
+        delta: i64,
+        w: &WriteId,
+    ) -> Result<Sent> {
+        if delta != 0 && self.counters == CounterMode::Exact {
+            return self.send_transaction(key, action, expect, delta, w).await;
+        }
+        let sent = self.send_single(key, action, expect).await?;
+        if delta != 0 && matches!(sent, Sent::Applied) {
+            self.bump_counter(key.site(), key.collection(), delta).await;
+        }
+        Ok(sent)
+    }
+
+    /// A lone PutItem or DeleteItem.
+    async fn send_single(&self, key: &Key, action: &Action, expect: Expect<'_>) -> Result<Sent> {
+        let attempts = Attempts::default();
+        let (condition, names, values) = condition(expect);
+        let result = match action {
+            Action::Put(item) => self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item.clone()))
+                .condition_expression(condition)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values(values)
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .customize()
+                .interceptor(attempts.clone())
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|err| {
+                    let refused = match err.as_service_error() {
+                        Some(PutItemError::ConditionalCheckFailedException(e)) => {
+                            Some(e.item().cloned())
+                        }
+                        _ => None,
+                    };
+                    let conflict = matches!(
+                        err.as_service_error(),
+                        Some(PutItemError::TransactionConflictException(_))
+                    );
+                    (refused, conflict, self.single_failure("PutItem", err))
+                }),
+            Action::Delete => self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key_of(key)))
+                .condition_expression(condition)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values(values)
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .customize()
+                .interceptor(attempts.clone())
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|err| {
+                    let refused = match err.as_service_error() {
+                        Some(DeleteItemError::ConditionalCheckFailedException(e)) => {
+                            Some(e.item().cloned())
+                        }
+                        _ => None,
+                    };
+                    let conflict = matches!(
+                        err.as_service_error(),
+                        Some(DeleteItemError::TransactionConflictException(_))
+                    );
+                    (refused, conflict, self.single_failure("DeleteItem", err))
+                }),
+        };
+        match result {
+            Ok(()) => Ok(Sent::Applied),
+            Err((Some(item), _, _)) => Ok(Sent::Refused {
+                current: self.refused_on(key, item).await?,
+                resent: attempts.resent(),
+            }),
+            Err((None, true, _)) => Ok(Sent::Contended),
+            Err((None, false, failure)) => failure,
+        }
+    }
+
+    /// The document write and the counter move in one `TransactWriteItems`, with a fresh
+    /// client request token (the SDK resends it unchanged, so DynamoDB recognises a resend
+    /// of a committed transaction and answers success without applying it again).
+    async fn send_transaction(
+        &self,
+        key: &Key,
+        action: &Action,
+        expect: Expect<'_>,
+        delta: i64,
+        w: &WriteId,
+    ) -> Result<Sent> {
+        let (condition, names, values) = condition(expect);
+        let document = match action {
+            Action::Put(item) => TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(item.clone()))
+                        .condition_expression(condition)
+                        .set_expression_attribute_names(Some(names))
+                        .set_expression_attribute_values(values)
+                        .return_values_on_condition_check_failure(
+                            ReturnValuesOnConditionCheckFailure::AllOld,
+                        )
+                        .build()
+                        .map_err(build_error)?,
+                )
+                .build(),
+            Action::Delete => TransactWriteItem::builder()
+                .delete(
+                    Delete::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_of(key)))
+                        .condition_expression(condition)
+                        .set_expression_attribute_names(Some(names))
+                        .set_expression_attribute_values(values)
+                        .return_values_on_condition_check_failure(
+                            ReturnValuesOnConditionCheckFailure::AllOld,
+                        )
+                        .build()
+                        .map_err(build_error)?,
+                )
+                .build(),
+        };
+        let counter = TransactWriteItem::builder()
+            .update(counter_update(&self.table, key, delta, Some(w))?)
+            .build();
+        let attempts = Attempts::default();
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(document)
+            .transact_items(counter)
+            .client_request_token(WriteId::random().as_str())
+            .customize()
+            .interceptor(attempts.clone())
+            .send()
+            .await;
+        let err = match result {
+            Ok(_) => return Ok(Sent::Applied),
+            Err(err) => err,
+        };
+        let reasons = match err.as_service_error() {
+            Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
+                e.cancellation_reasons().to_vec()
+            }
+            Some(TransactWriteItemsError::TransactionInProgressException(_)) => {
+                return Ok(Sent::Contended);
+            }
+            _ => return self.single_failure("TransactWriteItems", err),
+        };
+        let code = |at: usize| reasons.get(at).and_then(|r| r.code()).unwrap_or("None");
+        if code(0) == "ConditionalCheckFailed" {
+            let item = reasons[0].item().cloned();
+            return Ok(Sent::Refused {
+                current: self.refused_on(key, item).await?,
+                resent: attempts.resent(),
+            });
+        }
+        if code(1) == "ConditionalCheckFailed" {
+            return Ok(Sent::CounterAtZero);
+        }
+        let contended = [
+            "TransactionConflict",
+            "ThrottlingError",
+            "ProvisionedThroughputExceeded",
+        ];
+        if reasons
+            .iter()
+            .any(|r| r.code().is_some_and(|c| contended.contains(&c)))
+        {
+            return Ok(Sent::Contended);
+        }
+        let codes: Vec<&str> = (0..reasons.len()).map(code).collect();
+        Err(Error::Backend {
+            message: format!(
+                "DynamoDB TransactWriteItems on `{}` was cancelled: {codes:?}",
+                self.table
+            ),
+            source: Some(Box::new(err)),
+        })
+    }
+
+    /// The document a condition failed on: the item the answer carried (`ALL_OLD`), or, for a
+    /// service that leaves it out of a transaction's cancellation reasons, a consistent read.
+    async fn refused_on(&self, key: &Key, item: Option<Item>) -> Result<Option<Stored>> {
+        match item {
+            Some(item) if is_document(&item) => Ok(Some(Stored::from_item(&item)?)),
+            _ => self.read(key).await,
+        }
+    }
+
+    /// A failed lone write: contention and throttling are `Contended`; a lost answer the SDK
+    /// gave up on is `Unknown`; anything else is an error.
+    fn single_failure<E>(&self, operation: &str, err: SdkError<E, HttpResponse>) -> Result<Sent>
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        match classify(&err) {
+            Failure::NotApplied => Ok(Sent::Contended),
+            Failure::Unknown => Ok(Sent::Unknown(self.error(operation, err))),
+            Failure::Permanent => Err(self.error(operation, err)),
+        }
+    }
+
+    /// The identity of the last create or delete that moved a counter in exact mode.
+    pub(crate) async fn counter_write_id(&self, key: &Key) -> Result<Option<String>> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, text(counters_pk(key.site())))
+            .key(SK, text(key.collection()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| self.error("GetItem", e))?;
+        Ok(
+            match output.item.as_ref().and_then(|i| i.get(COUNTER_WRITE_ID)) {
+                Some(AttributeValue::S(w)) => Some(w.clone()),
+                _ => None,
+            },
+        )
+    }
+}
+
+/// The counter update: `ADD n :delta` (and the call's identity in exact mode); a decrement
+/// only while the counter is at least 1, so it never goes below zero.
+pub(crate) fn counter_update(
+    table: &str,
+    key: &Key,
+    delta: i64,
+    w: Option<&WriteId>,
+) -> Result<Update> {
+    let mut update = Update::builder()
+        .table_name(table)
+        .key(PK, text(counters_pk(key.site())))
+        .key(SK, text(key.collection()))
+        .expression_attribute_names("#n", COUNT)
+        .expression_attribute_values(":delta", num(delta));
+    update = match w {
+        Some(w) => update
+            .update_expression("ADD #n :delta SET #w = :w")
+            .expression_attribute_names("#w", COUNTER_WRITE_ID)
+            .expression_attribute_values(":w", text(w.as_str())),
+        None => update.update_expression("ADD #n :delta"),
+    };
+    if delta < 0 {
+        update = update
+            .condition_expression("#n >= :one")
+            .expression_attribute_values(":one", num(1));
+    }
+    update.build().map_err(build_error)
+}
+
+/// The condition expression of `expect`, its names and values.
+fn condition(
+    expect: Expect<'_>,
+) -> (
+    &'static str,
+    HashMap<String, String>,
+    Option<HashMap<String, AttributeValue>>,
+) {
+    match expect {
+        Expect::Absent => (
+            "attribute_not_exists(#pk)",
+            HashMap::from([("#pk".to_owned(), PK.to_owned())]),
+            None,
+        ),
+        Expect::Revision(read) => (
+            "#v = :v AND #ca = :ca AND #ua = :ua",
+            HashMap::from([
+                ("#v".to_owned(), VERSION.to_owned()),
+                ("#ca".to_owned(), CREATED_AT.to_owned()),
+                ("#ua".to_owned(), UPDATED_AT.to_owned()),
+            ]),
+            Some(HashMap::from([
+                (":v".to_owned(), num(read.doc.version)),
+                (":ca".to_owned(), num(read.doc.created_at)),
+                (":ua".to_owned(), num(read.doc.updated_at)),
+            ])),
+        ),
+    }
+}
+
+fn build_error(err: aws_sdk_dynamodb::error::BuildError) -> Error {
+    Error::Backend {
+        message: format!("building a DynamoDB request failed: {err}"),
+        source: Some(Box::new(err)),
+    }
+}
