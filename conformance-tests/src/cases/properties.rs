@@ -45,6 +45,50 @@ pub enum Op {
     Counters,
     /// Move the clock (backwards too).
     Clock(i64),
+    /// `write_all` of 1–4 writes (keys may repeat: `InvalidArgument`).
+    Batch(Vec<BatchOp>, &'static str),
+}
+
+/// One write of an [`Op::Batch`].
+#[derive(Clone, Debug)]
+pub enum BatchOp {
+    /// `Write::Create`.
+    Create(&'static str, &'static str, Data),
+    /// `Write::Put`.
+    Put(&'static str, &'static str, Data),
+    /// `Write::Update`.
+    Update(&'static str, &'static str, Data),
+    /// `Write::UpdateIf`.
+    UpdateIf(&'static str, &'static str, Data, u64),
+    /// `Write::DeleteIf`.
+    DeleteIf(&'static str, &'static str, u64),
+    /// `Write::Check`.
+    Check(&'static str, &'static str, Option<u64>),
+    /// `Write::Restore`.
+    Restore(&'static str, Document),
+}
+
+impl BatchOp {
+    fn key(&self) -> (&'static str, &str) {
+        match self {
+            BatchOp::Create(c, id, _)
+            | BatchOp::Put(c, id, _)
+            | BatchOp::Update(c, id, _)
+            | BatchOp::UpdateIf(c, id, _, _)
+            | BatchOp::DeleteIf(c, id, _)
+            | BatchOp::Check(c, id, _) => (c, id),
+            BatchOp::Restore(c, doc) => (c, &doc.id),
+        }
+    }
+
+    /// The data `validate` checks before anything is applied.
+    fn given_data(&self) -> Option<&Data> {
+        match self {
+            BatchOp::Create(_, _, data) | BatchOp::Put(_, _, data) => Some(data),
+            BatchOp::Restore(_, doc) => Some(&doc.data),
+            _ => None,
+        }
+    }
 }
 
 /// What a step gave, comparable between the model and the store.
@@ -56,11 +100,17 @@ enum Outcome {
     Done,
     Page(Vec<Document>, bool),
     Counters(Vec<(String, u64)>, u64),
+    Batch(Vec<Outcome>),
     Failed(String),
 }
 
 fn failure(err: Error) -> Outcome {
     match err {
+        Error::InvalidArgument(_) => Outcome::Failed("InvalidArgument".into()),
+        Error::Batch { index, source } => match failure(*source) {
+            Outcome::Failed(kind) => Outcome::Failed(format!("Batch {index} {kind}")),
+            other => panic!("not a failure: {other:?}"),
+        },
         Error::NotFound => Outcome::Failed("NotFound".into()),
         Error::AlreadyExists => Outcome::Failed("AlreadyExists".into()),
         Error::Conflict { current } => Outcome::Failed(format!("Conflict {current}")),
@@ -193,7 +243,55 @@ impl Model {
                 self.now += delta;
                 Outcome::Done
             }
+            Op::Batch(writes, actor) => self.batch(writes, actor),
         }
+    }
+
+    /// A batch: each key once, then every write's given data, then the writes in order on
+    /// a copy that replaces the model only when every write succeeded.
+    fn batch(&mut self, writes: &[BatchOp], actor: &'static str) -> Outcome {
+        let mut keys = std::collections::BTreeSet::new();
+        if !writes.iter().all(|w| keys.insert(w.key())) {
+            return failure(Error::InvalidArgument("repeated key".into()));
+        }
+        let failed = |index: usize, outcome: Outcome| match outcome {
+            Outcome::Failed(kind) => Outcome::Failed(format!("Batch {index} {kind}")),
+            other => panic!("not a failure: {other:?}"),
+        };
+        for (index, write) in writes.iter().enumerate() {
+            if let Some(err) = write.given_data().and_then(Self::too_large) {
+                return failed(index, err);
+            }
+        }
+        let mut next = self.clone();
+        let mut outcomes = Vec::new();
+        for (index, write) in writes.iter().enumerate() {
+            let outcome = match write {
+                BatchOp::Create(c, id, data) => next.step(&Op::Create(c, id, data.clone(), actor)),
+                BatchOp::Put(c, id, data) => next.step(&Op::Put(c, id, data.clone(), actor)),
+                BatchOp::Update(c, id, patch) => next.patch((c, id), patch, None, actor),
+                BatchOp::UpdateIf(c, id, patch, v) => next.patch((c, id), patch, Some(*v), actor),
+                BatchOp::DeleteIf(c, id, v) => next.step(&Op::DeleteIf(c, id, *v)),
+                BatchOp::Check(c, id, version) => match (version, next.docs.get(&(*c, *id))) {
+                    (None, Some(_)) => failure(Error::AlreadyExists),
+                    (Some(_), None) => failure(Error::NotFound),
+                    (Some(v), Some(doc)) if *v != doc.version => failure(Error::Conflict {
+                        current: doc.version,
+                    }),
+                    _ => Outcome::Done,
+                },
+                BatchOp::Restore(c, doc) => match next.step(&Op::Restore(c, doc.clone())) {
+                    Outcome::Done => Outcome::Doc(doc.clone()),
+                    other => other,
+                },
+            };
+            if let Outcome::Failed(_) = outcome {
+                return failed(index, outcome);
+            }
+            outcomes.push(outcome);
+        }
+        *self = next;
+        Outcome::Batch(outcomes)
     }
 
     fn patch(
@@ -241,7 +339,35 @@ impl ReferenceStateMachine for Model {
         let version = prop::sample::select(versions);
         let data = docstore::strategies::data;
         let patch = docstore::strategies::patch;
+        let batch_op = prop_oneof![
+            (c.clone(), id.clone(), data()).prop_map(|(c, i, d)| BatchOp::Create(c, i, d)),
+            (c.clone(), id.clone(), data()).prop_map(|(c, i, d)| BatchOp::Put(c, i, d)),
+            (c.clone(), id.clone(), patch()).prop_map(|(c, i, p)| BatchOp::Update(c, i, p)),
+            (c.clone(), id.clone(), patch(), version.clone())
+                .prop_map(|(c, i, p, v)| BatchOp::UpdateIf(c, i, p, v)),
+            (c.clone(), id.clone(), version.clone())
+                .prop_map(|(c, i, v)| BatchOp::DeleteIf(c, i, v)),
+            (c.clone(), id.clone(), prop::option::of(version.clone()))
+                .prop_map(|(c, i, v)| BatchOp::Check(c, i, v)),
+            (c.clone(), id.clone(), data(), 1u64..6).prop_map(|(c, id, data, version)| {
+                BatchOp::Restore(
+                    c,
+                    Document {
+                        id: id.to_owned(),
+                        data,
+                        created_at: START - 10,
+                        updated_at: START - 5,
+                        created_by: "restorer".to_owned(),
+                        updated_by: "restorer".to_owned(),
+                        version,
+                    },
+                )
+            }),
+        ];
+        let batch = (prop::collection::vec(batch_op, 1..5), actor.clone())
+            .prop_map(|(writes, a)| Op::Batch(writes, a));
         prop_oneof![
+            3 => batch,
             3 => (c.clone(), id.clone(), data(), actor.clone()).prop_map(|(c, i, d, a)| Op::Create(c, i, d, a)),
             2 => (c.clone(), id.clone(), data(), actor.clone()).prop_map(|(c, i, d, a)| Op::Put(c, i, d, a)),
             2 => (c.clone(), id.clone(), patch(), actor.clone()).prop_map(|(c, i, p, a)| Op::Update(c, i, p, a)),
@@ -373,6 +499,35 @@ async fn run_on_store(ctx: &Ctx, clock: &ManualClock, now: i64, op: &Op) -> Outc
         Op::Clock(_) => {
             clock.set(now);
             Outcome::Done
+        }
+        Op::Batch(writes, actor) => {
+            use docstore::{Write, WriteOutcome};
+            let writes: Vec<Write> = writes
+                .iter()
+                .map(|w| match w {
+                    BatchOp::Create(c, id, data) => Write::create(key(c, id), data.clone()),
+                    BatchOp::Put(c, id, data) => Write::put(key(c, id), data.clone()),
+                    BatchOp::Update(c, id, patch) => Write::update(key(c, id), patch.clone()),
+                    BatchOp::UpdateIf(c, id, patch, v) => {
+                        Write::update_if(key(c, id), patch.clone(), *v)
+                    }
+                    BatchOp::DeleteIf(c, id, v) => Write::delete_if(key(c, id), *v),
+                    BatchOp::Check(c, id, v) => Write::check(key(c, id), *v),
+                    BatchOp::Restore(c, doc) => Write::restore(key(c, &doc.id), doc.clone()),
+                })
+                .collect();
+            match store.write_all(&writes, actor).await {
+                Ok(outcomes) => Outcome::Batch(
+                    outcomes
+                        .into_iter()
+                        .map(|o| match o {
+                            WriteOutcome::Written(doc) => Outcome::Doc(doc),
+                            _ => Outcome::Done,
+                        })
+                        .collect(),
+                ),
+                Err(err) => failure(err),
+            }
         }
     }
 }
