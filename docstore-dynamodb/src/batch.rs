@@ -1,27 +1,605 @@
-//! `write_all` and `get_many` on DynamoDB (placeholder until the backend implements them with
-//! `TransactWriteItems` and `BatchGetItem`).
+//! `write_all` as one `TransactWriteItems`, and `get_many` as consistent `BatchGetItem`s.
+//!
+//! A batch reads every key first (strongly consistent `BatchGetItem`), decides each write
+//! as the single call would (versions, merges, quota), then sends all of them in one
+//! transaction: each document write conditioned on the revision read (or on being absent),
+//! each `Check` a `ConditionCheck`, and one counter `ADD` per collection whose document count
+//! changes — so counters move atomically with the documents whatever the counter mode. The
+//! batch has one write identity, stored in the history of every item it writes and on the
+//! counter items it moves, and the request carries a client request token.
+//!
+//! When a condition fails because another writer got in between the read and the transaction,
+//! a batch holding a `Put` or `Update` is read and decided again (those writes never refuse);
+//! otherwise the failing write's error is returned. A resent transaction that is refused is
+//! settled like a single write: an item or counter holding the batch's identity proves it
+//! committed; otherwise the token says it did not (or, with `trust_request_tokens = false`,
+//! nothing can tell: `Unavailable`).
 
+use crate::attempts::Attempts;
+use crate::backoff::Backoff;
+use crate::errors::{Failure, classify};
+use crate::history::Stored;
+use crate::item::{check_item_size, data_text, document_item, document_pk, is_document, key_of};
+use crate::send::{Expect, build_error, condition, counter_update};
 use crate::store::DynamoStore;
-use docstore::{Document, Error, Key, Result, Write, WriteOutcome};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    ConditionCheck, Delete, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem,
+};
+use docstore::batch::{self, BatchBytes, Write, WriteOutcome};
+use docstore::clock::next_updated_at;
+use docstore::document::{check_size, data_size};
+use docstore::{Document, Error, Key, Result, WriteId};
+use std::collections::HashMap;
+
+/// `BatchGetItem` takes at most 100 keys.
+const GET_CHUNK: usize = 100;
+/// How often a batch is read and sent again under contention, and how often unprocessed keys
+/// are asked for again.
+const MAX_TRIES: u32 = 50;
+
+/// One write of the batch as decided on what was read.
+struct Planned {
+    /// The action sent for it.
+    action: TransactWriteItem,
+    /// What the call returns for it when the batch commits.
+    outcome: WriteOutcome,
+    /// Whether it writes an item (so the item's history can prove the batch committed).
+    puts: bool,
+}
+
+/// What sending the batch did.
+enum Sent {
+    Applied,
+    /// The write at `index` met a failed condition on `current`.
+    Refused {
+        index: usize,
+        current: Option<Stored>,
+        resent: bool,
+    },
+    /// The counter at position `index` among the counter actions refused a decrement (it
+    /// drifted to 0 before).
+    CounterAtZero(usize),
+    Contended,
+    Unknown(Error),
+}
 
 impl DynamoStore {
-    /// Applies a batch atomically (not yet implemented on DynamoDB).
+    /// `get_many`: consistent `BatchGetItem`s of 100 keys, unprocessed keys asked again with
+    /// jittered backoff. Each document is read strongly consistently, but the answer is not
+    /// one snapshot: the items are read at slightly different moments.
+    pub(crate) async fn get_many_items(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
+        batch::check_distinct(keys, "key")?;
+        Ok(self
+            .read_many(keys)
+            .await?
+            .into_iter()
+            .map(|stored| stored.map(|s| s.doc))
+            .collect())
+    }
+
+    /// The documents at `keys` with their histories, in the keys' order.
+    pub(crate) async fn read_many(&self, keys: &[Key]) -> Result<Vec<Option<Stored>>> {
+        let mut found: HashMap<(String, String), Stored> = HashMap::with_capacity(keys.len());
+        for chunk in keys.chunks(GET_CHUNK) {
+            let mut pending: Vec<_> = chunk.iter().map(key_of).collect();
+            let mut backoff = Backoff::new();
+            let mut tries = 0;
+            while !pending.is_empty() {
+                tries += 1;
+                if tries > MAX_TRIES {
+                    return Err(Error::Unavailable {
+                        message: format!(
+                            "DynamoDB BatchGetItem on `{}` left keys unprocessed {MAX_TRIES} \
+                             times (throttled)",
+                            self.table
+                        ),
+                        source: None,
+                    });
+                }
+                let request = KeysAndAttributes::builder()
+                    .set_keys(Some(std::mem::take(&mut pending)))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(build_error)?;
+                let output = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, request)
+                    .send()
+                    .await
+                    .map_err(|e| self.error("BatchGetItem", e))?;
+                if let Some(items) = output.responses.and_then(|mut r| r.remove(&self.table)) {
+                    for item in items.iter().filter(|item| is_document(item)) {
+                        let stored = Stored::from_item(item)?;
+                        let pk = crate::item::string(item, crate::item::PK)?.to_owned();
+                        found.insert((pk, stored.doc.id.clone()), stored);
+                    }
+                }
+                pending = output
+                    .unprocessed_keys
+                    .and_then(|mut u| u.remove(&self.table))
+                    .map(|k| k.keys)
+                    .unwrap_or_default();
+                if !pending.is_empty() {
+                    backoff.wait().await;
+                }
+            }
+        }
+        Ok(keys
+            .iter()
+            .map(|key| {
+                found.remove(&(
+                    document_pk(key.site(), key.collection()),
+                    key.id().to_owned(),
+                ))
+            })
+            .collect())
+    }
+
+    /// `write_all`: read, decide, one transaction; again under contention.
     pub(crate) async fn write_all_items(
         &self,
-        _writes: &[Write],
-        _actor: &str,
+        writes: &[Write],
+        actor: &str,
     ) -> Result<Vec<WriteOutcome>> {
-        Err(Error::Backend {
-            message: "write_all: not yet implemented on DynamoDB".into(),
+        let bytes = batch::validate(writes, self.options.max_doc_bytes)?;
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<Key> = writes.iter().map(|w| w.key().clone()).collect();
+        let mut uncounted: Vec<(String, String)> = Vec::new();
+        let mut backoff = Backoff::new();
+        for _ in 0..MAX_TRIES {
+            let read = self.read_many(&keys).await?;
+            let w = WriteId::random();
+            let (planned, counters) = self
+                .plan(writes, &read, actor, bytes, &w, &uncounted)
+                .await?;
+            match self.send_batch(&planned, &counters, &w).await? {
+                Sent::Applied => return Ok(outcomes(planned)),
+                Sent::Contended => backoff.wait().await,
+                Sent::CounterAtZero(at) => {
+                    let (site, collection, _) = &counters[at];
+                    tracing::warn!(
+                        site,
+                        collection,
+                        "the collection counter is already 0 (it drifted): the batch deletes \
+                         without moving it; run `docstore fsck --repair`"
+                    );
+                    uncounted.push((site.clone(), collection.clone()));
+                }
+                Sent::Refused {
+                    index,
+                    current,
+                    resent,
+                } => {
+                    let current = match current {
+                        Some(current) => Some(current),
+                        None => self.read(&keys[index]).await?,
+                    };
+                    if current.as_ref().is_some_and(|c| c.holds(&w)) {
+                        return Ok(outcomes(planned));
+                    }
+                    if resent {
+                        if self.batch_proves(&keys, &planned, &counters, &w).await? {
+                            return Ok(outcomes(planned));
+                        }
+                        if !self.trust_request_tokens {
+                            return Err(Error::Unavailable {
+                                message: "the answer to this write_all was lost and the items \
+                                          changed before the SDK's resend: the batch may or \
+                                          may not have been applied"
+                                    .into(),
+                                source: None,
+                            });
+                        }
+                    }
+                    match refusal(&writes[index], current) {
+                        Some(err) => return Err(batch::failed(index, err)),
+                        None => backoff.wait().await,
+                    }
+                }
+                Sent::Unknown(err) => {
+                    if self.batch_proves(&keys, &planned, &counters, &w).await? {
+                        return Ok(outcomes(planned));
+                    }
+                    return Err(match err {
+                        Error::Unavailable { message, source } => Error::Unavailable {
+                            message: format!(
+                                "{message}; the batch may or may not have been applied"
+                            ),
+                            source,
+                        },
+                        other => other,
+                    });
+                }
+            }
+        }
+        Err(Error::Unavailable {
+            message: "write_all kept meeting concurrent writes; nothing was written".into(),
             source: None,
         })
     }
 
-    /// Reads several documents (not yet implemented on DynamoDB).
-    pub(crate) async fn get_many_items(&self, _keys: &[Key]) -> Result<Vec<Option<Document>>> {
+    /// Decides every write on what was read: the failing write's error, or the actions and
+    /// outcomes, and the counter moves per collection (`(site, collection, delta)`).
+    async fn plan(
+        &self,
+        writes: &[Write],
+        read: &[Option<Stored>],
+        actor: &str,
+        mut bytes: BatchBytes,
+        w: &WriteId,
+        uncounted: &[(String, String)],
+    ) -> Result<(Vec<Planned>, Vec<(String, String, i64)>)> {
+        let now = self.options.clock.now();
+        let limit = self.options.max_doc_bytes;
+        let mut site_counts: HashMap<String, u64> = HashMap::new();
+        let mut counters: Vec<(String, String, i64)> = Vec::new();
+        let mut planned = Vec::with_capacity(writes.len());
+        for (index, (write, current)) in writes.iter().zip(read).enumerate() {
+            let key = write.key();
+            let fail = |err: Error| batch::failed(index, err);
+            let (doc, expect, delta): (Option<Document>, Expect<'_>, i64) = match write {
+                Write::Create { data, .. } => {
+                    if current.is_some() {
+                        return Err(fail(Error::AlreadyExists));
+                    }
+                    (
+                        Some(new_document(key, data.clone(), actor, now)),
+                        Expect::Absent,
+                        1,
+                    )
+                }
+                Write::Restore { document, .. } => {
+                    if current.is_some() {
+                        return Err(fail(Error::AlreadyExists));
+                    }
+                    (Some(document.clone()), Expect::Absent, 1)
+                }
+                Write::Put { data, .. } => match current {
+                    None => (
+                        Some(new_document(key, data.clone(), actor, now)),
+                        Expect::Absent,
+                        1,
+                    ),
+                    Some(read) => (
+                        Some(next_revision(&read.doc, data.clone(), actor, now)),
+                        Expect::Revision(read),
+                        0,
+                    ),
+                },
+                Write::Update { patch, .. } | Write::UpdateIf { patch, .. } => {
+                    let read = current.as_ref().ok_or_else(|| fail(Error::NotFound))?;
+                    if let Write::UpdateIf {
+                        expected_version, ..
+                    } = write
+                        && *expected_version != read.doc.version
+                    {
+                        return Err(fail(Error::Conflict {
+                            current: read.doc.version,
+                        }));
+                    }
+                    let mut data = read.doc.data.clone();
+                    docstore::merge_patch(&mut data, patch);
+                    check_size(&data, limit).map_err(fail)?;
+                    bytes.add(index, data_size(&data))?;
+                    (
+                        Some(next_revision(&read.doc, data, actor, now)),
+                        Expect::Revision(read),
+                        0,
+                    )
+                }
+                Write::DeleteIf {
+                    expected_version, ..
+                } => {
+                    let read = current.as_ref().ok_or_else(|| fail(Error::NotFound))?;
+                    if *expected_version != read.doc.version {
+                        return Err(fail(Error::Conflict {
+                            current: read.doc.version,
+                        }));
+                    }
+                    (None, Expect::Revision(read), -1)
+                }
+                Write::Check { version, .. } => match (version, current) {
+                    (None, Some(_)) => return Err(fail(Error::AlreadyExists)),
+                    (Some(_), None) => return Err(fail(Error::NotFound)),
+                    (Some(expected), Some(read)) if *expected != read.doc.version => {
+                        return Err(fail(Error::Conflict {
+                            current: read.doc.version,
+                        }));
+                    }
+                    (None, None) => (None, Expect::Absent, 0),
+                    (Some(_), Some(read)) => (None, Expect::Revision(read), 0),
+                },
+            };
+            if delta != 0 {
+                if let Some(quota) = self.options.max_docs_per_site {
+                    let count = match site_counts.get_mut(key.site()) {
+                        Some(count) => count,
+                        None => {
+                            let stored: u64 = self
+                                .read_counters(key.site())
+                                .await?
+                                .iter()
+                                .map(|(_, n)| n)
+                                .sum();
+                            site_counts.entry(key.site().to_owned()).or_insert(stored)
+                        }
+                    };
+                    if delta > 0 && *count >= quota {
+                        return Err(fail(Error::QuotaExceeded { limit: quota }));
+                    }
+                    *count = count.saturating_add_signed(delta);
+                }
+                let skip = uncounted
+                    .iter()
+                    .any(|(s, c)| s == key.site() && c == key.collection());
+                if !(skip && delta < 0) {
+                    match counters
+                        .iter_mut()
+                        .find(|(s, c, _)| s == key.site() && c == key.collection())
+                    {
+                        Some((_, _, moved)) => *moved += delta,
+                        None => counters.push((
+                            key.site().to_owned(),
+                            key.collection().to_owned(),
+                            delta,
+                        )),
+                    }
+                }
+            }
+            let (names_condition, names, values) = condition(expect);
+            let (action, outcome, puts) = match (write, doc) {
+                (Write::DeleteIf { .. }, _) => (
+                    TransactWriteItem::builder()
+                        .delete(
+                            Delete::builder()
+                                .table_name(&self.table)
+                                .set_key(Some(key_of(key)))
+                                .condition_expression(names_condition)
+                                .set_expression_attribute_names(Some(names))
+                                .set_expression_attribute_values(values)
+                                .return_values_on_condition_check_failure(
+                                    ReturnValuesOnConditionCheckFailure::AllOld,
+                                )
+                                .build()
+                                .map_err(build_error)?,
+                        )
+                        .build(),
+                    WriteOutcome::Deleted,
+                    false,
+                ),
+                (Write::Check { .. }, _) => (
+                    TransactWriteItem::builder()
+                        .condition_check(
+                            ConditionCheck::builder()
+                                .table_name(&self.table)
+                                .set_key(Some(key_of(key)))
+                                .condition_expression(names_condition)
+                                .set_expression_attribute_names(Some(names))
+                                .set_expression_attribute_values(values)
+                                .return_values_on_condition_check_failure(
+                                    ReturnValuesOnConditionCheckFailure::AllOld,
+                                )
+                                .build()
+                                .map_err(build_error)?,
+                        )
+                        .build(),
+                    WriteOutcome::Checked,
+                    false,
+                ),
+                (_, Some(doc)) => {
+                    check_item_size(
+                        key,
+                        data_text(&doc.data).len(),
+                        doc.created_by.len(),
+                        doc.updated_by.len(),
+                    )
+                    .map_err(fail)?;
+                    let history = match current {
+                        Some(read) if !matches!(expect, Expect::Absent) => read.next_history(w),
+                        _ => vec![w.as_str().to_owned()],
+                    };
+                    let item = document_item(key, &doc, &history);
+                    (
+                        TransactWriteItem::builder()
+                            .put(
+                                Put::builder()
+                                    .table_name(&self.table)
+                                    .set_item(Some(item))
+                                    .condition_expression(names_condition)
+                                    .set_expression_attribute_names(Some(names))
+                                    .set_expression_attribute_values(values)
+                                    .return_values_on_condition_check_failure(
+                                        ReturnValuesOnConditionCheckFailure::AllOld,
+                                    )
+                                    .build()
+                                    .map_err(build_error)?,
+                            )
+                            .build(),
+                        WriteOutcome::Written(doc),
+                        true,
+                    )
+                }
+                (_, None) => unreachable!("every other write has a document"),
+            };
+            planned.push(Planned {
+                action,
+                outcome,
+                puts,
+            });
+        }
+        counters.retain(|(_, _, delta)| *delta != 0);
+        Ok((planned, counters))
+    }
+
+    /// One `TransactWriteItems` of the planned writes and the counter moves.
+    async fn send_batch(
+        &self,
+        planned: &[Planned],
+        counters: &[(String, String, i64)],
+        w: &WriteId,
+    ) -> Result<Sent> {
+        let mut request = self
+            .client
+            .transact_write_items()
+            .client_request_token(WriteId::random().as_str());
+        for write in planned {
+            request = request.transact_items(write.action.clone());
+        }
+        for (site, collection, delta) in counters {
+            // Any key of the collection addresses its counter.
+            let key = Key::new(site, collection, "_").expect("names came from valid keys");
+            request = request.transact_items(
+                TransactWriteItem::builder()
+                    .update(counter_update(&self.table, &key, *delta, Some(w))?)
+                    .build(),
+            );
+        }
+        let attempts = Attempts::default();
+        let err = match request
+            .customize()
+            .interceptor(attempts.clone())
+            .send()
+            .await
+        {
+            Ok(_) => return Ok(Sent::Applied),
+            Err(err) => err,
+        };
+        let reasons = match err.as_service_error() {
+            Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
+                e.cancellation_reasons().to_vec()
+            }
+            Some(TransactWriteItemsError::TransactionInProgressException(_)) => {
+                return Ok(Sent::Contended);
+            }
+            _ => {
+                return match classify(&err) {
+                    Failure::NotApplied => Ok(Sent::Contended),
+                    Failure::Unknown => Ok(Sent::Unknown(self.error("TransactWriteItems", err))),
+                    Failure::Permanent => Err(self.error("TransactWriteItems", err)),
+                };
+            }
+        };
+        let code = |at: usize| reasons.get(at).and_then(|r| r.code()).unwrap_or("None");
+        if let Some(index) = (0..planned.len()).find(|&i| code(i) == "ConditionalCheckFailed") {
+            let current = match reasons[index].item() {
+                Some(item) if is_document(item) => Some(Stored::from_item(item)?),
+                // Not returned (or only the key): read it.
+                _ => None,
+            };
+            return Ok(Sent::Refused {
+                index,
+                current,
+                resent: attempts.resent(),
+            });
+        }
+        if let Some(at) =
+            (0..counters.len()).find(|&i| code(planned.len() + i) == "ConditionalCheckFailed")
+        {
+            return Ok(Sent::CounterAtZero(at));
+        }
+        let contended = [
+            "TransactionConflict",
+            "ThrottlingError",
+            "ProvisionedThroughputExceeded",
+        ];
+        if reasons
+            .iter()
+            .any(|r| r.code().is_some_and(|c| contended.contains(&c)))
+        {
+            return Ok(Sent::Contended);
+        }
+        let codes: Vec<&str> = (0..reasons.len()).map(code).collect();
         Err(Error::Backend {
-            message: "get_many: not yet implemented on DynamoDB".into(),
-            source: None,
+            message: format!(
+                "DynamoDB TransactWriteItems on `{}` was cancelled: {codes:?}",
+                self.table
+            ),
+            source: Some(Box::new(err)),
         })
+    }
+
+    /// Whether the batch with identity `w` committed: one of the items it puts holds `w`, or
+    /// one of the counters it moves names `w` as its last mover.
+    async fn batch_proves(
+        &self,
+        keys: &[Key],
+        planned: &[Planned],
+        counters: &[(String, String, i64)],
+        w: &WriteId,
+    ) -> Result<bool> {
+        let written: Vec<Key> = keys
+            .iter()
+            .zip(planned)
+            .filter(|(_, p)| p.puts)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if !written.is_empty()
+            && self
+                .read_many(&written)
+                .await?
+                .iter()
+                .flatten()
+                .any(|stored| stored.holds(w))
+        {
+            return Ok(true);
+        }
+        for (site, collection, _) in counters {
+            let key = Key::new(site, collection, "_").expect("names came from valid keys");
+            if self.counter_write_id(&key).await?.as_deref() == Some(w.as_str()) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// The error of a write whose condition failed on `current` after the read, or `None` when
+/// the write never refuses (`Put`, `Update`: the batch is decided again).
+fn refusal(write: &Write, current: Option<Stored>) -> Option<Error> {
+    match write {
+        Write::Put { .. } | Write::Update { .. } => None,
+        Write::Create { .. } | Write::Restore { .. } => Some(Error::AlreadyExists),
+        Write::Check { version: None, .. } => Some(Error::AlreadyExists),
+        Write::UpdateIf { .. } | Write::DeleteIf { .. } | Write::Check { .. } => {
+            Some(match current {
+                None => Error::NotFound,
+                Some(c) => Error::Conflict {
+                    current: c.doc.version,
+                },
+            })
+        }
+    }
+}
+
+fn outcomes(planned: Vec<Planned>) -> Vec<WriteOutcome> {
+    planned.into_iter().map(|p| p.outcome).collect()
+}
+
+fn new_document(key: &Key, data: docstore::Data, actor: &str, now: i64) -> Document {
+    Document {
+        id: key.id().to_owned(),
+        data,
+        created_at: now,
+        updated_at: now,
+        created_by: actor.to_owned(),
+        updated_by: actor.to_owned(),
+        version: 1,
+    }
+}
+
+fn next_revision(current: &Document, data: docstore::Data, actor: &str, now: i64) -> Document {
+    Document {
+        id: current.id.clone(),
+        data,
+        created_at: current.created_at,
+        updated_at: next_updated_at(now, Some(current.updated_at)),
+        created_by: current.created_by.clone(),
+        updated_by: actor.to_owned(),
+        version: current.version + 1,
     }
 }

@@ -334,7 +334,7 @@ pub(crate) fn counter_update(
 }
 
 /// The condition expression of `expect`, its names and values.
-fn condition(
+pub(crate) fn condition(
     expect: Expect<'_>,
 ) -> (
     &'static str,
@@ -363,7 +363,7 @@ fn condition(
     }
 }
 
-fn build_error(err: aws_sdk_dynamodb::error::BuildError) -> Error {
+pub(crate) fn build_error(err: aws_sdk_dynamodb::error::BuildError) -> Error {
     Error::Backend {
         message: format!("building a DynamoDB request failed: {err}"),
         source: Some(Box::new(err)),

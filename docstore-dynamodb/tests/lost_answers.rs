@@ -395,6 +395,73 @@ async fn create_after_delete_and_recreate(emulator: Emulator, cell: &'static Onc
     }
 }
 
+/// `write_all` is one `TransactWriteItems`: a lost answer, with or without another writer
+/// changing one of its documents before the resend, is reported as success once (dynoxide:
+/// by the token; moto: by the batch's identity in the items' histories), every write applied
+/// once, counters exact.
+async fn batches_succeed_once_after_a_lost_answer(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    use docstore::{Write, WriteOutcome};
+    for loss in LOSSES {
+        for other_writer in [false, true] {
+            let s = Setup::new(emulator, cell).await;
+            let at = format!("{loss:?}, other writer: {other_writer}");
+            s.clean
+                .create(&s.key("b"), obj(json!({"b": 1})), "")
+                .await
+                .unwrap();
+            s.clean
+                .create(&s.key("c"), obj(json!({"c": 1})), "")
+                .await
+                .unwrap();
+            let batch = [
+                Write::create(s.key("a"), obj(json!({"a": 1}))),
+                Write::update_if(s.key("b"), obj(json!({"b": 2})), 1),
+                Write::delete_if(s.key("c"), 1),
+            ];
+            if other_writer {
+                let b = s.key("b");
+                s.lose_then("TransactWriteItems", loss, move |clean| async move {
+                    clean.update(&b, &obj(json!({"o": 1})), "o").await.unwrap();
+                });
+            } else {
+                s.lose("TransactWriteItems", loss);
+            }
+            let outcomes = s
+                .lossy
+                .write_all(&batch, "batch")
+                .await
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            s.assert_lost(1);
+            assert!(
+                matches!(&outcomes[0], WriteOutcome::Written(d) if d.version == 1),
+                "{at}"
+            );
+            assert!(
+                matches!(&outcomes[1], WriteOutcome::Written(d) if d.version == 2),
+                "{at}"
+            );
+            assert_eq!(outcomes[2], WriteOutcome::Deleted, "{at}");
+            assert_eq!(
+                s.stored("a").await.unwrap().version,
+                1,
+                "{at}: applied once"
+            );
+            let b = s.stored("b").await.unwrap();
+            assert_eq!(
+                b.version,
+                if other_writer { 3 } else { 2 },
+                "{at}: applied once"
+            );
+            assert_eq!(s.stored("c").await, None, "{at}");
+            assert_eq!(s.counters().await, vec![("c".to_owned(), 2)], "{at}");
+            s.assert_counters_exact(&at).await;
+        }
+    }
+}
+
 /// Fast counters: a lost counter answer is never resent, so the counter moves once.
 async fn counter_answers_are_not_counted_twice(
     emulator: Emulator,
@@ -1207,6 +1274,7 @@ on_both_emulators!(
     every_write_succeeds_once,
     own_writes_are_recognised_after_other_writers,
     create_after_delete_and_recreate,
+    batches_succeed_once_after_a_lost_answer,
     counter_answers_are_not_counted_twice,
     real_refusals_stay_refusals,
     failures_map_to_their_kinds,
