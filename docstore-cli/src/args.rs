@@ -1,31 +1,46 @@
 //! The command line, as clap parses it.
 
 use crate::exit::EXIT_CODES_HELP;
-use clap::{Parser, Subcommand};
+use crate::timefmt::TimeFormat;
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// The default store: a SQLite file in the working directory.
 pub const DEFAULT_STORE: &str = "sqlite:docstore.db";
 
+/// The environment variable naming the store when neither `--store` nor `--config` is given.
+pub const STORE_ENV: &str = "DOCSTORE_URL";
+
+/// Where the store comes from, strongest first.
+pub const PRECEDENCE_HELP: &str = "\
+Which store: --store URL or --config FILE (give at most one), else $DOCSTORE_URL, else
+sqlite:docstore.db. Flags always beat environment variables (--site over $DOCSTORE_SITE,
+--actor over $DOCSTORE_ACTOR). --config reads only the [database] table of the file.";
+
 /// Read, write and query documents in any docstore backend.
 #[derive(Debug, Parser)]
-#[command(name = "docstore", version, after_help = EXIT_CODES_HELP)]
+#[command(
+    name = "docstore",
+    version,
+    after_help = format!("{PRECEDENCE_HELP}\n\n{EXIT_CODES_HELP}")
+)]
 pub struct Cli {
     /// The store URL: memory:, sqlite:PATH or dynamodb://TABLE?region=R&endpoint=URL&max_scan=N
-    /// [default: sqlite:docstore.db]
-    #[arg(long, env = "DOCSTORE_URL", global = true, conflicts_with = "config")]
+    /// [env: DOCSTORE_URL] [default: sqlite:docstore.db]
+    #[arg(long, global = true, value_name = "URL")]
     pub store: Option<String>,
 
-    /// A TOML file with a [database] table (backend, max_doc_bytes, sqlite.path,
-    /// dynamodb.table, ...), instead of --store.
-    #[arg(long, global = true)]
+    /// A TOML file whose `[database]` table configures the store (backend, max_doc_bytes,
+    /// sqlite.path, dynamodb.table, ...); every other table of the file is ignored.
+    #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
     /// The site (tenant) to work in.
     #[arg(long, env = "DOCSTORE_SITE", default_value = "default", global = true)]
     pub site: String,
 
-    /// The actor recorded as created_by / updated_by on writes.
+    /// The actor recorded as created_by / updated_by on writes (at most 256 bytes, no
+    /// control characters).
     #[arg(
         long,
         env = "DOCSTORE_ACTOR",
@@ -34,9 +49,34 @@ pub struct Cli {
     )]
     pub actor: String,
 
+    /// How created_at / updated_at are printed: ns (unix nanoseconds, as stored) or rfc3339.
+    /// Input accepts both everywhere.
+    #[arg(long, value_enum, default_value_t = TimeFormat::Ns, global = true)]
+    pub time: TimeFormat,
+
+    /// Show the library's logs on standard error: -v info, -vv debug, -vvv trace (warnings
+    /// are always shown). RUST_LOG (e.g. RUST_LOG=docstore_dynamodb=debug) overrides.
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    pub verbose: u8,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// What `import` does with a line whose id is already stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OnExisting {
+    /// Keep the stored document (an interrupted import can simply be run again).
+    #[default]
+    Skip,
+    /// Replace the stored document when the line is newer: a higher version, or the same
+    /// version written later (updated_at).
+    Newer,
+    /// Always replace the stored document with the line.
+    Overwrite,
+    /// Stop at the first line whose id is stored (exit code 4).
+    Fail,
 }
 
 /// The subcommands.
@@ -55,7 +95,8 @@ pub enum Command {
         collection: String,
         /// The document id.
         id: String,
-        /// The data as a JSON object; read from standard input when absent or "-".
+        /// The data: a JSON object, @FILE to read it from a file, or - (or @-) for standard
+        /// input, which is also read when DATA is absent and standard input is not a terminal.
         data: Option<String>,
     },
     /// Create or replace a document.
@@ -64,7 +105,7 @@ pub enum Command {
         collection: String,
         /// The document id.
         id: String,
-        /// The data as a JSON object; read from standard input when absent or "-".
+        /// The data: a JSON object, @FILE, or - / @- for standard input (see `create`).
         data: Option<String>,
     },
     /// Apply a JSON merge patch (RFC 7386), retrying on concurrent writes.
@@ -73,7 +114,7 @@ pub enum Command {
         collection: String,
         /// The document id.
         id: String,
-        /// The patch as a JSON object; read from standard input when absent or "-".
+        /// The patch: a JSON object, @FILE, or - / @- for standard input (see `create`).
         patch: Option<String>,
     },
     /// Apply a merge patch only if the document is at VERSION (exit code 5 otherwise).
@@ -84,7 +125,7 @@ pub enum Command {
         id: String,
         /// The version the document must be at.
         version: u64,
-        /// The patch as a JSON object; read from standard input when absent or "-".
+        /// The patch: a JSON object, @FILE, or - / @- for standard input (see `create`).
         patch: Option<String>,
     },
     /// Delete a document; prints whether there was one.
@@ -105,6 +146,10 @@ pub enum Command {
     },
     /// Query a collection, e.g. `docstore query tickets 'status = "open" and priority >= 3
     /// order by $updated_at desc limit 20'`, or with a JSON query object.
+    ///
+    /// Prints `{"documents": [...], "next": CURSOR, "exhausted_scan": BOOL}`, or with --jsonl one
+    /// document per line. A partial answer (DynamoDB stopped at max_scan) is printed, warned
+    /// about on standard error and ends with exit code 11 unless --allow-partial.
     Query {
         /// The collection.
         collection: String,
@@ -113,14 +158,25 @@ pub enum Command {
         /// Continue after this cursor (the "next" of the previous page).
         #[arg(long)]
         cursor: Option<String>,
-        /// Follow every page and print all matches (with LIMIT as the page size).
+        /// Follow every page and print all matches, page by page as they arrive (LIMIT is the
+        /// page size; 1000 when absent).
         #[arg(long)]
         all: bool,
+        /// One document per line (JSON Lines) instead of one object; the next page's cursor,
+        /// if any, goes to standard error.
+        #[arg(long)]
+        jsonl: bool,
+        /// Accept a partial answer (exhausted_scan) with exit code 0; it is still warned about.
+        #[arg(long)]
+        allow_partial: bool,
     },
     /// List the site's collections with their document counts.
     Collections,
-    /// Print the number of documents in the site.
-    Count,
+    /// Print the number of documents in the site, or in one collection.
+    Count {
+        /// Only this collection.
+        collection: Option<String>,
+    },
     /// Write the site's documents as JSON lines (one document with its metadata per line).
     Export {
         /// Only these collections (repeatable); all when absent.
@@ -131,10 +187,21 @@ pub enum Command {
         output: Option<PathBuf>,
     },
     /// Read JSON lines written by export and restore every document with its metadata.
-    /// Documents whose id exists are skipped, so an interrupted import can simply be run again.
+    ///
+    /// Only lines of the site named by --site are written; a line of another site is skipped
+    /// with an error naming its line (exit code 10), unless --all-sites restores every line
+    /// into its own site. A UTF-8 byte order mark is accepted; a line that is not UTF-8 or not
+    /// a document is skipped with its line number, and the import goes on.
     Import {
         /// The file to read; standard input when absent or "-".
         input: Option<PathBuf>,
+        /// Restore every line into the site it names (a whole-store restore); --site is then
+        /// not used.
+        #[arg(long)]
+        all_sites: bool,
+        /// What to do with a line whose id is already stored.
+        #[arg(long, value_enum, default_value_t = OnExisting::Skip)]
+        on_existing: OnExisting,
     },
     /// Copy the site's documents, metadata included, to another store.
     Copy {
@@ -145,6 +212,25 @@ pub enum Command {
         #[arg(long)]
         collection: Vec<String>,
     },
-    /// Create the DynamoDB table the store names (on-demand billing).
+    /// Check the site's collection counters against its documents and print every difference
+    /// as a JSON line; exit code 12 when there were differences and --repair was not given.
+    Fsck {
+        /// Set every differing counter to the true number of documents.
+        #[arg(long)]
+        repair: bool,
+    },
+    /// Create the DynamoDB table the store names (on-demand billing); prints whether it was
+    /// created or already existed.
     CreateTable,
+}
+
+impl Command {
+    /// Whether the command may create a new SQLite database file; every other command refuses
+    /// to run on a file that does not exist (a mistyped path is an error, not an empty store).
+    pub fn creates_database(&self) -> bool {
+        matches!(
+            self,
+            Command::Create { .. } | Command::Put { .. } | Command::Import { .. }
+        )
+    }
 }

@@ -1,5 +1,6 @@
 //! Errors of the command line and the exit code of each kind.
 
+use aws_sdk_dynamodb::types::error::ResourceNotFoundException;
 use docstore::Error;
 use std::fmt;
 
@@ -16,7 +17,10 @@ Exit codes:
   7   document too large
   8   site quota exceeded
   9   backend unavailable (transient; worth retrying)
-  10  import/copy finished but skipped some documents for errors";
+  10  import/copy finished but skipped some documents or lines (see \"skipped\")
+  11  partial answer: the store stopped reading early (exhausted_scan); see --allow-partial
+  12  fsck found counters that disagree with the documents (and --repair was not given)
+A closed standard output (e.g. `docstore export | head -1`) ends the command quietly with 0.";
 
 /// A failed command: what to print and which exit code to end with.
 #[derive(Debug)]
@@ -25,6 +29,9 @@ pub struct CliError {
     pub code: i32,
     /// The message for standard error.
     pub message: String,
+    /// The store said its DynamoDB table does not exist (the message is then rewritten for
+    /// someone at a shell).
+    pub(crate) missing_table: bool,
 }
 
 impl CliError {
@@ -33,6 +40,7 @@ impl CliError {
         CliError {
             code,
             message: message.into(),
+            missing_table: false,
         }
     }
 
@@ -41,9 +49,31 @@ impl CliError {
         Self::new(6, message)
     }
 
-    /// An I/O error (exit code 1).
+    /// An I/O error (exit code 1); a closed pipe is [`CliError::closed_pipe`].
     pub fn io(what: &str, err: std::io::Error) -> Self {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            return Self::closed_pipe();
+        }
         Self::new(1, format!("{what}: {err}"))
+    }
+
+    /// The reader of standard output went away (`| head`): stop quietly with exit code 0, as
+    /// `cat` and `jq` do when their SIGPIPE is ignored.
+    pub fn closed_pipe() -> Self {
+        Self::new(0, "")
+    }
+
+    /// Whether this is a quiet stop that is no failure ([`CliError::closed_pipe`]).
+    pub fn is_quiet(&self) -> bool {
+        self.code == 0
+    }
+
+    /// The same error with `context` (e.g. the document's key) in front of its message.
+    pub fn context(mut self, context: impl std::fmt::Display) -> Self {
+        if !self.is_quiet() {
+            self.message = format!("{context}: {}", self.message);
+        }
+        self
     }
 }
 
@@ -64,14 +94,21 @@ pub fn code_of(err: &Error) -> i32 {
 impl From<Error> for CliError {
     fn from(err: Error) -> Self {
         let mut message = err.to_string();
+        let mut missing_table = false;
         let mut source = std::error::Error::source(&err);
         while let Some(cause) = source {
-            message.push_str(&format!(": {cause}"));
+            missing_table |= cause.is::<ResourceNotFoundException>();
+            let cause_text = cause.to_string();
+            // SDK errors repeat their inner error's text one level up: say each thing once.
+            if !message.contains(&cause_text) {
+                message.push_str(&format!(": {cause_text}"));
+            }
             source = cause.source();
         }
         CliError {
             code: code_of(&err),
             message,
+            missing_table,
         }
     }
 }

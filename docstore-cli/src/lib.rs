@@ -1,18 +1,56 @@
 //! # docstore-cli
 //!
 //! The `docstore` command: every [`Store`](docstore::Store) call from a shell, plus `export`,
-//! `import` and `copy` between stores, and `create-table` for DynamoDB. Run `docstore --help`.
+//! `import` and `copy` between stores, `fsck` for the collection counters, and `create-table`
+//! for DynamoDB. Run `docstore --help`.
 //!
 //! The library part holds the text query language ([`text_query`]) so that applications can
 //! accept the same short queries their developers type.
 
 pub mod args;
 mod exit;
+mod json;
 mod output;
 mod record;
 mod run;
 pub mod text_query;
+mod timefmt;
 mod transfer;
 
 pub use exit::{CliError, EXIT_CODES_HELP};
 pub use run::run;
+pub use timefmt::TimeFormat;
+
+/// Sends the library's `tracing` logs to standard error: warnings always (a DynamoDB query
+/// that stopped at `max_scan` says so), `-v` info, `-vv` debug, `-vvv` trace. `RUST_LOG`,
+/// when set, chooses instead (`warn`, `docstore_dynamodb=debug`, ...; target=level
+/// directives).
+pub fn init_logging(verbose: u8) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::prelude::*;
+
+    let level = match verbose {
+        0 => LevelFilter::WARN,
+        1 => LevelFilter::INFO,
+        2 => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
+    };
+    let from_env = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .and_then(|v| match v.parse::<Targets>() {
+            Ok(targets) => Some(targets),
+            Err(err) => {
+                eprintln!("warning: RUST_LOG={v:?} is not understood ({err}); using -v levels");
+                None
+            }
+        });
+    let filter = from_env.unwrap_or_else(|| Targets::new().with_default(level));
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .without_time();
+    let _ = tracing_subscriber::registry()
+        .with(layer.with_filter(filter))
+        .try_init();
+}

@@ -1,18 +1,131 @@
-//! Printing JSON: pretty on a terminal, one compact line otherwise.
+//! Printing JSON on standard output: pretty on a terminal, compact otherwise; documents with
+//! their timestamps as the user asked; a closed pipe ends the command quietly.
 
+use crate::exit::CliError;
+use crate::timefmt::{self, TimeFormat};
+use docstore::Document;
 use serde::Serialize;
-use std::io::{IsTerminal, Write};
+use serde_json::Value;
+use std::io::{BufWriter, IsTerminal, StdoutLock, Write};
 
-/// Prints `value` on standard output.
-pub fn print<T: Serialize>(value: &T) {
-    let stdout = std::io::stdout();
-    let text = if stdout.is_terminal() {
-        serde_json::to_string_pretty(value)
-    } else {
-        serde_json::to_string(value)
+/// Standard output.
+pub struct Out {
+    writer: BufWriter<StdoutLock<'static>>,
+    pretty: bool,
+    time: TimeFormat,
+    /// Documents written inside the open `{"documents": [` list.
+    listed: u64,
+}
+
+fn write_error(err: std::io::Error) -> CliError {
+    CliError::io("writing standard output", err)
+}
+
+impl Out {
+    /// Standard output, pretty when it is a terminal.
+    pub fn new(time: TimeFormat) -> Self {
+        let stdout = std::io::stdout();
+        Out {
+            pretty: stdout.is_terminal(),
+            writer: BufWriter::new(stdout.lock()),
+            time,
+            listed: 0,
+        }
     }
-    .expect("output values serialize");
-    let mut out = stdout.lock();
-    // A closed pipe (e.g. `| head`) is not an error worth reporting.
-    let _ = writeln!(out, "{text}");
+
+    fn text<T: Serialize + ?Sized>(&self, value: &T) -> String {
+        if self.pretty {
+            serde_json::to_string_pretty(value)
+        } else {
+            serde_json::to_string(value)
+        }
+        .expect("output values serialize")
+    }
+
+    fn document_text(&self, document: &Document, pretty: bool) -> String {
+        let text = match (self.time, pretty) {
+            (TimeFormat::Ns, false) => serde_json::to_string(document),
+            (TimeFormat::Ns, true) => serde_json::to_string_pretty(document),
+            (_, false) => serde_json::to_string(&self.document_value(document)),
+            (_, true) => serde_json::to_string_pretty(&self.document_value(document)),
+        };
+        text.expect("documents serialize")
+    }
+
+    fn document_value(&self, document: &Document) -> Value {
+        let mut value = serde_json::to_value(document).expect("documents serialize");
+        timefmt::rewrite(&mut value, self.time);
+        value
+    }
+
+    /// Prints one JSON value on its own line(s).
+    pub fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CliError> {
+        let text = self.text(value);
+        writeln!(self.writer, "{text}").map_err(write_error)
+    }
+
+    /// Prints one JSON value as one compact line (JSON Lines), whatever standard output is.
+    pub fn line<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CliError> {
+        let text = serde_json::to_string(value).expect("output values serialize");
+        writeln!(self.writer, "{text}").map_err(write_error)
+    }
+
+    /// Prints a document (timestamps in the chosen format).
+    pub fn document(&mut self, document: &Document) -> Result<(), CliError> {
+        let text = self.document_text(document, self.pretty);
+        writeln!(self.writer, "{text}").map_err(write_error)
+    }
+
+    /// Prints a document as one compact line (JSON Lines), whatever standard output is.
+    pub fn document_line(&mut self, document: &Document) -> Result<(), CliError> {
+        let text = self.document_text(document, false);
+        writeln!(self.writer, "{text}").map_err(write_error)
+    }
+
+    /// Opens `{"documents": [`: then [`Out::listed_document`] for each, then
+    /// [`Out::end_documents`]. The whole is the same JSON as printing the page at once.
+    pub fn begin_documents(&mut self) -> Result<(), CliError> {
+        self.listed = 0;
+        let open = if self.pretty {
+            "{\n  \"documents\": ["
+        } else {
+            "{\"documents\":["
+        };
+        self.writer.write_all(open.as_bytes()).map_err(write_error)
+    }
+
+    /// One document of the open list.
+    pub fn listed_document(&mut self, document: &Document) -> Result<(), CliError> {
+        let separator = if self.listed == 0 { "" } else { "," };
+        self.listed += 1;
+        if self.pretty {
+            // JSON text never holds a raw newline inside a string: indenting lines is safe.
+            let text = self.document_text(document, true).replace('\n', "\n    ");
+            write!(self.writer, "{separator}\n    {text}").map_err(write_error)
+        } else {
+            let text = self.document_text(document, false);
+            write!(self.writer, "{separator}{text}").map_err(write_error)
+        }
+    }
+
+    /// Closes the list with the page's `next` and `exhausted_scan`.
+    pub fn end_documents(
+        &mut self,
+        next: Option<&docstore::Cursor>,
+        exhausted_scan: bool,
+    ) -> Result<(), CliError> {
+        let next = serde_json::to_string(&next).expect("cursors serialize");
+        let text = if self.pretty {
+            let close = if self.listed == 0 { "]" } else { "\n  ]" };
+            format!("{close},\n  \"next\": {next},\n  \"exhausted_scan\": {exhausted_scan}\n}}\n")
+        } else {
+            format!("],\"next\":{next},\"exhausted_scan\":{exhausted_scan}}}\n")
+        };
+        self.writer.write_all(text.as_bytes()).map_err(write_error)
+    }
+
+    /// Sends what is buffered (a closed pipe is [`CliError::closed_pipe`]).
+    pub fn flush(&mut self) -> Result<(), CliError> {
+        self.writer.flush().map_err(write_error)
+    }
 }

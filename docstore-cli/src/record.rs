@@ -1,9 +1,11 @@
 //! One document with its address, as the CLI prints it and as export/import lines carry it.
 
 use docstore::{Data, Document, Key};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// A document with its site and collection: one line of an export.
+///
+/// Timestamps are written as unix nanoseconds; a line may also give them as RFC 3339 strings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
@@ -16,8 +18,10 @@ pub struct Record {
     /// The document body.
     pub data: Data,
     /// Creation time, unix nanoseconds.
+    #[serde(deserialize_with = "timestamp")]
     pub created_at: i64,
     /// Last write time, unix nanoseconds.
+    #[serde(deserialize_with = "timestamp")]
     pub updated_at: i64,
     /// The creating actor.
     pub created_by: String,
@@ -25,6 +29,12 @@ pub struct Record {
     pub updated_by: String,
     /// The version.
     pub version: u64,
+}
+
+/// A timestamp: integer nanoseconds or an RFC 3339 string.
+fn timestamp<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    crate::timefmt::from_json(&value).map_err(serde::de::Error::custom)
 }
 
 impl Record {

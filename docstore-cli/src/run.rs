@@ -1,59 +1,99 @@
 //! Running one parsed command line.
 
-use crate::args::{Cli, Command, DEFAULT_STORE};
+use crate::args::{Cli, Command, DEFAULT_STORE, STORE_ENV};
 use crate::exit::CliError;
-use crate::output::print;
+use crate::json;
+use crate::output::Out;
 use crate::text_query;
-use crate::transfer::{self, Summary};
+use crate::timefmt;
+use crate::transfer::{self, ImportOptions, Summary};
 use docstore::config::{Backend, Config};
-use docstore::{Data, Document, Key, Query, Store};
+use docstore::document::MAX_DEPTH;
+use docstore::{Data, Filter, Key, Query, RecountMode, Store};
+use serde::Deserialize;
 use serde_json::{Value, json};
-use std::io::{BufReader, Read};
+use std::io::{BufReader, IsTerminal, Read};
+use std::path::Path;
+
+/// The page size of `query --all` when the query has no LIMIT.
+const ALL_PAGE: usize = 1000;
 
 /// Runs the command; the caller turns an error into its message and exit code.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let config = load_config(&cli)?;
+    if config.database.backend == Backend::Memory {
+        warn_memory("the store");
+    }
     if let Command::CreateTable = cli.command {
-        return create_table(&config).await;
+        return create_table(&config, &mut Out::new(cli.time)).await;
+    }
+    if !cli.command.creates_database() {
+        refuse_missing_sqlite(&config)?;
     }
     let store = docstore_any::open(&config).await?;
-    let store: &dyn Store = store.as_ref();
+    let mut out = Out::new(cli.time);
+    let result = execute(cli, &config, store.as_ref(), &mut out).await;
+    let flushed = out.flush();
+    result
+        .and(flushed)
+        .map_err(|err| explain_missing_table(err, &config))
+}
+
+async fn execute(
+    cli: Cli,
+    config: &Config,
+    store: &dyn Store,
+    out: &mut Out,
+) -> Result<(), CliError> {
     let site = cli.site.as_str();
     let actor = cli.actor.as_str();
     let key = |collection: &str, id: &str| Key::new(site, collection, id);
     match cli.command {
-        Command::Get { collection, id } => match store.get(&key(&collection, &id)?).await? {
-            Some(document) => print(&document),
-            None => {
-                return Err(CliError::new(
-                    3,
-                    format!("no document {site}/{collection}/{id}"),
-                ));
+        Command::Get { collection, id } => {
+            let key = key(&collection, &id)?;
+            match store.get(&key).await.map_err(|e| in_key(e, &key))? {
+                Some(document) => out.document(&document)?,
+                None => return Err(CliError::new(3, format!("no document {key}"))),
             }
-        },
+        }
         Command::Create {
             collection,
             id,
             data,
         } => {
-            let data = json_object(data, "DATA")?;
-            print(&store.create(&key(&collection, &id)?, data, actor).await?);
+            let key = key(&collection, &id)?;
+            let data = json_object(data, "DATA", "create")?;
+            let document = store
+                .create(&key, data, actor)
+                .await
+                .map_err(|e| in_key(e, &key))?;
+            out.document(&document)?;
         }
         Command::Put {
             collection,
             id,
             data,
         } => {
-            let data = json_object(data, "DATA")?;
-            print(&store.put(&key(&collection, &id)?, data, actor).await?);
+            let key = key(&collection, &id)?;
+            let data = json_object(data, "DATA", "put")?;
+            let document = store
+                .put(&key, data, actor)
+                .await
+                .map_err(|e| in_key(e, &key))?;
+            out.document(&document)?;
         }
         Command::Update {
             collection,
             id,
             patch,
         } => {
-            let patch = json_object(patch, "PATCH")?;
-            print(&store.update(&key(&collection, &id)?, &patch, actor).await?);
+            let key = key(&collection, &id)?;
+            let patch = json_object(patch, "PATCH", "update")?;
+            let document = store
+                .update(&key, &patch, actor)
+                .await
+                .map_err(|e| in_key(e, &key))?;
+            out.document(&document)?;
         }
         Command::UpdateIf {
             collection,
@@ -61,36 +101,53 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             version,
             patch,
         } => {
-            let patch = json_object(patch, "PATCH")?;
-            print(
-                &store
-                    .update_if(&key(&collection, &id)?, &patch, version, actor)
-                    .await?,
-            );
+            let key = key(&collection, &id)?;
+            let patch = json_object(patch, "PATCH", "update-if")?;
+            let document = store
+                .update_if(&key, &patch, version, actor)
+                .await
+                .map_err(|e| in_key(e, &key))?;
+            out.document(&document)?;
         }
         Command::Delete { collection, id } => {
-            let deleted = store.delete(&key(&collection, &id)?).await?;
-            print(&json!({ "deleted": deleted }));
+            let key = key(&collection, &id)?;
+            let deleted = store.delete(&key).await.map_err(|e| in_key(e, &key))?;
+            out.value(&json!({ "deleted": deleted }))?;
         }
         Command::DeleteIf {
             collection,
             id,
             version,
         } => {
-            store.delete_if(&key(&collection, &id)?, version).await?;
-            print(&json!({ "deleted": true }));
+            let key = key(&collection, &id)?;
+            store
+                .delete_if(&key, version)
+                .await
+                .map_err(|e| in_key(e, &key))?;
+            out.value(&json!({ "deleted": true }))?;
         }
         Command::Query {
             collection,
             query,
             cursor,
             all,
+            jsonl,
+            allow_partial,
         } => {
             let mut query = parse_query(query.as_deref())?;
             if let Some(cursor) = cursor {
                 query.cursor = Some(cursor.into());
             }
-            run_query(store, site, &collection, query, all).await?;
+            if all && query.limit.is_none() {
+                query.limit = Some(ALL_PAGE);
+            }
+            let shape = QueryOutput {
+                all,
+                jsonl,
+                allow_partial,
+                max_scan: max_scan(config),
+            };
+            run_query(store, site, &collection, query, shape, out).await?;
         }
         Command::Collections => {
             let listing: Vec<Value> = store
@@ -99,128 +156,399 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 .into_iter()
                 .map(|(collection, count)| json!({ "collection": collection, "count": count }))
                 .collect();
-            print(&listing);
+            out.value(&listing)?;
         }
-        Command::Count => print(&store.count(site).await?),
+        Command::Count { collection: None } => out.value(&store.count(site).await?)?,
+        Command::Count {
+            collection: Some(collection),
+        } => {
+            docstore::key::validate_collection(&collection)?;
+            let count = store
+                .collections(site)
+                .await?
+                .into_iter()
+                .find(|(name, _)| *name == collection)
+                .map_or(0, |(_, count)| count);
+            out.value(&count)?;
+        }
         Command::Export { collection, output } => {
-            let mut out: Box<dyn std::io::Write> = match output {
-                Some(path) => Box::new(std::io::BufWriter::new(
-                    std::fs::File::create(&path)
-                        .map_err(|e| CliError::io(&path.display().to_string(), e))?,
-                )),
-                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            let written = match output {
+                Some(path) => {
+                    let file = std::fs::File::create(&path)
+                        .map_err(|e| CliError::io(&path.display().to_string(), e))?;
+                    let mut writer = std::io::BufWriter::new(file);
+                    transfer::export(store, site, &collection, &mut writer).await?
+                }
+                None => {
+                    let mut writer = std::io::BufWriter::new(std::io::stdout().lock());
+                    transfer::export(store, site, &collection, &mut writer).await?
+                }
             };
-            let written = transfer::export(store, site, &collection, &mut out).await?;
             eprintln!("exported {written} documents");
         }
-        Command::Import { input } => {
+        Command::Import {
+            input,
+            all_sites,
+            on_existing,
+        } => {
             let mut reader: Box<dyn std::io::BufRead> = match input {
                 Some(path) if path.as_os_str() != "-" => Box::new(BufReader::new(
                     std::fs::File::open(&path)
                         .map_err(|e| CliError::io(&path.display().to_string(), e))?,
                 )),
-                _ => Box::new(BufReader::new(std::io::stdin().lock())),
+                _ => {
+                    if std::io::stdin().is_terminal() {
+                        return Err(missing_input("import", "[INPUT]"));
+                    }
+                    Box::new(BufReader::new(std::io::stdin().lock()))
+                }
             };
-            let summary = transfer::import(store, &mut reader).await?;
-            finish(summary)?;
+            let options = ImportOptions {
+                site: (!all_sites).then(|| site.to_owned()),
+                on_existing,
+            };
+            let summary = transfer::import(store, &mut reader, &options).await?;
+            finish(summary, out)?;
         }
         Command::Copy { to, collection } => {
+            if docstore_any::parse_url(&to)?.database.backend == Backend::Memory {
+                warn_memory("the --to store");
+            }
             let destination = docstore_any::open_url(&to).await?;
             let summary = transfer::copy(store, destination.as_ref(), site, &collection).await?;
-            finish(summary)?;
+            finish(summary, out)?;
+        }
+        Command::Fsck { repair } => {
+            let mode = if repair {
+                RecountMode::Repair
+            } else {
+                RecountMode::Report
+            };
+            let recount = store.recount(site, mode).await?;
+            for change in &recount.changes {
+                out.line(&json!({
+                    "collection": change.collection,
+                    "counter": change.counter,
+                    "documents": change.documents,
+                    "repaired": repair,
+                }))?;
+            }
+            let differ = recount.changes.len();
+            eprintln!(
+                "{} collections with documents; {differ} counters differed{}",
+                recount.collections.len(),
+                if repair && differ > 0 {
+                    " and were repaired"
+                } else {
+                    ""
+                }
+            );
+            if differ > 0 && !repair {
+                out.flush()?;
+                return Err(CliError::new(
+                    12,
+                    format!(
+                        "{differ} collection counters disagree with the documents; \
+                         `docstore fsck --repair` sets them to the true counts"
+                    ),
+                ));
+            }
         }
         Command::CreateTable => unreachable!("handled before opening the store"),
     }
     Ok(())
 }
 
-/// The configuration from `--config` (TOML) or the store URL.
-fn load_config(cli: &Cli) -> Result<Config, CliError> {
-    match &cli.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::io(&path.display().to_string(), e))?;
-            toml::from_str(&text)
-                .map_err(|e| CliError::invalid(format!("config {}: {e}", path.display())))
-        }
-        None => Ok(docstore_any::parse_url(
-            cli.store.as_deref().unwrap_or(DEFAULT_STORE),
-        )?),
+/// A store error of a call on `key`, with the key in its message.
+fn in_key(err: docstore::Error, key: &Key) -> CliError {
+    match err {
+        docstore::Error::NotFound => CliError::new(3, format!("no document {key}")),
+        err => CliError::from(err).context(key),
     }
 }
 
-/// A JSON object from the argument, or from standard input when it is absent or `-`.
-fn json_object(arg: Option<String>, what: &str) -> Result<Data, CliError> {
-    let text = match arg {
-        Some(text) if text != "-" => text,
-        _ => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| CliError::io("reading standard input", e))?;
-            text
-        }
-    };
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| CliError::invalid(format!("{what} is not valid JSON: {e}")))?;
-    Ok(docstore::object(value)?)
+fn warn_memory(which: &str) {
+    eprintln!(
+        "warning: {which} is memory:, which keeps nothing: its documents are gone when this \
+         command ends (every docstore command is a new process); use sqlite:FILE to keep them"
+    );
 }
 
-/// A query from its text or JSON form.
+/// Read commands never create a database: a mistyped path is an error naming it, not an
+/// empty store answering "not found".
+fn refuse_missing_sqlite(config: &Config) -> Result<(), CliError> {
+    let database = &config.database;
+    if database.backend != Backend::Sqlite {
+        return Ok(());
+    }
+    let Some(sqlite) = &database.sqlite else {
+        return Ok(());
+    };
+    let path = &sqlite.path;
+    if path.as_os_str() == ":memory:" || path.exists() {
+        return Ok(());
+    }
+    Err(CliError::new(
+        1,
+        format!(
+            "no SQLite database at {}: only create, put and import create a new one; check the \
+             path (--store, --config or ${STORE_ENV})",
+            path.display()
+        ),
+    ))
+}
+
+/// A missing DynamoDB table, said for someone at a shell.
+fn explain_missing_table(err: CliError, config: &Config) -> CliError {
+    if !err.missing_table {
+        return err;
+    }
+    let table = config
+        .database
+        .dynamodb
+        .as_ref()
+        .map_or("?", |d| d.table.as_str());
+    CliError::new(
+        1,
+        format!(
+            "the DynamoDB table `{table}` does not exist at this endpoint and region (or is not \
+             active yet); create it with `docstore --store <the same URL> create-table`"
+        ),
+    )
+}
+
+/// The configuration: `--store` or `--config` (at most one), else `$DOCSTORE_URL`, else the
+/// default. A flag always beats the environment.
+fn load_config(cli: &Cli) -> Result<Config, CliError> {
+    match (&cli.store, &cli.config) {
+        (Some(_), Some(_)) => Err(CliError::new(
+            2,
+            "--store and --config both choose the store: give one of them",
+        )),
+        (None, Some(path)) => config_file(path),
+        (Some(url), None) => Ok(docstore_any::parse_url(url)?),
+        (None, None) => match std::env::var(STORE_ENV) {
+            Ok(url) if !url.is_empty() => docstore_any::parse_url(&url)
+                .map_err(|e| CliError::from(e).context(format!("${STORE_ENV}"))),
+            _ => Ok(docstore_any::parse_url(DEFAULT_STORE)?),
+        },
+    }
+}
+
+/// The `[database]` table of a TOML file, whatever else the file holds.
+fn config_file(path: &Path) -> Result<Config, CliError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| CliError::io(&path.display().to_string(), e))?;
+    let invalid =
+        |e: &dyn std::fmt::Display| CliError::invalid(format!("config {}: {e}", path.display()));
+    let mut file: toml::Table = toml::from_str(&text).map_err(|e| invalid(&e))?;
+    let Some(database) = file.remove("database") else {
+        return Err(invalid(
+            &"no [database] table (it holds backend = \"memory\" | \"sqlite\" | \"dynamodb\" \
+              and that backend's settings)",
+        ));
+    };
+    let mut only = toml::Table::new();
+    only.insert("database".to_owned(), database);
+    Config::deserialize(toml::Value::Table(only)).map_err(|e| invalid(&e))
+}
+
+fn max_scan(config: &Config) -> Option<usize> {
+    match config.database.backend {
+        Backend::Dynamodb => config.database.dynamodb.as_ref().map(|d| d.max_scan),
+        _ => None,
+    }
+}
+
+/// The usage error for a command whose input would be read from a terminal.
+fn missing_input(command: &str, what: &str) -> CliError {
+    CliError::new(
+        2,
+        format!(
+            "{command}: {what} is missing and standard input is a terminal; give it as an \
+             argument, @FILE, or pipe it in (- or @- reads standard input)\n\n\
+             Usage: docstore {command} --help"
+        ),
+    )
+}
+
+/// A JSON object from the argument: the text itself, `@FILE`, or standard input for `-`,
+/// `@-` or no argument (refused when standard input is a terminal: nothing would come).
+fn json_object(arg: Option<String>, what: &str, command: &str) -> Result<Data, CliError> {
+    let read_stdin = || -> Result<String, CliError> {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::io("reading standard input", e))?;
+        Ok(text)
+    };
+    let text = match arg.as_deref() {
+        Some("-" | "@-") => read_stdin()?,
+        Some(file) if file.starts_with('@') => {
+            let path = &file[1..];
+            std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?
+        }
+        Some(text) => text.to_owned(),
+        None if std::io::stdin().is_terminal() => return Err(missing_input(command, what)),
+        None => read_stdin()?,
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let value: Value = json::parse(text, MAX_DEPTH)
+        .map_err(|e| CliError::invalid(format!("{what} is not valid JSON: {e}")))?;
+    docstore::object(value).map_err(|e| CliError::from(e).context(what))
+}
+
+/// A query from its text or JSON form; RFC 3339 strings compared with `$created_at` or
+/// `$updated_at` become nanoseconds.
 fn parse_query(text: Option<&str>) -> Result<Query, CliError> {
     let Some(text) = text else {
         return Ok(Query::new());
     };
-    if text.trim_start().starts_with('{') {
-        return serde_json::from_str(text)
-            .map_err(|e| CliError::invalid(format!("query is not a valid JSON query: {e}")));
+    let mut query = if text.trim_start().starts_with('{') {
+        json::check(text, usize::MAX)
+            .map_err(|e| CliError::invalid(format!("query: {e}")))
+            .and_then(|()| {
+                serde_json::from_str(text)
+                    .map_err(|e| CliError::invalid(format!("query is not a valid JSON query: {e}")))
+            })?
+    } else {
+        text_query::parse(text).map_err(|e| {
+            let line = text.lines().nth(e.line - 1).unwrap_or("");
+            let pad = " ".repeat(e.column - 1);
+            let place = if text.contains('\n') {
+                format!("line {} column {}", e.line, e.column)
+            } else {
+                format!("column {}", e.column)
+            };
+            CliError::invalid(format!(
+                "invalid query: {}\n  {line}\n  {pad}^ {place}",
+                e.message
+            ))
+        })?
+    };
+    if let Some(filter) = &mut query.filter {
+        timestamps_in(filter).map_err(CliError::invalid)?;
     }
-    text_query::parse(text).map_err(|e| {
-        let pad = " ".repeat(e.column - 1);
-        CliError::invalid(format!(
-            "invalid query: {}\n  {text}\n  {pad}^ column {}",
-            e.message, e.column
-        ))
-    })
+    Ok(query)
 }
 
+/// Turns RFC 3339 strings compared with `$created_at` / `$updated_at` into nanoseconds.
+fn timestamps_in(filter: &mut Filter) -> Result<(), String> {
+    let is_time = |field: &str| matches!(field, "$created_at" | "$updated_at");
+    let convert = |field: &str, value: &mut Value| -> Result<(), String> {
+        if let Value::String(text) = value {
+            let nanos = timefmt::parse_rfc3339(text).map_err(|e| format!("{field}: {e}"))?;
+            *value = Value::from(nanos);
+        }
+        Ok(())
+    };
+    match filter {
+        Filter::And(items) | Filter::Or(items) => {
+            for item in items {
+                timestamps_in(item)?;
+            }
+        }
+        Filter::Not(inner) => timestamps_in(inner)?,
+        Filter::Eq(f, v)
+        | Filter::Ne(f, v)
+        | Filter::Lt(f, v)
+        | Filter::Lte(f, v)
+        | Filter::Gt(f, v)
+        | Filter::Gte(f, v)
+            if is_time(f) =>
+        {
+            convert(f, v)?
+        }
+        Filter::In(f, values) if is_time(f) => {
+            for v in values {
+                convert(f, v)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// How `query` prints.
+struct QueryOutput {
+    all: bool,
+    jsonl: bool,
+    allow_partial: bool,
+    max_scan: Option<usize>,
+}
+
+/// Prints one page, or every page as it arrives (`--all`): memory holds one page at a time.
 async fn run_query(
     store: &dyn Store,
     site: &str,
     collection: &str,
     mut query: Query,
-    all: bool,
+    shape: QueryOutput,
+    out: &mut Out,
 ) -> Result<(), CliError> {
-    if !all {
-        let page = store.query(site, collection, &query).await?;
-        print(&json!({
-            "documents": page.documents,
-            "next": page.next,
-            "exhausted_scan": page.exhausted_scan,
-        }));
-        return Ok(());
+    if !shape.jsonl {
+        out.begin_documents()?;
     }
-    let mut documents: Vec<Document> = Vec::new();
-    let mut exhausted_scan = false;
-    loop {
+    let mut partial = false;
+    let next = loop {
         let page = store.query(site, collection, &query).await?;
-        documents.extend(page.documents);
-        exhausted_scan |= page.exhausted_scan;
-        match page.next {
-            Some(next) => query.cursor = Some(next),
-            None => break,
+        for document in &page.documents {
+            if shape.jsonl {
+                out.document_line(document)?;
+            } else {
+                out.listed_document(document)?;
+            }
         }
+        if page.exhausted_scan {
+            partial = true;
+            warn_partial(collection, shape.max_scan);
+        }
+        let stop = !shape.all || (page.exhausted_scan && !shape.allow_partial);
+        match page.next {
+            Some(next) if !stop => query.cursor = Some(next),
+            next => break next,
+        }
+        out.flush()?;
+    };
+    if shape.jsonl {
+        if let Some(next) = &next {
+            out.flush()?;
+            eprintln!("next page: --cursor {}", next.as_str());
+        }
+    } else {
+        out.end_documents(next.as_ref(), partial)?;
     }
-    print(&json!({ "documents": documents, "next": null, "exhausted_scan": exhausted_scan }));
+    if partial && !shape.allow_partial {
+        out.flush()?;
+        return Err(CliError::new(
+            11,
+            "the answer is partial (exhausted_scan): matches may be missing or out of order; \
+             --allow-partial accepts partial answers with exit code 0",
+        ));
+    }
     Ok(())
 }
 
-/// Prints an import or copy summary; skipped documents make the exit code 10.
-fn finish(summary: Summary) -> Result<(), CliError> {
-    print(&summary);
+fn warn_partial(collection: &str, max_scan: Option<usize>) {
+    let budget = max_scan.map_or("its scan budget".to_owned(), |n| {
+        format!("max_scan = {n} items (or 64 MiB)")
+    });
     eprintln!(
-        "imported {}, already present {}, skipped {}",
+        "warning: partial answer: the store read only the first documents of `{collection}` \
+         by id (it stops at {budget}) and evaluated the query on those. No index serves this \
+         query (docstore has no secondary indexes yet). Exact at any size: a query in id order \
+         (no ORDER BY, or ORDER BY $id); or raise max_scan (?max_scan=N in the URL, \
+         database.dynamodb.max_scan in a config file)."
+    );
+}
+
+/// Prints an import or copy summary; skipped documents make the exit code 10.
+fn finish(summary: Summary, out: &mut Out) -> Result<(), CliError> {
+    out.value(&summary)?;
+    eprintln!(
+        "imported {}, replaced {}, already present {}, skipped {}",
         summary.imported,
+        summary.replaced,
         summary.already_present,
         summary.skipped.len()
     );
@@ -230,21 +558,31 @@ fn finish(summary: Summary) -> Result<(), CliError> {
         Err(CliError::new(
             10,
             format!(
-                "{} documents were skipped (see \"skipped\")",
+                "{} documents or lines were skipped (see \"skipped\")",
                 summary.skipped.len()
             ),
         ))
     }
 }
 
-async fn create_table(config: &Config) -> Result<(), CliError> {
+async fn create_table(config: &Config, out: &mut Out) -> Result<(), CliError> {
     let database = &config.database;
     let dynamodb = match (database.backend, &database.dynamodb) {
         (Backend::Dynamodb, Some(dynamodb)) => dynamodb,
         _ => return Err(CliError::invalid("create-table needs a dynamodb:// store")),
     };
     let store = docstore_dynamodb::DynamoStore::connect(dynamodb, database.store_options()).await?;
-    store.create_table().await?;
-    print(&json!({ "created": dynamodb.table }));
-    Ok(())
+    // A read that succeeds proves the table is there; any failure (missing table, or
+    // something create_table will report too) leads to creating it.
+    let probe = Key::new("docstore-cli", "create-table", "probe")?;
+    let status = if store.get(&probe).await.is_ok() {
+        eprintln!("table `{}` exists; left as it is", dynamodb.table);
+        "exists"
+    } else {
+        store.create_table().await?;
+        eprintln!("created table `{}`", dynamodb.table);
+        "created"
+    };
+    out.value(&json!({ "table": dynamodb.table, "status": status }))?;
+    out.flush()
 }

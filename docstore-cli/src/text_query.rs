@@ -15,8 +15,10 @@
 //!          | EXISTS field
 //!          | field (= | != | < | <= | > | >=) value
 //!          | field IN [value, ...] | field PREFIX "text" | field CONTAINS value
-//! field   := a path such as address.city, a\.dotted\.key or $updated_at,
-//!            or any path in backquotes: `odd name` (a backquote inside is doubled)
+//! field   := a path such as address.city, a\.dotted\.key or $updated_at; a part in
+//!            backquotes is one literal key, whatever it holds: `odd name`, `a.b` (the key
+//!            "a.b", not a -> b), `$id` (a data key, not the system field), address.`zip code`
+//!            (a backquote inside is doubled)
 //! ```
 //!
 //! `AND` binds tighter than `OR`; a chain `a AND b AND c` is one `And` of three. Errors name
@@ -43,7 +45,9 @@ use std::fmt;
 /// Where and why the text is not a query.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {
-    /// 1-based column (in characters) where the problem starts.
+    /// 1-based line where the problem starts (queries may span lines).
+    pub line: usize,
+    /// 1-based column (in characters, within its line) where the problem starts.
     pub column: usize,
     /// What was expected or found there.
     pub message: String,
@@ -51,7 +55,15 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "column {}: {}", self.column, self.message)
+        if self.line == 1 {
+            write!(f, "column {}: {}", self.column, self.message)
+        } else {
+            write!(
+                f,
+                "line {}, column {}: {}",
+                self.line, self.column, self.message
+            )
+        }
     }
 }
 
@@ -94,6 +106,43 @@ pub fn parse(text: &str) -> Result<Query, ParseError> {
         return Err(parser.error("expected AND, OR, ORDER BY, LIMIT or the end of the query"));
     }
     Ok(query)
+}
+
+/// A literal key as a path segment: `.`, `\\` and `$` escaped.
+fn escape_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for c in key.chars() {
+        if matches!(c, '.' | '\\' | '$') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The segments of a path as written (escapes kept), and each one unescaped; `None` for a
+/// path that is not well formed.
+fn split_path(path: &str) -> Option<Vec<(String, String)>> {
+    let mut segments = Vec::new();
+    let (mut raw, mut key) = (String::new(), String::new());
+    let mut chars = path.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let escaped = chars.next()?;
+                raw.push(c);
+                raw.push(escaped);
+                key.push(escaped);
+            }
+            '.' => segments.push((std::mem::take(&mut raw), std::mem::take(&mut key))),
+            c => {
+                raw.push(c);
+                key.push(c);
+            }
+        }
+    }
+    segments.push((raw, key));
+    Some(segments)
 }
 
 /// Prints a query in the text form ([`parse`] gives it back; the cursor is left out).
@@ -166,9 +215,24 @@ fn is_keyword(word: &str) -> bool {
 
 fn field_text(field: &str) -> String {
     if !field.is_empty() && field.chars().all(is_word_char) && !is_keyword(field) {
-        field.to_owned()
-    } else {
-        format!("`{}`", field.replace('`', "``"))
+        return field.to_owned();
+    }
+    let quote = |key: &str| format!("`{}`", key.replace('`', "``"));
+    match split_path(field) {
+        Some(segments) if !field.starts_with('$') => segments
+            .iter()
+            .map(|(raw, key)| {
+                // A lone segment gets here only when it needs quoting (e.g. a keyword).
+                if segments.len() > 1 && !raw.is_empty() && raw.chars().all(is_word_char) {
+                    raw.clone()
+                } else {
+                    quote(key)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("."),
+        // Not a well-formed data path: quoting it whole keeps its text visible.
+        _ => quote(field),
     }
 }
 
@@ -187,8 +251,11 @@ impl<'a> Parser<'a> {
     }
 
     fn error(&self, message: impl Into<String>) -> ParseError {
+        let before = &self.text[..self.pos];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         ParseError {
-            column: self.text[..self.pos].chars().count() + 1,
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
             message: message.into(),
         }
     }
@@ -354,37 +421,55 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A field: bare path text and backquoted literal keys, written next to each other.
     fn field(&mut self) -> Result<String, ParseError> {
         self.skip_ws();
-        if let Some(quoted) = self.rest().strip_prefix('`') {
-            let mut field = String::new();
-            let mut chars = quoted.char_indices();
-            while let Some((i, c)) = chars.next() {
-                if c == '`' {
-                    if quoted[i + 1..].starts_with('`') {
-                        field.push('`');
-                        chars.next();
+        let start = self.clone_pos();
+        let mut field = String::new();
+        let mut quoted_any = false;
+        loop {
+            if let Some(quoted) = self.rest().strip_prefix('`') {
+                let mut key = String::new();
+                let mut end = None;
+                let mut chars = quoted.char_indices();
+                while let Some((i, c)) = chars.next() {
+                    if c == '`' {
+                        if quoted[i + 1..].starts_with('`') {
+                            key.push('`');
+                            chars.next();
+                        } else {
+                            end = Some(i);
+                            break;
+                        }
                     } else {
-                        self.pos += 1 + i + 1;
-                        return Ok(field);
+                        key.push(c);
                     }
-                } else {
-                    field.push(c);
                 }
+                let Some(end) = end else {
+                    return Err(self.error("unclosed backquote"));
+                };
+                self.pos += 1 + end + 1;
+                field.push_str(&escape_key(&key));
+                quoted_any = true;
+            } else {
+                let rest = self.rest();
+                let end = rest.find(|c: char| !is_word_char(c)).unwrap_or(rest.len());
+                if end == 0 {
+                    break;
+                }
+                field.push_str(&rest[..end]);
+                self.pos += end;
             }
-            return Err(self.error("unclosed backquote"));
         }
-        let word = self.peek_word().to_owned();
-        if word.is_empty() {
-            return Err(self.error("expected a field"));
+        if field.is_empty() && !quoted_any {
+            return Err(start.error("expected a field"));
         }
-        if is_keyword(&word) {
-            return Err(self.error(format!(
-                "expected a field, found the keyword {word:?} (write `{word}` for a field of that name)"
+        if !quoted_any && is_keyword(&field) {
+            return Err(start.error(format!(
+                "expected a field, found the keyword {field:?} (write `{field}` for a field of that name)"
             )));
         }
-        self.pos += word.len();
-        Ok(word)
+        Ok(field)
     }
 
     fn value(&mut self) -> Result<Value, ParseError> {
@@ -404,6 +489,9 @@ impl<'a> Parser<'a> {
         };
         match value {
             Some(value) => {
+                if let Err(err) = crate::json::check(&self.rest()[..end], usize::MAX) {
+                    return Err(self.error(err.message));
+                }
                 self.pos += end;
                 Ok(value)
             }
@@ -419,6 +507,13 @@ impl<'a> Parser<'a> {
             Ok(n) if word.chars().all(|c| c.is_ascii_digit()) => {
                 self.pos += word.len();
                 Ok(n)
+            }
+            _ if !word.is_empty() && word.chars().all(|c| c.is_ascii_digit()) => {
+                Err(self.error(format!(
+                    "LIMIT {word} is too large: a page holds at most {} documents (leave LIMIT \
+                     out to get every match)",
+                    usize::MAX
+                )))
             }
             _ => Err(self.error("expected a whole number")),
         }
@@ -471,6 +566,11 @@ mod tests {
                 Filter::eq("a", 1).and(Filter::eq("b", 2).or(Filter::eq("c", 3))),
             ),
             ("`odd name` = 1", Filter::eq("odd name", 1)),
+            ("`a.b` = 1", Filter::eq(r"a\.b", 1)),
+            ("`$id` = 1", Filter::eq(r"\$id", 1)),
+            (r"`a\b` = 1", Filter::eq(r"a\\b", 1)),
+            ("address.`zip code` = 1", Filter::eq("address.zip code", 1)),
+            ("`x.y`.z = 1", Filter::eq(r"x\.y.z", 1)),
             ("`a``b` = 1", Filter::eq("a`b", 1)),
             ("`order` = 1", Filter::eq("order", 1)),
             (r"a\.b = 1", Filter::eq(r"a\.b", 1)),
@@ -512,6 +612,43 @@ mod tests {
         assert_eq!(err("`open").0, 1);
         assert_eq!(err("ALL(a = 1 b)").0, 11);
         assert_eq!(err("= 1").0, 1);
+        assert!(err("n = 18446744073709551616").1.contains("exactly"));
+        assert!(err("n IN [1e-400]").1.contains("too small"));
+        let huge = parse("limit 99999999999999999999").unwrap_err();
+        assert_eq!(huge.column, 7);
+        assert!(huge.message.contains("too large"), "{}", huge.message);
+    }
+
+    #[test]
+    fn errors_count_columns_within_their_line() {
+        let e = parse("status = \"open\"\n  and priority >=\n  order by x").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 3), "{e}");
+        assert_eq!(e.to_string(), format!("line 3, column 3: {}", e.message));
+        let e = parse("a = 1 and\n`open").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 1));
+    }
+
+    #[test]
+    fn literal_keys_print_in_backquotes() {
+        for field in [
+            r"a\.b",
+            r"x\.y.z",
+            "odd name",
+            "address.zip code",
+            r"\$id",
+            "order",
+            "a..b",
+        ] {
+            let query = Query::new().filter(Filter::exists(field));
+            assert_eq!(
+                parse(&to_text(&query)).unwrap(),
+                query,
+                "{}",
+                to_text(&query)
+            );
+        }
+        assert_eq!(field_text("address.zip code"), "address.`zip code`");
+        assert_eq!(field_text(r"a\.b"), r"a\.b");
     }
 
     proptest! {

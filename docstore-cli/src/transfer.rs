@@ -1,8 +1,12 @@
 //! export, import and copy: moving documents with their metadata between stores.
+//!
+//! Every document written goes through [`write_one`], the one place that writes.
 
+use crate::args::OnExisting;
 use crate::exit::CliError;
+use crate::json::{self, MAX_LINE_DEPTH};
 use crate::record::Record;
-use docstore::{Document, Error, Query, Store};
+use docstore::{Document, Error, Key, Query, RecountMode, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::io::{BufRead, IsTerminal, Write};
@@ -10,12 +14,18 @@ use std::io::{BufRead, IsTerminal, Write};
 /// How many documents one page of a walk reads.
 const PAGE: usize = 500;
 
+/// The UTF-8 byte order mark some editors put at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// What an import or copy did.
 #[derive(Debug, Default, Serialize)]
 pub struct Summary {
-    /// Documents written.
+    /// Documents written where there was none.
     pub imported: u64,
-    /// Documents skipped because their id already exists at the destination (a resumed run).
+    /// Stored documents replaced by the line's (`--on-existing newer|overwrite`).
+    pub replaced: u64,
+    /// Documents left as they were because their id is stored (a resumed run), or because the
+    /// stored one is as new as the line's (`--on-existing newer`).
     pub already_present: u64,
     /// Documents or lines not written, and why.
     pub skipped: Vec<Skipped>,
@@ -24,7 +34,7 @@ pub struct Summary {
 /// One document or line that was not written.
 #[derive(Debug, Serialize)]
 pub struct Skipped {
-    /// The input line (import only).
+    /// The input line, counted from 1 (import only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     /// The document's collection, when known.
@@ -35,6 +45,20 @@ pub struct Skipped {
     pub id: Option<String>,
     /// Why it was not written.
     pub reason: String,
+}
+
+impl Skipped {
+    /// Records a skip in `summary` and says it on standard error at once.
+    fn record(self, summary: &mut Summary, bar: &ProgressBar) {
+        let place = match (self.line, &self.collection, &self.id) {
+            (Some(line), Some(c), Some(id)) => format!("line {line} ({c}/{id})"),
+            (Some(line), _, _) => format!("line {line}"),
+            (None, Some(c), Some(id)) => format!("{c}/{id}"),
+            _ => String::new(),
+        };
+        bar.suspend(|| eprintln!("skipped {place}: {}", self.reason));
+        summary.skipped.push(self);
+    }
 }
 
 /// A progress bar on standard error when it is a terminal; nothing otherwise.
@@ -56,13 +80,16 @@ fn progress(total: Option<u64>, verb: &str) -> ProgressBar {
     bar.with_message(verb.to_owned())
 }
 
-/// The collections to move: the given ones, or all of the site's, with their counts.
+/// The collections to move, with their document counts: the given ones, or every collection
+/// of the site that holds a document. Found by counting the documents themselves
+/// ([`Store::recount`]), never from the counters, so a drifted or missing counter cannot
+/// hide a collection.
 async fn collections(
     store: &dyn Store,
     site: &str,
     only: &[String],
 ) -> Result<Vec<(String, u64)>, CliError> {
-    let all = store.collections(site).await?;
+    let all = store.recount(site, RecountMode::Report).await?.collections;
     if only.is_empty() {
         return Ok(all);
     }
@@ -131,51 +158,136 @@ pub async fn export(
     Ok(written)
 }
 
-/// Restores one document into `store`, recording the outcome in `summary`. Transient and
-/// backend errors stop the run (it can be resumed); per-document refusals are skipped.
+/// What [`write_one`] did with a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Written where there was none.
+    Imported,
+    /// Replaced the stored document.
+    Replaced,
+    /// Left the stored document as it was.
+    AlreadyPresent,
+}
+
+/// Writes one document with its metadata: the one write call of import and copy.
+///
+/// A stored document with the same id is kept, or replaced by deleting it (conditioned on
+/// the version just read) and restoring the new one: two writes, so a reader may see the id
+/// absent in between, and a run interrupted there leaves it absent until the import is run
+/// again. Someone else writing the document meanwhile makes this [`Error::Conflict`] or
+/// [`Error::AlreadyExists`] and nothing of theirs is lost.
+async fn write_one(
+    store: &dyn Store,
+    key: &Key,
+    document: &Document,
+    on_existing: OnExisting,
+) -> docstore::Result<Outcome> {
+    match store.restore(key, document).await {
+        Ok(()) => Ok(Outcome::Imported),
+        Err(Error::AlreadyExists) => match on_existing {
+            OnExisting::Skip => Ok(Outcome::AlreadyPresent),
+            OnExisting::Fail => Err(Error::AlreadyExists),
+            OnExisting::Newer | OnExisting::Overwrite => {
+                let Some(stored) = store.get(key).await? else {
+                    store.restore(key, document).await?;
+                    return Ok(Outcome::Imported);
+                };
+                let newer =
+                    (document.version, document.updated_at) > (stored.version, stored.updated_at);
+                if stored == *document || (on_existing == OnExisting::Newer && !newer) {
+                    return Ok(Outcome::AlreadyPresent);
+                }
+                store.delete_if(key, stored.version).await?;
+                store.restore(key, document).await?;
+                Ok(Outcome::Replaced)
+            }
+        },
+        Err(err) => Err(err),
+    }
+}
+
+/// Writes one document and records the outcome in `summary`. Refusals of this document
+/// (invalid, too large, over quota, changed meanwhile) are skipped; `--on-existing fail`
+/// and transient or backend errors stop the run (it can be resumed).
 async fn restore_one(
     store: &dyn Store,
-    key: &docstore::Key,
+    key: &Key,
     document: &Document,
     line: Option<u64>,
+    on_existing: OnExisting,
     summary: &mut Summary,
+    bar: &ProgressBar,
 ) -> Result<(), CliError> {
-    match store.restore(key, document).await {
-        Ok(()) => summary.imported += 1,
-        Err(Error::AlreadyExists) => summary.already_present += 1,
+    match write_one(store, key, document, on_existing).await {
+        Ok(Outcome::Imported) => summary.imported += 1,
+        Ok(Outcome::Replaced) => summary.replaced += 1,
+        Ok(Outcome::AlreadyPresent) => summary.already_present += 1,
+        Err(Error::AlreadyExists) if on_existing == OnExisting::Fail => {
+            let place = line.map(|l| format!("line {l}: ")).unwrap_or_default();
+            return Err(CliError::new(
+                4,
+                format!("{place}{key} is already stored (--on-existing fail)"),
+            ));
+        }
         Err(
-            err
-            @ (Error::InvalidArgument(_) | Error::TooLarge { .. } | Error::QuotaExceeded { .. }),
+            err @ (Error::InvalidArgument(_)
+            | Error::TooLarge { .. }
+            | Error::QuotaExceeded { .. }
+            | Error::Conflict { .. }
+            | Error::AlreadyExists),
         ) => {
-            summary.skipped.push(Skipped {
+            let reason = match err {
+                Error::Conflict { .. } | Error::AlreadyExists => {
+                    format!("the stored document changed during the import ({err})")
+                }
+                err => err.to_string(),
+            };
+            Skipped {
                 line,
                 collection: Some(key.collection().to_owned()),
                 id: Some(key.id().to_owned()),
-                reason: err.to_string(),
-            });
+                reason,
+            }
+            .record(summary, bar);
         }
-        Err(err) => return Err(err.into()),
+        Err(err) => return Err(CliError::from(err).context(key)),
     }
     Ok(())
 }
 
-/// Restores every JSON line of `input` into `store`.
-pub async fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<Summary, CliError> {
+/// Which lines an import writes, and how.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// Only lines of this site; `None` writes every line into its own site (`--all-sites`).
+    pub site: Option<String>,
+    /// What to do with an id that is already stored.
+    pub on_existing: OnExisting,
+}
+
+/// Restores every JSON line of `input` into `store`. A line that is not UTF-8, not a
+/// document, of another site or refused by the store is skipped with its line number and the
+/// import goes on.
+pub async fn import(
+    store: &dyn Store,
+    input: &mut dyn BufRead,
+    options: &ImportOptions,
+) -> Result<Summary, CliError> {
     let bar = progress(None, "import");
     let mut summary = Summary::default();
     let mut line_number = 0;
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     loop {
-        line.clear();
+        bytes.clear();
         let read = input
-            .read_line(&mut line)
+            .read_until(b'\n', &mut bytes)
             .map_err(|e| CliError::io("reading the import", e))?;
         if read == 0 {
             break;
         }
         line_number += 1;
-        if line.trim().is_empty() {
-            continue;
+        let mut line = bytes.as_slice();
+        if line_number == 1 {
+            line = line.strip_prefix(BOM).unwrap_or(line);
         }
         let skip = |reason: String| Skipped {
             line: Some(line_number),
@@ -183,30 +295,66 @@ pub async fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<Summar
             id: None,
             reason,
         };
-        let record: Record = match serde_json::from_str(&line) {
-            Ok(record) => record,
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => text,
             Err(err) => {
-                summary
-                    .skipped
-                    .push(skip(format!("not a document line: {err}")));
+                skip(format!(
+                    "not UTF-8 (invalid byte at byte {} of the line)",
+                    err.valid_up_to() + 1
+                ))
+                .record(&mut summary, &bar);
                 continue;
             }
         };
+        if text.trim().is_empty() {
+            continue;
+        }
+        let record: Record = match json::parse(text, MAX_LINE_DEPTH) {
+            Ok(record) => record,
+            Err(err) => {
+                skip(format!("not a document line: {err}")).record(&mut summary, &bar);
+                continue;
+            }
+        };
+        if let Some(site) = &options.site
+            && record.site != *site
+        {
+            let mut skipped = skip(format!(
+                "the line is for site {:?}, not {site:?}, the site being imported into \
+                 (import it with --site {}, or restore every line into its own site with \
+                 --all-sites)",
+                record.site, record.site
+            ));
+            skipped.collection = Some(record.collection);
+            skipped.id = Some(record.id);
+            skipped.record(&mut summary, &bar);
+            continue;
+        }
         let (key, document) = match record.into_parts() {
             Ok(parts) => parts,
             Err(err) => {
-                summary.skipped.push(skip(err.to_string()));
+                skip(err.to_string()).record(&mut summary, &bar);
                 continue;
             }
         };
-        restore_one(store, &key, &document, Some(line_number), &mut summary).await?;
+        restore_one(
+            store,
+            &key,
+            &document,
+            Some(line_number),
+            options.on_existing,
+            &mut summary,
+            &bar,
+        )
+        .await?;
         bar.inc(1);
     }
     bar.finish_and_clear();
     Ok(summary)
 }
 
-/// Copies every document of the site (or of `only`) from `source` to `destination`.
+/// Copies every document of the site (or of `only`) from `source` to `destination`;
+/// documents whose id exists at the destination are left there as they are.
 pub async fn copy(
     source: &dyn Store,
     destination: &dyn Store,
@@ -218,8 +366,17 @@ pub async fn copy(
     let mut summary = Summary::default();
     for (collection, _) in &collections {
         walk_collection(source, site, collection, async |document| {
-            let key = docstore::Key::new(site, collection.as_str(), document.id.as_str())?;
-            restore_one(destination, &key, &document, None, &mut summary).await?;
+            let key = Key::new(site, collection.clone(), document.id.clone())?;
+            restore_one(
+                destination,
+                &key,
+                &document,
+                None,
+                OnExisting::Skip,
+                &mut summary,
+                &bar,
+            )
+            .await?;
             bar.inc(1);
             Ok(())
         })

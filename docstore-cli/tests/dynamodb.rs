@@ -71,7 +71,11 @@ fn export_import_and_copy_round_trip_through_dynamodb() {
     let dynamodb = dynamodb_url(&table);
     assert_eq!(
         serde_json::from_str::<Value>(&ok(&dynamodb, &["create-table"])).unwrap(),
-        json!({"created": table})
+        json!({"table": table, "status": "created"})
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&ok(&dynamodb, &["create-table"])).unwrap(),
+        json!({"table": table, "status": "exists"})
     );
     let summary: Value = serde_json::from_str(&ok(&sqlite, &["copy", "--to", &dynamodb])).unwrap();
     assert_eq!(summary["imported"], json!(150));
@@ -116,4 +120,74 @@ fn a_missing_table_is_a_clear_error() {
         stderr.contains("cli-"),
         "the error names the table: {stderr}"
     );
+    // Said for someone at a shell: the command to run, no Rust API, no debug dump.
+    assert!(stderr.contains("docstore --store"), "{stderr}");
+    assert!(stderr.contains("create-table"), "{stderr}");
+    assert!(!stderr.contains("DynamoStore::"), "{stderr}");
+    assert!(!stderr.contains("ErrorMetadata"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+/// A query past `max_scan` warns on stderr (the CLI's own words and the library's log) and
+/// exits 11 unless --allow-partial; `--all` never stops silently.
+#[test]
+fn a_partial_answer_is_warned_about_and_has_its_own_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = (0..30)
+        .map(|i| {
+            json!({"site": "s", "collection": "c", "id": format!("d{i:02}"), "data": {"n": i},
+                "created_at": 1, "updated_at": 1, "created_by": "g", "updated_by": "g",
+                "version": 1})
+            .to_string()
+        })
+        .collect();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let table = unique_table();
+    ok(&dynamodb_url(&table), &["create-table"]);
+    ok(&dynamodb_url(&table), &["import", input.to_str().unwrap()]);
+    let small = format!("{}&max_scan=10", dynamodb_url(&table));
+
+    let out = docstore(&small, &["query", "c", "order by n desc limit 5"]);
+    assert_eq!(out.status.code(), Some(11));
+    let page: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(page["exhausted_scan"], json!(true));
+    assert_eq!(
+        page["documents"][0]["id"],
+        json!("d09"),
+        "the partial answer is still shown"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("warning: partial answer"), "{stderr}");
+    assert!(stderr.contains("max_scan = 10"), "{stderr}");
+    assert!(
+        stderr.contains("stopped reading at max_scan"),
+        "the library's log: {stderr}"
+    );
+    assert!(stderr.contains("--allow-partial"), "{stderr}");
+
+    let out = docstore(
+        &small,
+        &["query", "c", "order by n desc limit 5", "--allow-partial"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: partial answer"));
+
+    let out = docstore(
+        &small,
+        &["query", "c", "order by n desc limit 5", "--all", "--jsonl"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(11),
+        "--all must not end as if complete"
+    );
+    // Queries in id order are exact at any size: no warning, exit 0.
+    let out = docstore(
+        &small,
+        &["query", "c", "n >= 0 limit 4", "--all", "--jsonl"],
+    );
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 30);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }

@@ -1,0 +1,222 @@
+//! Reading JSON text exactly: every document the store accepts can be read back, and no
+//! number is changed on the way in.
+//!
+//! serde_json (without `arbitrary_precision`) turns an integer beyond 64 bits into the nearest
+//! float and `1e-400` into `0.0`, silently; and it refuses text nested more than 128 levels,
+//! while an export line wraps data that may itself be nested [`MAX_DEPTH`] levels. So before
+//! parsing, one pass over the text (no recursion) checks the nesting against a known bound
+//! and every number literal:
+//! - an integer literal (no fraction, no exponent) must fit `i64` or `u64`, or it would not
+//!   stay an integer;
+//! - a literal with a fraction or an exponent must be a finite `f64` that is not `0` unless
+//!   the literal is zero (`1e-400` is refused; `0.1` is the nearest float, as always).
+//!
+//! Then serde_json parses with its recursion limit off, which is safe because the pass
+//! bounded the depth.
+
+use docstore::document::MAX_DEPTH;
+use serde::de::DeserializeOwned;
+
+/// The deepest nesting an export line may have: the line object, then the data.
+pub const MAX_LINE_DEPTH: usize = MAX_DEPTH + 1;
+
+/// Why a text is not acceptable JSON.
+#[derive(Debug)]
+pub struct JsonError {
+    /// What is wrong, with the line and column when known.
+    pub message: String,
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Parses `text` as a `T`, refusing text nested deeper than `max_depth` and numbers that
+/// cannot be kept exactly.
+pub fn parse<T: DeserializeOwned>(text: &str, max_depth: usize) -> Result<T, JsonError> {
+    check(text, max_depth)?;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    let value = T::deserialize(&mut deserializer).map_err(|e| JsonError {
+        message: e.to_string(),
+    })?;
+    deserializer.end().map_err(|e| JsonError {
+        message: e.to_string(),
+    })?;
+    Ok(value)
+}
+
+/// Checks the nesting depth and the number literals of JSON `text` (outside strings). Text
+/// that is not JSON at all passes here and fails in the parser, which names the problem.
+pub fn check(text: &str, max_depth: usize) -> Result<(), JsonError> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max_depth {
+                    return Err(at(
+                        text,
+                        i,
+                        format!(
+                            "nested more than {max_depth} levels deep (document data may be \
+                             nested at most {MAX_DEPTH} levels)"
+                        ),
+                    ));
+                }
+                i += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                check_number(&text[start..i]).map_err(|why| at(text, start, why))?;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+/// Why a number literal cannot be stored exactly, if it cannot.
+fn check_number(literal: &str) -> Result<(), String> {
+    let is_integer = !literal.contains(['.', 'e', 'E']);
+    if is_integer {
+        if literal.parse::<i64>().is_ok() || literal.parse::<u64>().is_ok() {
+            return Ok(());
+        }
+        // Not a well-formed integer at all (e.g. "-" or "01"): the parser will say so.
+        if literal.trim_start_matches('-').is_empty()
+            || !literal
+                .trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        {
+            return Ok(());
+        }
+        return Err(format!(
+            "the integer {} cannot be stored exactly: integers must lie between {} and {} \
+             (write a larger one as a string)",
+            shorten(literal),
+            i64::MIN,
+            u64::MAX
+        ));
+    }
+    let Ok(value) = literal.parse::<f64>() else {
+        return Ok(()); // malformed: the parser names it
+    };
+    if !value.is_finite() {
+        return Err(format!(
+            "the number {} is beyond the range of a 64-bit float (about ±1.8e308)",
+            shorten(literal)
+        ));
+    }
+    let mantissa = literal.split(['e', 'E']).next().unwrap_or("");
+    let literal_is_zero = mantissa.bytes().all(|b| matches!(b, b'0' | b'.' | b'-'));
+    if value == 0.0 && !literal_is_zero {
+        return Err(format!(
+            "the number {} is too small for a 64-bit float (the smallest is about 5e-324) \
+             and would be stored as 0",
+            shorten(literal)
+        ));
+    }
+    Ok(())
+}
+
+fn shorten(literal: &str) -> String {
+    if literal.len() <= 40 {
+        literal.to_owned()
+    } else {
+        format!("{}…({} digits)", &literal[..20], literal.len())
+    }
+}
+
+fn at(text: &str, offset: usize, message: String) -> JsonError {
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    JsonError {
+        message: format!("{message} at line {line} column {column}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn value(text: &str) -> Result<Value, String> {
+        parse::<Value>(text, MAX_DEPTH).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn exact_numbers_pass() {
+        for text in [
+            "18446744073709551615",
+            "-9223372036854775808",
+            "0",
+            "-0",
+            "0.0",
+            "0e10",
+            "5e-324",
+            "1.7976931348623157e308",
+            "0.1",
+            "1E2",
+            r#"{"s": "18446744073709551616 1e-400 [[[[", "n": 1}"#,
+        ] {
+            assert!(value(text).is_ok(), "{text}: {:?}", value(text));
+        }
+        assert_eq!(value("[1.0, 2]").unwrap(), json!([1.0, 2]));
+    }
+
+    #[test]
+    fn numbers_that_would_change_are_refused() {
+        for text in [
+            "18446744073709551616",
+            "-9223372036854775809",
+            &"9".repeat(100),
+            "1e-400",
+            "-2.5e-330",
+            "1e400",
+        ] {
+            let err = value(&format!("{{\"n\": [1, {text}]}}")).unwrap_err();
+            assert!(err.contains("line 1 column 11"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn depth_is_bounded_and_deep_text_parses() {
+        let deep = |levels: usize| format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+        // serde_json alone refuses this; the bounded pass lets it through.
+        assert!(serde_json::from_str::<Value>(&deep(MAX_LINE_DEPTH)).is_err());
+        assert!(parse::<Value>(&deep(MAX_LINE_DEPTH), MAX_LINE_DEPTH).is_ok());
+        let err = parse::<Value>(&deep(MAX_LINE_DEPTH + 1), MAX_LINE_DEPTH).unwrap_err();
+        assert!(err.message.contains("nested more than"), "{err}");
+    }
+
+    #[test]
+    fn malformed_text_is_the_parser_s_to_name() {
+        assert!(value("{nope").unwrap_err().contains("line 1"));
+        assert!(value("01").is_err());
+        assert!(value("{} x").is_err());
+    }
+}
