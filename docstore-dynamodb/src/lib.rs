@@ -29,52 +29,90 @@
 //! One table, string partition key `pk` and string sort key `sk`:
 //! - documents: `pk = "<site>#<collection>"`, `sk = <id>`, `data` (S, the JSON text of the
 //!   data), `created_at` / `updated_at` (N, unix nanoseconds), `created_by` / `updated_by` (S),
-//!   `version` (N), and `w` (S, a random identity of the call) when `create` or `update_if`
-//!   wrote the item (`put` and `update` remove it);
-//! - counters: `pk = "<site>#__collections"`, `sk = <collection>`, `n` (N), moved with an atomic
-//!   `ADD` right after each create and delete (and a `put` that created). They are not
-//!   transactional with the document write, so a crash in between leaves a counter off by
-//!   one; `collections` lists the counters with `n > 0` and `count` sums them (they serve the
-//!   soft per-site quota).
+//!   `version` (N) — seed 001's attributes, unchanged — and the write history: `w` (S, the
+//!   random identity of the write call that produced this revision; seed 001 set it for
+//!   `create` and `update_if`, every write sets it now) and `wh` (L of S, the identities of the
+//!   up to 15 writes before it, most recent first; absent after a creation);
+//! - counters: `pk = "<site>#__collections"`, `sk = <collection>`, `n` (N), and, with exact
+//!   counters, `w` (S, the identity of the last create or delete that moved it).
+//!   `collections` lists the counters with `n > 0`; `count` sums them.
+//!
+//! ## Counters: exact (default) or fast
+//! `database.dynamodb.counters` ([`CounterMode`](docstore::config::CounterMode)):
+//! - `exact`: every write that creates or deletes a document (`create`, `restore`, a `put`
+//!   that creates, `delete`, `delete_if`, and `write_all`) is one `TransactWriteItems` holding
+//!   the document write and the counter `ADD`, with a client request token. Counters stay
+//!   exact under lost answers, resends and processes killed at any point. One request instead
+//!   of two, lower latency; twice the write capacity of those writes (transactional writes),
+//!   and concurrent creates in one collection contend on its counter item (conflicts are
+//!   retried with backoff). Updates and replacing `put`s are not transactions and cost the same
+//!   in both modes.
+//! - `fast`: seed 001's way, an atomic `ADD` right after the document write (never resent after
+//!   a lost answer, so never counted twice). A process dying between the two, or a lost counter
+//!   answer, leaves the counter off by one: `Store::recount` (`docstore fsck --repair`) fixes
+//!   it.
 //!
 //! ## Writes, and what each does when an answer is lost
 //! The SDK resends a request whose answer was lost (an HTTP 500, which DynamoDB documents as
 //! "may have succeeded", a timeout, a dropped connection); the resend then meets what the
-//! first attempt stored. Every write below counts the attempts the SDK made, so it knows when
-//! that can have happened.
+//! first attempt stored. Every write call has a fresh random identity (128 bits) that goes
+//! into the history of the item it writes, and every write is conditioned on what it read (or
+//! on the document being absent), with `ReturnValuesOnConditionCheckFailure = ALL_OLD`. When a
+//! resend's condition fails, the item it failed on settles the outcome without another read:
+//! - the item's history holds this call's identity: its own earlier attempt was applied, even
+//!   if other writers got in since — success, with the document as this call wrote it, the
+//!   version moved by exactly one;
+//! - the item is the incarnation this call read and too few writes followed for its identity
+//!   to have left the history: the attempt was not applied — the genuine answer (`put` and
+//!   `update` read and try again; `update_if` answers `Conflict`);
+//! - for the transactions of exact counters (creates and deletes): the counter item names this
+//!   call as its last mover, so it committed; otherwise the client request token settles it —
+//!   DynamoDB answers a resent transaction that had committed with success, so a refused one
+//!   had not.
 //!
-//! | call | requests (no contention, no quota) | lost answer |
+//! | call | requests (no contention, no quota; exact counters) | fast counters |
 //! |---|---|---|
-//! | `get` | GetItem (consistent) | — |
-//! | `create` | conditional PutItem (`attribute_not_exists(pk)`) with a fresh `w`, counter `ADD` | the resend fails on the item the first attempt wrote; it comes back (`ALL_OLD`) equal to what this call wrote, `w` included, so the call reports success once, version 1, counted once |
-//! | `restore` | like `create`, with the given document | like `create` |
-//! | `put` | one UpdateItem: `if_not_exists` keeps `created_*`, `ADD version 1`, `REMOVE w`; counter `ADD` when it created | the resend applies again: same data, no error, nothing lost, but the version grows by 2. When the lost attempt created the document (the resend finds version 2 with this call's creation stamp) the counter is still moved once |
-//! | `update` | GetItem, PutItem conditioned on `version`, `created_at`, `updated_at` | the resend fails on this call's own write; `update` reads again and applies the patch again — a merge patch applied twice gives the same data — so no error and nothing lost, but the version grows by 2 |
-//! | `update_if` | GetItem, one PutItem conditioned on the revision read, with a fresh `w` | like `create`: its own item is recognised, success once, version + 1 |
-//! | `delete` | GetItem, DeleteItem conditioned on the revision read, counter `ADD -1` | the resend finds the document gone; since it was there at the read and this call's request had been sent more than once, the call reports `true` and moves the counter once |
-//! | `delete_if` | the same, with the expected version checked on the read | as `delete`: `Ok(())`, no `NotFound` |
+//! | `get` | GetItem (consistent) | same |
+//! | `create`, `restore` | TransactWriteItems: Put `attribute_not_exists(pk)` + counter `ADD` | PutItem, UpdateItem (counter) |
+//! | `put` | GetItem, then PutItem on the revision read (replace) or TransactWriteItems (create) | GetItem, PutItem (+ UpdateItem when it created) |
+//! | `update`, `update_if` | GetItem, PutItem conditioned on the revision read | same |
+//! | `delete`, `delete_if` | GetItem, TransactWriteItems: Delete on the revision read + counter `ADD -1` | GetItem, DeleteItem, UpdateItem |
+//! | `write_all` | BatchGetItem, one TransactWriteItems (writes, checks, one counter `ADD` per collection) | same |
+//! | `get_many` | consistent BatchGetItem per 100 keys (unprocessed keys again, with backoff) | same |
 //!
-//! When another write changes the document between a lost attempt of `create` or `update_if`
-//! and its resend, the item the resend fails on is no longer this call's, and nothing can
-//! tell whether the lost attempt was applied. The call then answers `Unavailable` (which,
-//! unlike every refusal, may have changed something) instead of a false `AlreadyExists` or
-//! `Conflict`: a `create` whose creation stamp (`created_at`, `created_by`) is still on the
-//! item, an `update_if` whose document is gone or has a higher version of the same creation.
-//! Such a `create` still moves the counter (the stamp makes it almost surely its own). A
-//! `create` whose document was deleted and created again by others inside that window would
-//! still answer `AlreadyExists`.
+//! `delete` and `delete_if` never touch a document created after their read: when the revision
+//! read is gone and another incarnation stands at the key (told apart by `created_at` and the
+//! history), the call reports that nothing was deleted (`false`, `NotFound`); it never answers
+//! a refusal after its own lost attempt deleted.
 //!
-//! `put` has no read, so a `put` whose clock is behind the stored `updated_at` is conditioned
-//! on `updated_at <= now` and, when that fails, sent again at the stored `updated_at`:
-//! timestamps never go back. With a quota set, `create` and `put` first read the site's
-//! counters (one Query); a `put` in a full site is conditioned on the document existing.
+//! **When a write answers `Unavailable`** (it may or may not have been applied; read to find
+//! out), and only then:
+//! - the SDK gave up (timeouts, 5xx, dropped connections outlasting its retries) and one read
+//!   afterwards does not find the call's identity on the item;
+//! - a `put` (replacing), `update` or `update_if` whose answer was lost, when before the
+//!   resend another caller deleted the document, deleted and re-created it, or wrote it more
+//!   than 15 times (the history no longer tells);
+//! - with `trust_request_tokens = false` (services that ignore the token, such as moto): a
+//!   create, delete or batch whose answer was lost and whose resend was refused, when neither
+//!   the items' histories nor the counter prove it committed;
+//! - with fast counters: a create whose answer was lost and whose resend met another caller's
+//!   document (a fast delete in that position reports `true`, seed 001's way).
 //!
-//! Counter `ADD`s are never resent after a lost answer (an `ADD` applied twice would count
-//! twice): the SDK's retries are off for them and only throttled ones are sent again. A lost
-//! counter answer is logged as a warning; the counter is then exact when the lost attempt was
-//! applied and one short when it was not, the drift seed 001 already accepts. A `delete`
-//! racing another `delete` of the same document inside the resend window may move the
-//! counter twice; counters never go below zero.
+//! Why 16 identities per item: see the `history` module — the SDK's resend follows within
+//! about 60 ms ([`DynamoStore::connect`] sets a 20 ms first backoff), in which about 8 other
+//! writes of one item fit under heavy contention; 16 doubles that for about 530 bytes per
+//! item.
+//!
+//! `put` reads first: the replacement keeps `created_*`, and the time never goes back
+//! (`updated_at` is at least the stored one). With a quota set, `create` and `put` first read
+//! the site's counters (one Query).
+//!
+//! ## Deadlines
+//! `timeout_ms` (per attempt, default 10 s), `operation_timeout_ms` (per request with its
+//! retries, default 30 s) and `connect_timeout_ms` (default 3 s) in
+//! [`DynamoDbConfig`](docstore::config::DynamoDbConfig) and the URL. An endpoint that accepts
+//! connections and never answers gives `Unavailable` within `operation_timeout_ms` (plus one
+//! read for a write, to settle it).
 //!
 //! ## Queries
 //! DynamoDB cannot filter inside the JSON text, so queries read the collection with a
@@ -93,8 +131,8 @@
 //!
 //! ## Sizes and errors
 //! `max_doc_bytes` above [`MAX_DOC_BYTES_LIMIT`] (what a 400 KB item holds next to the longest
-//! keys, the other attributes and two 1 KiB actors) is refused at construction. A write whose
-//! actor is so long that the item would pass 400 KB is `InvalidArgument`.
+//! keys, the other attributes, a full write history and two actors of the longest allowed,
+//! 256 bytes) is refused at construction.
 //!
 //! Condition failures are `AlreadyExists`, `Conflict { current }` or `NotFound`; throttling,
 //! timeouts, I/O errors and 5xx answers that outlast the SDK's retries are `Unavailable`; a
@@ -105,6 +143,7 @@ mod backoff;
 mod batch;
 mod counters;
 mod errors;
+mod explain;
 mod history;
 mod item;
 mod reads;
