@@ -1,6 +1,6 @@
 //! # conformance-tests
 //!
-//! The one suite every docstore backend runs: `DESIGN.md` turned into tests. A backend
+//! The one suite every docstore backend runs: the contract (`docs/contract.md`) turned into tests. A backend
 //! implements [`Harness`] (how to open a store with given options) and stamps out the whole
 //! suite, one `#[tokio::test]` per case, with [`conformance_suite!`]:
 //!

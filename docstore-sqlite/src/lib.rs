@@ -80,7 +80,7 @@
 //! To inspect a database by hand use SQLite 3.45 or newer (JSONB), e.g.
 //! `SELECT id, json(data) FROM documents`.
 //!
-//! Decisions where `DESIGN.md` is silent: a `version` above `i64::MAX` cannot be stored
+//! Decisions where the contract (`docs/contract.md`) is silent: a `version` above `i64::MAX` cannot be stored
 //! (`restore` refuses it as `InvalidArgument`); data nested more than 127 levels deep is
 //! `InvalidArgument` (serde_json could not read it back); the in-memory store reads through
 //! its one connection; `:memory:` and `""` as a path give an in-memory store.

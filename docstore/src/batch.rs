@@ -163,7 +163,7 @@ pub enum Write {
     /// Writes `document` exactly as given — data, timestamps, actors and version — when the
     /// id is free, as [`Store::restore`](crate::Store::restore) does; the write behind the
     /// bulk tools (import, copy). The batch's `actor` is not used. Beyond the six writes of
-    /// `DESIGN.md`, because bulk tools must keep metadata that `Create` would reset.
+    /// the original design, because bulk tools must keep metadata that `Create` would reset.
     Restore {
         /// Where.
         key: Key,

@@ -8,7 +8,7 @@
 //! This crate holds the contract and no backend: the [`Store`] trait, [`Document`], [`Key`]
 //! and the name rules, [`Error`], the [`query`] model with the reference evaluator, RFC 7386
 //! [`merge_patch`], write identities ([`WriteId`]), clocks and the shared
-//! [`config`] types. The behaviour every backend shows is specified in `DESIGN.md` and checked
+//! [`config`] types. The behaviour every backend shows is specified in `docs/contract.md` and checked
 //! by the `conformance-tests` crate.
 //!
 //! ```
@@ -26,7 +26,7 @@
 //! }
 //! ```
 //!
-//! Decisions where `DESIGN.md` is silent:
+//! Decisions where `docs/contract.md` is silent:
 //! - A [`Key`] can only be built valid, so invalid names are refused before any store call.
 //! - Field paths step only into objects; a path through an array does not resolve.
 //! - Range operators compare only numbers with numbers, strings with strings and booleans with

@@ -53,7 +53,7 @@ pub struct Recount {
 /// A document store: the one API every backend implements.
 ///
 /// The trait is object safe; applications hold an `Arc<dyn Store>` and choose the backend by
-/// configuration. The contract (semantics, errors, query rules) is `DESIGN.md`, and the
+/// configuration. The contract (semantics, errors, query rules) is `docs/contract.md`, and the
 /// `conformance-tests` crate checks it for every backend.
 ///
 /// Every failed write leaves the store exactly as it was.
