@@ -5,6 +5,10 @@ use crate::timefmt::TimeFormat;
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// The site of commands given no --site and no $DOCSTORE_SITE (except `import`, which needs
+/// one).
+pub const DEFAULT_SITE: &str = "default";
+
 /// The default store: a SQLite file in the working directory.
 pub const DEFAULT_STORE: &str = "sqlite:docstore.db";
 
@@ -35,9 +39,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// The site (tenant) to work in.
-    #[arg(long, env = "DOCSTORE_SITE", default_value = "default", global = true)]
-    pub site: String,
+    /// The site (tenant) to work in [default: default]. `import` needs it given (or
+    /// --all-sites): a bulk write never goes to a site nobody named.
+    #[arg(long, env = "DOCSTORE_SITE", global = true)]
+    pub site: Option<String>,
 
     /// The actor recorded as created_by / updated_by on writes (at most 256 bytes, no
     /// control characters).
@@ -188,9 +193,9 @@ pub enum Command {
     },
     /// Read JSON lines written by export and restore every document with its metadata.
     ///
-    /// Only lines of the site named by --site are written; a line of another site is skipped
-    /// with an error naming its line (exit code 10), unless --all-sites restores every line
-    /// into its own site. A UTF-8 byte order mark is accepted; a line that is not UTF-8 or not
+    /// Only lines of the site named by --site (or $DOCSTORE_SITE; one of them is required) are
+    /// written; a line of another site is skipped with an error naming its line (exit code
+    /// 10), unless --all-sites restores every line into its own site. A UTF-8 byte order mark is accepted; a line that is not UTF-8 or not
     /// a document is skipped with its line number, and the import goes on.
     Import {
         /// The file to read; standard input when absent or "-".

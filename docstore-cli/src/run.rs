@@ -1,6 +1,6 @@
 //! Running one parsed command line.
 
-use crate::args::{Cli, Command, DEFAULT_STORE, STORE_ENV};
+use crate::args::{Cli, Command, DEFAULT_SITE, DEFAULT_STORE, STORE_ENV};
 use crate::exit::CliError;
 use crate::json;
 use crate::output::Out;
@@ -45,7 +45,18 @@ async fn execute(
     store: &dyn Store,
     out: &mut Out,
 ) -> Result<(), CliError> {
-    let site = cli.site.as_str();
+    if let Command::Import {
+        all_sites: false, ..
+    } = cli.command
+        && cli.site.is_none()
+    {
+        return Err(CliError::new(
+            2,
+            "import: name the site to write into with --site SITE (or $DOCSTORE_SITE), or \
+             restore every line into its own site with --all-sites",
+        ));
+    }
+    let site = cli.site.as_deref().unwrap_or(DEFAULT_SITE);
     let actor = cli.actor.as_str();
     let key = |collection: &str, id: &str| Key::new(site, collection, id);
     match cli.command {

@@ -437,6 +437,16 @@ fn import_never_writes_into_a_site_the_user_did_not_name() {
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "0", "{site}");
     }
+    // No site named: nothing is written, not even into the default site.
+    let mut cmd = Command::cargo_bin("docstore").unwrap();
+    let out = cmd
+        .env_remove("DOCSTORE_URL")
+        .env_remove("DOCSTORE_SITE")
+        .args(["--store", &sb.url("d.db"), "import", &path])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--site"));
     // --site s: the lines of s, and the line of another site is refused with its number.
     let summary = sb.json("d.db", &["import", &path], 10);
     assert_eq!(summary["imported"], json!(2));
