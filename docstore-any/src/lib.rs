@@ -89,6 +89,7 @@ pub fn parse_url(url: &str) -> Result<Config> {
         max_docs_per_site: None,
         sqlite: None,
         dynamodb: None,
+        indexes: docstore::IndexSet::default(),
     };
     let allowed: &[&str] = match scheme {
         "memory" => {

@@ -15,7 +15,8 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use docstore::config::{CounterMode, DynamoDbConfig};
 use docstore::key::{validate_collection, validate_site};
 use docstore::{
-    Data, Document, Error, Key, Page, Query, Recount, RecountMode, Result, Store, StoreOptions,
+    Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store,
+    StoreOptions,
 };
 use std::time::Duration;
 
@@ -283,6 +284,13 @@ impl Store for DynamoStore {
         validate_collection(collection)?;
         let compiled = query.compile()?;
         self.run_query(site, collection, &compiled).await
+    }
+
+    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
+        validate_site(site)?;
+        validate_collection(collection)?;
+        let compiled = query.compile()?;
+        self.explain_query(site, collection, &compiled).await
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {

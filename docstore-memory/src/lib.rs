@@ -30,10 +30,12 @@ use async_trait::async_trait;
 use docstore::batch::{self, Write, WriteOutcome};
 use docstore::clock::next_updated_at;
 use docstore::document::{check_restorable, check_size, merged_fits, validate_actor};
+use docstore::index::{CompiledIndex, Step};
 use docstore::key::{validate_collection, validate_site};
 use docstore::query::CompiledQuery;
 use docstore::{
-    Data, Document, Error, Key, Page, Query, Recount, RecountMode, Result, Store, StoreOptions,
+    Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store,
+    StoreOptions,
 };
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
@@ -47,7 +49,85 @@ pub struct MemoryStore {
 }
 
 /// A site's collections, by name; a collection is removed when its last document is.
-type Site = BTreeMap<String, BTreeMap<String, Document>>;
+type Site = BTreeMap<String, Collection>;
+
+/// One collection's documents by id, and one ordered map per declared index of the
+/// collection (in declaration order): index key -> id. Every write goes through
+/// [`Collection::set`] and [`Collection::remove`], under the store's one write lock, so the
+/// maps always hold exactly one key per document.
+#[derive(Debug, Default)]
+struct Collection {
+    docs: BTreeMap<String, Document>,
+    indexes: Vec<BTreeMap<Vec<u8>, String>>,
+}
+
+impl Collection {
+    fn new(defs: &[CompiledIndex]) -> Self {
+        Collection {
+            docs: BTreeMap::new(),
+            indexes: vec![BTreeMap::new(); defs.len()],
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    fn get(&self, id: &str) -> Option<&Document> {
+        self.docs.get(id)
+    }
+
+    fn contains_key(&self, id: &str) -> bool {
+        self.docs.contains_key(id)
+    }
+
+    /// Stores `doc` (new or replacing the one with its id), moving its index keys.
+    fn set(&mut self, defs: &[CompiledIndex], doc: Document) {
+        if let Some(old) = self.docs.get(&doc.id) {
+            for (def, map) in defs.iter().zip(&mut self.indexes) {
+                map.remove(&def.key(old));
+            }
+        }
+        for (def, map) in defs.iter().zip(&mut self.indexes) {
+            map.insert(def.key(&doc), doc.id.clone());
+        }
+        self.docs.insert(doc.id.clone(), doc);
+    }
+
+    /// Changes the document `id` in place with `change`, moving its index keys; `None` when
+    /// there is no such document.
+    fn modify<T>(
+        &mut self,
+        defs: &[CompiledIndex],
+        id: &str,
+        change: impl FnOnce(&mut Document) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let doc = self.docs.get_mut(id)?;
+        let old: Vec<Vec<u8>> = defs.iter().map(|def| def.key(doc)).collect();
+        let result = change(doc);
+        let doc = &*doc;
+        for ((def, map), old) in defs.iter().zip(&mut self.indexes).zip(old) {
+            let new = def.key(doc);
+            if new != old {
+                map.remove(&old);
+                map.insert(new, doc.id.clone());
+            }
+        }
+        Some(result)
+    }
+
+    fn remove(&mut self, defs: &[CompiledIndex], id: &str) -> Option<Document> {
+        let doc = self.docs.remove(id)?;
+        for (def, map) in defs.iter().zip(&mut self.indexes) {
+            map.remove(&def.key(&doc));
+        }
+        Some(doc)
+    }
+}
 
 impl MemoryStore {
     /// An empty store with the default options (system clock, 390 000-byte documents, no
@@ -66,7 +146,7 @@ impl MemoryStore {
 
     fn check_quota(&self, site: Option<&Site>) -> Result<()> {
         if let Some(limit) = self.options.max_docs_per_site {
-            let count: usize = site.map_or(0, |s| s.values().map(BTreeMap::len).sum());
+            let count: usize = site.map_or(0, |s| s.values().map(Collection::len).sum());
             if count as u64 >= limit {
                 return Err(Error::QuotaExceeded { limit });
             }
@@ -89,13 +169,27 @@ impl MemoryStore {
             return Err(Error::AlreadyExists);
         }
         self.check_quota(site)?;
+        self.collection_mut(sites, key)
+            .set(self.defs(key.collection()), doc.clone());
+        Ok(doc)
+    }
+
+    /// The declared indexes of `collection`.
+    fn defs(&self, collection: &str) -> &[CompiledIndex] {
+        self.options.indexes.for_collection(collection)
+    }
+
+    /// The key's collection, created (with its empty index maps) when missing.
+    fn collection_mut<'s>(
+        &self,
+        sites: &'s mut HashMap<String, Site>,
+        key: &Key,
+    ) -> &'s mut Collection {
         sites
             .entry(key.site().to_owned())
             .or_default()
             .entry(key.collection().to_owned())
-            .or_default()
-            .insert(key.id().to_owned(), doc.clone());
-        Ok(doc)
+            .or_insert_with(|| Collection::new(self.defs(key.collection())))
     }
 
     fn new_document(&self, key: &Key, data: Data, actor: &str) -> Document {
@@ -134,26 +228,30 @@ impl MemoryStore {
         actor: &str,
     ) -> Result<Document> {
         let mut sites = self.sites.write();
-        let current = sites
+        let defs = self.defs(key.collection());
+        let collection = sites
             .get_mut(key.site())
             .and_then(|site| site.get_mut(key.collection()))
-            .and_then(|collection| collection.get_mut(key.id()))
             .ok_or(Error::NotFound)?;
-        if expected_version.is_some_and(|v| v != current.version) {
-            return Err(Error::Conflict {
-                current: current.version,
-            });
-        }
-        let limit = self.options.max_doc_bytes;
-        if merged_fits(&current.data, patch, limit) {
-            // Cannot fail: merge in place, no copy to fall back on needed.
-            docstore::merge_patch(&mut current.data, patch);
-            return Ok(self.stamp(current, actor));
-        }
-        let mut data = current.data.clone();
-        docstore::merge_patch(&mut data, patch);
-        check_size(&data, limit)?;
-        Ok(self.rewrite(current, data, actor))
+        collection
+            .modify(defs, key.id(), |current| {
+                if expected_version.is_some_and(|v| v != current.version) {
+                    return Err(Error::Conflict {
+                        current: current.version,
+                    });
+                }
+                let limit = self.options.max_doc_bytes;
+                if merged_fits(&current.data, patch, limit) {
+                    // Cannot fail: merge in place, no copy to fall back on needed.
+                    docstore::merge_patch(&mut current.data, patch);
+                    return Ok(self.stamp(current, actor));
+                }
+                let mut data = current.data.clone();
+                docstore::merge_patch(&mut data, patch);
+                check_size(&data, limit)?;
+                Ok(self.rewrite(current, data, actor))
+            })
+            .ok_or(Error::NotFound)?
     }
 
     fn remove(&self, key: &Key, expected_version: Option<u64>) -> Result<bool> {
@@ -174,7 +272,7 @@ impl MemoryStore {
                 current: current.version,
             });
         }
-        collection.remove(key.id());
+        collection.remove(self.defs(key.collection()), key.id());
         if collection.is_empty() {
             site.remove(key.collection());
         }
@@ -304,12 +402,8 @@ impl MemoryStore {
             let key = write.key();
             outcomes.push(match change {
                 Change::Set(doc) => {
-                    sites
-                        .entry(key.site().to_owned())
-                        .or_default()
-                        .entry(key.collection().to_owned())
-                        .or_default()
-                        .insert(key.id().to_owned(), doc.clone());
+                    self.collection_mut(sites, key)
+                        .set(self.defs(key.collection()), doc.clone());
                     WriteOutcome::Written(doc)
                 }
                 Change::Remove => {
@@ -363,7 +457,7 @@ impl MemoryStore {
         if let Some(site) = sites.get_mut(key.site())
             && let Some(collection) = site.get_mut(key.collection())
         {
-            collection.remove(key.id());
+            collection.remove(self.defs(key.collection()), key.id());
             if collection.is_empty() {
                 site.remove(key.collection());
             }
@@ -396,12 +490,17 @@ impl Store for MemoryStore {
         validate_actor(actor)?;
         check_size(&data, self.options.max_doc_bytes)?;
         let mut sites = self.sites.write();
+        let defs = self.defs(key.collection());
         let existing = sites
             .get_mut(key.site())
             .and_then(|site| site.get_mut(key.collection()))
-            .and_then(|collection| collection.get_mut(key.id()));
-        if let Some(current) = existing {
-            return Ok(self.rewrite(current, data, actor));
+            .filter(|collection| collection.contains_key(key.id()));
+        if let Some(collection) = existing {
+            let mut data = Some(data);
+            let rewritten = collection.modify(defs, key.id(), |current| {
+                Ok(self.rewrite(current, data.take().expect("once"), actor))
+            });
+            return rewritten.expect("checked present");
         }
         self.insert_new(&mut sites, key, self.new_document(key, data, actor))
     }
@@ -447,9 +546,58 @@ impl Store for MemoryStore {
         let Some(docs) = sites.get(site).and_then(|s| s.get(collection)) else {
             return Ok(Page::default());
         };
+        let defs = self.defs(collection);
+        if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, &compiled) {
+            return Ok(evaluate_by_index(&compiled, &plan, defs, docs));
+        }
         Ok(match compiled.id_order() {
-            Some(descending) => evaluate_in_id_order(&compiled, docs, descending),
-            None => compiled.evaluate(docs.values()),
+            Some(descending) => evaluate_in_id_order(&compiled, &docs.docs, descending),
+            None => compiled.evaluate(docs.docs.values()),
+        })
+    }
+
+    /// Index plans read the declared index's ordered map over the plan's key ranges; other
+    /// queries in id order walk the ids from the cursor; the rest read the collection. Always
+    /// strongly consistent (one lock).
+    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
+        validate_site(site)?;
+        validate_collection(collection)?;
+        let compiled = query.compile()?;
+        let sites = self.sites.read();
+        let size = sites
+            .get(site)
+            .and_then(|s| s.get(collection))
+            .map_or(0, Collection::len) as u64;
+        let page = compiled.limit().map(|l| l as u64 + 1);
+        if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, &compiled) {
+            let reads = match page {
+                Some(page) => size.min(page * plan.ranges.len() as u64),
+                None => size,
+            };
+            return Ok(Explain::index(&plan, Some(reads), true));
+        }
+        Ok(match compiled.id_order() {
+            Some(descending) => Explain::scan(
+                format!(
+                    "the collection in {} id order{}, until the page is full",
+                    if descending {
+                        "descending"
+                    } else {
+                        "ascending"
+                    },
+                    if compiled.after().is_some() {
+                        " from the cursor"
+                    } else {
+                        ""
+                    }
+                ),
+                Some(match (page, compiled.filter()) {
+                    (Some(page), None) => size.min(page),
+                    _ => size,
+                }),
+                true,
+            ),
+            None => Explain::scan("the whole collection, sorted in memory", Some(size), true),
         })
     }
 
@@ -502,6 +650,46 @@ impl Store for MemoryStore {
             changes: Vec::new(),
         })
     }
+}
+
+/// Reads the plan's key ranges of the index's ordered map, each only as far as its
+/// [`RangeWalk`](docstore::index::RangeWalk) needs, then lets the evaluator sort and cut.
+fn evaluate_by_index(
+    query: &CompiledQuery,
+    plan: &docstore::index::IndexPlan,
+    defs: &[CompiledIndex],
+    collection: &Collection,
+) -> Page {
+    let Some(position) = defs.iter().position(|d| d.name() == plan.index) else {
+        return query.evaluate(collection.docs.values());
+    };
+    let (def, map) = (&defs[position], &collection.indexes[position]);
+    let mut kept: Vec<&Document> = Vec::new();
+    for range in &plan.ranges {
+        let bounds = (
+            Bound::Included(range.start.clone()),
+            range.end.clone().map_or(Bound::Unbounded, Bound::Excluded),
+        );
+        let entries = map.range::<Vec<u8>, _>(bounds);
+        let entries: Box<dyn Iterator<Item = (&Vec<u8>, &String)>> = if plan.reverse {
+            Box::new(entries.rev())
+        } else {
+            Box::new(entries)
+        };
+        let mut walk = plan.walk(query);
+        for (key, id) in entries {
+            let Some(doc) = collection.get(id) else {
+                continue;
+            };
+            let matches = query.matches(doc) && query.is_after_cursor(doc);
+            match walk.offer(def, key, matches) {
+                Step::Keep => kept.push(doc),
+                Step::Skip => {}
+                Step::Stop => break,
+            }
+        }
+    }
+    query.evaluate(kept)
 }
 
 /// Walks the collection in id order from the cursor and stops once one match more than the

@@ -6,7 +6,7 @@
 //! Value arguments: SQL `NULL` is a missing field, `TEXT` is JSON text (what `data -> path`
 //! gives), `INTEGER` is a number (the integer metadata columns).
 
-use crate::sortkey;
+use docstore::index::key as sortkey;
 use docstore::query::{range_ordering, values_equal};
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 /// `docstore_leaf(op, value, operand)`: 1 when the filter leaf `op` holds, else 0.
 pub(crate) const LEAF: &str = "docstore_leaf";
-/// `docstore_key(value)`: the value's sort key (see [`sortkey`]).
+/// `docstore_key(value)`: the value's sort key ([`docstore::index::key`]).
 pub(crate) const KEY: &str = "docstore_key";
 /// `docstore_resolve(data_json, segments_json)`: the JSON text at a path that SQLite's path
 /// syntax cannot spell, or `NULL` when it does not resolve.

@@ -93,7 +93,6 @@ mod options;
 mod query;
 mod rows;
 mod schema;
-mod sortkey;
 mod sql;
 mod store;
 

@@ -113,6 +113,40 @@ impl Plan {
         })
     }
 
+    /// How the statement reads, for `explain`, given the collection's size.
+    pub(crate) fn explain(&self, size: u64) -> docstore::Explain {
+        let page = self.compiled.limit().map(|l| l as u64 + 1);
+        let (how, reads) = match (self.cursor_pushed, self.compiled.id_order(), page) {
+            (true, Some(descending), page) => (
+                format!(
+                    "the primary key in {} id order{}, until the page is full",
+                    if descending {
+                        "descending"
+                    } else {
+                        "ascending"
+                    },
+                    if self.compiled.after().is_some() {
+                        " from the cursor"
+                    } else {
+                        ""
+                    }
+                ),
+                match (page, self.compiled.filter()) {
+                    (Some(page), None) => size.min(page),
+                    _ => size,
+                },
+            ),
+            (true, None, Some(_)) if self.filter_pushed => (
+                "the collection's rows, filtered and sorted by key in SQL; only the page's \
+                 rows' data is read"
+                    .to_owned(),
+                size,
+            ),
+            _ => ("the whole collection, sorted in memory".to_owned(), size),
+        };
+        docstore::Explain::scan(how, Some(reads), true)
+    }
+
     /// Runs the statement and lets the reference evaluator sort and cut the page.
     ///
     /// Every row the statement returns matches (and follows the cursor): debug builds, and

@@ -13,7 +13,7 @@
 //!   strings, whose order is the reference total order.
 
 use crate::functions::{self, Op};
-use crate::sortkey;
+use docstore::index::key as sortkey;
 use docstore::query::{CompiledFilter, CursorPosition, FieldPath};
 use rusqlite::types::Value as SqlValue;
 use serde_json::Value;

@@ -11,7 +11,8 @@ use docstore::clock::next_updated_at;
 use docstore::document::{check_restorable, validate_actor};
 use docstore::key::{validate_collection, validate_site};
 use docstore::{
-    Data, Document, Error, Key, Page, Query, Recount, RecountMode, Result, Store, StoreOptions,
+    Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store,
+    StoreOptions,
 };
 use rusqlite::Connection;
 use std::path::Path;
@@ -293,6 +294,22 @@ impl Store for SqliteStore {
         validate_collection(collection)?;
         let plan = query::Plan::new(site, collection, query)?;
         self.read(move |conn| plan.run(conn)).await
+    }
+
+    /// Always strongly consistent (reads see the last commit).
+    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
+        validate_site(site)?;
+        validate_collection(collection)?;
+        let plan = query::Plan::new(site, collection, query)?;
+        let (site, collection) = (site.to_owned(), collection.to_owned());
+        self.read(move |conn| {
+            let size = rows::collections(conn, &site)?
+                .into_iter()
+                .find(|(name, _)| *name == collection)
+                .map_or(0, |(_, n)| n);
+            Ok(plan.explain(size))
+        })
+        .await
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {

@@ -32,6 +32,8 @@ pub enum CallKind {
     Restore,
     /// [`Store::query`](docstore::Store::query).
     Query,
+    /// [`Store::explain`](docstore::Store::explain).
+    Explain,
     /// [`Store::collections`](docstore::Store::collections).
     Collections,
     /// [`Store::count`](docstore::Store::count).
@@ -55,6 +57,7 @@ impl CallKind {
             CallKind::DeleteIf => "delete_if",
             CallKind::Restore => "restore",
             CallKind::Query => "query",
+            CallKind::Explain => "explain",
             CallKind::Collections => "collections",
             CallKind::Count => "count",
             CallKind::Recount => "recount",

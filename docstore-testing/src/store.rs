@@ -7,7 +7,7 @@ use crate::plan::{CallKind, Fault, Plan};
 use crate::summary;
 use async_trait::async_trait;
 use docstore::{
-    Data, Document, Error, Key, Page, Query, Recount, RecountMode, Result, Store, Write,
+    Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store, Write,
     WriteOutcome,
 };
 use std::future::Future;
@@ -304,6 +304,15 @@ impl Store for FaultyStore {
         };
         self.call_shaped(CallKind::Query, target, &[], forward, summary::page, shape)
             .await
+    }
+
+    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
+        let target = summary::query_target(site, collection, query);
+        let forward = || self.inner.explain(site, collection, query);
+        self.call(CallKind::Explain, target, &[], forward, |plan| {
+            plan.to_string()
+        })
+        .await
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {

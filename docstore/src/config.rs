@@ -17,6 +17,7 @@
 //! assert_eq!(config.database.dynamodb.unwrap().max_scan, 10_000);
 //! ```
 
+use crate::index::IndexSet;
 use crate::options::{DEFAULT_MAX_DOC_BYTES, StoreOptions};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -57,6 +58,10 @@ pub struct DatabaseConfig {
     /// `database.dynamodb.*`, used when `backend = "dynamodb"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dynamodb: Option<DynamoDbConfig>,
+    /// `[[database.indexes]]`: the declared indexes (`collection`, `name`, `fields` with `-`
+    /// for descending), checked as a set when the config is read.
+    #[serde(default, skip_serializing_if = "IndexSet::is_empty")]
+    pub indexes: IndexSet,
 }
 
 /// The backends.
@@ -167,6 +172,7 @@ impl DatabaseConfig {
         StoreOptions::default()
             .with_max_doc_bytes(self.max_doc_bytes)
             .with_max_docs_per_site(self.max_docs_per_site)
+            .with_indexes(self.indexes.clone())
     }
 }
 
@@ -206,6 +212,26 @@ mod tests {
         assert_eq!(config.database.max_doc_bytes, 390_000);
         assert_eq!(config.database.max_docs_per_site, None);
         assert_eq!(config.database.store_options().max_doc_bytes, 390_000);
+    }
+
+    #[test]
+    fn indexes_are_read_and_checked() {
+        let config: Config = serde_json::from_value(json!({"database": {
+            "backend": "memory",
+            "indexes": [{"collection": "tickets", "name": "by_status",
+                         "fields": ["status", "-$updated_at"]}]
+        }}))
+        .unwrap();
+        let options = config.database.store_options();
+        let index = &options.indexes.for_collection("tickets")[0];
+        assert_eq!(index.name(), "by_status");
+        assert!(index.fields()[1].1);
+        let err = serde_json::from_value::<Config>(json!({"database": {
+            "backend": "memory",
+            "indexes": [{"collection": "tickets", "name": "bad name", "fields": ["s"]}]
+        }}))
+        .unwrap_err();
+        assert!(err.to_string().contains("bad name"), "{err}");
     }
 
     #[test]

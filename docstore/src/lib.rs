@@ -40,12 +40,13 @@ pub mod config;
 pub mod document;
 mod error;
 mod identity;
+pub mod index;
 pub mod key;
 mod options;
 mod patch;
 pub mod query;
 mod store;
-#[cfg(feature = "proptest")]
+#[cfg(any(test, feature = "proptest"))]
 pub mod strategies;
 
 pub use batch::{Write, WriteOutcome};
@@ -57,4 +58,5 @@ pub use key::Key;
 pub use options::{DEFAULT_MAX_DOC_BYTES, StoreOptions};
 pub use patch::merge_patch;
 pub use query::{Cursor, Filter, Order, Query};
-pub use store::{CounterChange, Page, Recount, RecountMode, Store};
+pub use index::{Index, IndexSet};
+pub use store::{CounterChange, Explain, Page, Recount, RecountMode, Store};

@@ -1,6 +1,7 @@
 //! Settings every backend takes.
 
 use crate::clock::{Clock, SystemClock};
+use crate::index::IndexSet;
 use std::sync::Arc;
 
 /// The default `max_doc_bytes`: what fits in one DynamoDB item with our attributes.
@@ -27,6 +28,8 @@ pub struct StoreOptions {
     pub max_docs_per_site: Option<u64>,
     /// Where timestamps come from (default: the system clock).
     pub clock: Arc<dyn Clock>,
+    /// The declared indexes (default: none), checked when the set was built.
+    pub indexes: IndexSet,
 }
 
 impl Default for StoreOptions {
@@ -35,6 +38,7 @@ impl Default for StoreOptions {
             max_doc_bytes: DEFAULT_MAX_DOC_BYTES,
             max_docs_per_site: None,
             clock: Arc::new(SystemClock),
+            indexes: IndexSet::default(),
         }
     }
 }
@@ -49,6 +53,21 @@ impl StoreOptions {
     /// Sets the soft per-site quota (`None`: no quota).
     pub fn with_max_docs_per_site(mut self, limit: Option<u64>) -> Self {
         self.max_docs_per_site = limit;
+        self
+    }
+
+    /// Sets the declared indexes.
+    ///
+    /// ```
+    /// use docstore::{Index, IndexSet, StoreOptions};
+    ///
+    /// let options = StoreOptions::default()
+    ///     .with_indexes(IndexSet::new([Index::parse("tickets", "by_status", ["status"])?])?);
+    /// assert_eq!(options.indexes.for_collection("tickets").len(), 1);
+    /// # Ok::<(), docstore::Error>(())
+    /// ```
+    pub fn with_indexes(mut self, indexes: IndexSet) -> Self {
+        self.indexes = indexes;
         self
     }
 

@@ -19,6 +19,102 @@ pub struct Page {
     pub exhausted_scan: bool,
 }
 
+/// How a backend would run a query: the answer of [`Store::explain`].
+///
+/// ```
+/// use docstore::Explain;
+///
+/// let plan = Explain::scan("whole collection, in id order", Some(120), true);
+/// assert_eq!(plan.index, None);
+/// assert_eq!(
+///     plan.to_string(),
+///     "scan: whole collection, in id order; reads about 120 documents; strongly consistent"
+/// );
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Explain {
+    /// The index serving the query; `None` for a scan of the collection.
+    pub index: Option<String>,
+    /// What is read: the key ranges of the index (pinned values, range, direction, cursor) or
+    /// how the collection is scanned.
+    pub key_range: String,
+    /// About how many documents the query reads (items, rows or entries): the page and what
+    /// the filter skips for a served query, the collection for a scan. `None` when the
+    /// backend cannot tell without reading.
+    pub estimated_reads: Option<u64>,
+    /// The most items the backend reads before it stops and sets
+    /// [`Page::exhausted_scan`] (DynamoDB's `max_scan`); `None` when it reads what the answer
+    /// needs, exactly at any size.
+    pub read_limit: Option<u64>,
+    /// Whether the answer reflects every write finished before the query began.
+    pub strongly_consistent: bool,
+}
+
+impl Explain {
+    /// A scan, described by `how`.
+    pub fn scan(
+        how: impl Into<String>,
+        estimated_reads: Option<u64>,
+        strongly_consistent: bool,
+    ) -> Self {
+        Explain {
+            index: None,
+            key_range: how.into(),
+            estimated_reads,
+            read_limit: None,
+            strongly_consistent,
+        }
+    }
+
+    /// A query served by an index, as `plan` describes it.
+    pub fn index(
+        plan: &crate::index::IndexPlan,
+        estimated_reads: Option<u64>,
+        strongly_consistent: bool,
+    ) -> Self {
+        Explain {
+            index: Some(plan.index.clone()),
+            key_range: if plan.ranges.is_empty() {
+                format!("{} (matches nothing: reads nothing)", plan.description)
+            } else {
+                plan.description.clone()
+            },
+            estimated_reads,
+            read_limit: None,
+            strongly_consistent,
+        }
+    }
+
+    /// Sets [`read_limit`](Self::read_limit).
+    pub fn with_read_limit(mut self, read_limit: Option<u64>) -> Self {
+        self.read_limit = read_limit;
+        self
+    }
+}
+
+impl std::fmt::Display for Explain {
+    /// One line: `index NAME: RANGES` or `scan: HOW`, then the estimate, the read limit and
+    /// the consistency.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.index {
+            Some(name) => write!(f, "index {name}: {}", self.key_range)?,
+            None => write!(f, "scan: {}", self.key_range)?,
+        }
+        if let Some(n) = self.estimated_reads {
+            write!(f, "; reads about {n} documents")?;
+        }
+        if let Some(n) = self.read_limit {
+            write!(f, "; stops after {n} items (exhausted_scan)")?;
+        }
+        f.write_str(if self.strongly_consistent {
+            "; strongly consistent"
+        } else {
+            "; eventually consistent"
+        })
+    }
+}
+
 /// What [`Store::recount`] does with the differences it finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecountMode {
@@ -160,6 +256,23 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Runs a query over one collection.
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page>;
+
+    /// Says how [`query`](Self::query) would run `query` without running it: the index
+    /// serving it (or a scan), the key range, about how many documents it reads and whether
+    /// the answer is strongly consistent. Errors as `query` (a bad query or cursor is
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
+    ///
+    /// ```
+    /// # async fn demo(store: &dyn docstore::Store) -> docstore::Result<()> {
+    /// use docstore::{Filter, Query};
+    ///
+    /// let query = Query::new().filter(Filter::eq("status", "open")).order_by("priority");
+    /// let plan = store.explain("acme", "tickets", &query).await?;
+    /// println!("{plan}"); // e.g. "index by_status: status = \"open\"; in index order; ..."
+    /// # Ok(())
+    /// # }
+    /// ```
+    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain>;
 
     /// The collections of a site holding at least one document, by name, with their counts.
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>>;

@@ -166,5 +166,6 @@ pub fn query() -> impl Strategy<Value = Query> {
             order,
             limit,
             cursor: None,
+            consistent: false,
         })
 }

@@ -115,6 +115,7 @@ pub struct CompiledQuery {
     limit: Option<usize>,
     after: Option<CursorPosition>,
     fingerprint: String,
+    consistent: bool,
 }
 
 /// One document's sort values, borrowed where it can.
@@ -158,7 +159,13 @@ impl CompiledQuery {
             limit: query.limit,
             after,
             fingerprint,
+            consistent: query.consistent,
         })
+    }
+
+    /// Whether the query asked for a strongly consistent answer ([`Query::consistent`]).
+    pub fn consistent(&self) -> bool {
+        self.consistent
     }
 
     /// The compiled filter, if any.

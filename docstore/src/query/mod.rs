@@ -45,6 +45,13 @@ pub struct Query {
     /// Where to continue: the `next` cursor of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<Cursor>,
+    /// Whether the answer must be strongly consistent (default `false`): `true` never reads
+    /// an eventually consistent index (a DynamoDB GSI), so it reflects every write that
+    /// finished before the query began; `false` lets such an index serve the query, which
+    /// may then miss writes of the last moments. Memory and SQLite are always strongly
+    /// consistent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub consistent: bool,
 }
 
 impl Query {
@@ -80,6 +87,17 @@ impl Query {
     /// Continues after the given cursor (`None`: from the start).
     pub fn after(mut self, cursor: Option<Cursor>) -> Self {
         self.cursor = cursor;
+        self
+    }
+
+    /// Asks for a strongly consistent answer (see [`Query::consistent`]).
+    ///
+    /// ```
+    /// let query = docstore::Query::new().consistent(true);
+    /// assert!(query.consistent);
+    /// ```
+    pub fn consistent(mut self, consistent: bool) -> Self {
+        self.consistent = consistent;
         self
     }
 

@@ -1,0 +1,464 @@
+//! Declared indexes: what they are, how their keys are encoded and how a query is planned
+//! over them.
+//!
+//! An [`Index`] is declared for a collection name (in every site) with the fields it orders
+//! by; declarations are checked together into an [`IndexSet`], the form
+//! [`StoreOptions`](crate::StoreOptions) and the config hold. A backend keeps, for every
+//! document, one key per declared index of its collection ([`CompiledIndex::key`], encoded by
+//! [`key`]: byte order is the query order, the id last), and asks [`plan`] which index and key
+//! ranges serve a query. An index never changes an answer, only its cost.
+//!
+//! ```
+//! use docstore::index::{Index, IndexSet};
+//! use docstore::query::Query;
+//! use docstore::{Filter, StoreOptions};
+//!
+//! let indexes = IndexSet::new([
+//!     Index::parse("tickets", "by_status", ["status", "-$updated_at"])?,
+//! ])?;
+//! let options = StoreOptions::default().with_indexes(indexes.clone());
+//! let query = Query::new()
+//!     .filter(Filter::eq("status", "open"))
+//!     .order_by_desc("$updated_at")
+//!     .limit(20)
+//!     .compile()?;
+//! let plan = docstore::index::plan(&indexes, "tickets", &query).expect("served");
+//! assert_eq!(plan.index, "by_status");
+//! assert!(plan.exact_order && !plan.reverse);
+//! # Ok::<(), docstore::Error>(())
+//! ```
+
+pub mod key;
+mod plan;
+
+pub use plan::{IndexPlan, KeyRange, MAX_RANGES, RangeWalk, Step, plan};
+
+use crate::document::Document;
+use crate::query::{FieldPath, Order};
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The most fields one index may have (a key holds one component per field, then the id).
+pub const MAX_INDEX_FIELDS: usize = 8;
+
+/// The most indexes one collection may have (every write updates each of them).
+pub const MAX_INDEXES_PER_COLLECTION: usize = 16;
+
+/// The longest index name, in characters.
+pub const MAX_INDEX_NAME_LEN: usize = 64;
+
+/// One index declaration: for collection `collection` (in every site), named `name`, ordered
+/// by `fields` (most significant first; each ascending or descending). Keys end with the
+/// document id, so every key is unique and the order is total.
+///
+/// In configuration files the fields are strings, `-` in front for descending
+/// (`fields = ["status", "-$updated_at"]`); a leading `+` says ascending explicitly, so a
+/// data key that itself starts with `-` or `+` is written `+-key` / `++key`.
+///
+/// ```
+/// use docstore::index::Index;
+/// use docstore::query::Order;
+///
+/// let index = Index::parse("tickets", "open_by_age", ["status", "-$updated_at"])?;
+/// assert_eq!(index.fields, vec![Order::asc("status"), Order::desc("$updated_at")]);
+/// let toml_like: Index = serde_json::from_value(serde_json::json!({
+///     "collection": "tickets", "name": "open_by_age", "fields": ["status", "-$updated_at"]
+/// })).unwrap();
+/// assert_eq!(toml_like, index);
+/// # Ok::<(), docstore::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "IndexText", into = "IndexText")]
+pub struct Index {
+    /// The collection name the index is declared for (in every site).
+    pub collection: String,
+    /// The index name: 1–64 characters of `[A-Za-z0-9_-]`, unique within the collection.
+    pub name: String,
+    /// The fields, most significant first.
+    pub fields: Vec<Order>,
+}
+
+/// The text form of an [`Index`] (config files).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IndexText {
+    collection: String,
+    name: String,
+    fields: Vec<String>,
+}
+
+impl TryFrom<IndexText> for Index {
+    type Error = Error;
+
+    fn try_from(text: IndexText) -> Result<Self> {
+        Index::parse(text.collection, text.name, text.fields)
+    }
+}
+
+impl From<Index> for IndexText {
+    fn from(index: Index) -> Self {
+        IndexText {
+            fields: index.fields.iter().map(field_text).collect(),
+            collection: index.collection,
+            name: index.name,
+        }
+    }
+}
+
+/// `-path` for descending, `path` (or `+path` when the path starts with a sign) ascending.
+fn field_text(order: &Order) -> String {
+    if order.descending {
+        format!("-{}", order.field)
+    } else if order.field.starts_with(['-', '+']) {
+        format!("+{}", order.field)
+    } else {
+        order.field.clone()
+    }
+}
+
+impl Index {
+    /// A declaration from its parts (checked when it joins an [`IndexSet`]).
+    pub fn new(
+        collection: impl Into<String>,
+        name: impl Into<String>,
+        fields: impl IntoIterator<Item = Order>,
+    ) -> Self {
+        Index {
+            collection: collection.into(),
+            name: name.into(),
+            fields: fields.into_iter().collect(),
+        }
+    }
+
+    /// A declaration with its fields in text form (`"-f"` descending, `"f"` or `"+f"`
+    /// ascending), checked ([`Index::validate`]).
+    pub fn parse<S: AsRef<str>>(
+        collection: impl Into<String>,
+        name: impl Into<String>,
+        fields: impl IntoIterator<Item = S>,
+    ) -> Result<Self> {
+        let fields = fields
+            .into_iter()
+            .map(|text| {
+                let text = text.as_ref();
+                if let Some(path) = text.strip_prefix('-') {
+                    Order::desc(path)
+                } else if let Some(path) = text.strip_prefix('+') {
+                    Order::asc(path)
+                } else {
+                    Order::asc(text)
+                }
+            })
+            .collect::<Vec<_>>();
+        let index = Index::new(collection, name, fields);
+        index.validate()?;
+        Ok(index)
+    }
+
+    /// Checks the declaration alone: the collection name (as for keys), the index name
+    /// (1–64 characters of `[A-Za-z0-9_-]`), 1 to [`MAX_INDEX_FIELDS`] fields, each a valid
+    /// field path, no field twice, and `$id` only as the last field (every key ends with the
+    /// id anyway). Each failure is [`Error::InvalidArgument`] naming the index and the rule.
+    pub fn validate(&self) -> Result<()> {
+        self.compile().map(drop)
+    }
+
+    fn compile(&self) -> Result<CompiledIndex> {
+        let fail = |rule: String| {
+            Error::invalid(format!(
+                "index {:?} of collection {:?}: {rule}",
+                self.name, self.collection
+            ))
+        };
+        crate::key::validate_collection(&self.collection)
+            .map_err(|err| fail(format!("bad collection name: {err}")))?;
+        let name_ok = !self.name.is_empty()
+            && self.name.chars().count() <= MAX_INDEX_NAME_LEN
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !name_ok {
+            return Err(fail(format!(
+                "the name must be 1-{MAX_INDEX_NAME_LEN} characters of [A-Za-z0-9_-]"
+            )));
+        }
+        if self.fields.is_empty() || self.fields.len() > MAX_INDEX_FIELDS {
+            return Err(fail(format!(
+                "an index has 1 to {MAX_INDEX_FIELDS} fields, not {}",
+                self.fields.len()
+            )));
+        }
+        let mut fields: Vec<(FieldPath, bool)> = Vec::with_capacity(self.fields.len());
+        for (i, order) in self.fields.iter().enumerate() {
+            let path = FieldPath::parse(&order.field)
+                .map_err(|err| fail(format!("field {}: {err}", i + 1)))?;
+            if fields.iter().any(|(p, _)| *p == path) {
+                return Err(fail(format!("field {:?} is listed twice", order.field)));
+            }
+            if path == FieldPath::Id && i + 1 != self.fields.len() {
+                return Err(fail(
+                    "$id may only be the last field (every key ends with the id)".into(),
+                ));
+            }
+            fields.push((path, order.descending));
+        }
+        Ok(CompiledIndex {
+            declaration: self.clone(),
+            fields,
+        })
+    }
+}
+
+impl fmt::Display for Index {
+    /// `collection.name(field, -field, ...)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let fields: Vec<String> = self.fields.iter().map(field_text).collect();
+        write!(
+            f,
+            "{}.{}({})",
+            self.collection,
+            self.name,
+            fields.join(", ")
+        )
+    }
+}
+
+/// A checked declaration with its paths parsed: what backends keep and key documents by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompiledIndex {
+    declaration: Index,
+    fields: Vec<(FieldPath, bool)>,
+}
+
+impl CompiledIndex {
+    /// The declaration.
+    pub fn declaration(&self) -> &Index {
+        &self.declaration
+    }
+
+    /// The index name.
+    pub fn name(&self) -> &str {
+        &self.declaration.name
+    }
+
+    /// The collection it is declared for.
+    pub fn collection(&self) -> &str {
+        &self.declaration.collection
+    }
+
+    /// The fields as `(path, descending)`, most significant first.
+    pub fn fields(&self) -> &[(FieldPath, bool)] {
+        &self.fields
+    }
+
+    /// The document's key in this index: one [`key`] component per field (inverted for
+    /// descending fields; a missing field is a component too), then the id. Byte order of
+    /// keys is the order of a query sorting by the index's fields, ties broken by `$id`.
+    ///
+    /// ```
+    /// use docstore::index::{Index, IndexSet};
+    /// # let doc = |id: &str, n: i64| docstore::Document { id: id.into(),
+    /// #     data: docstore::object(serde_json::json!({"n": n})).unwrap(), created_at: 0,
+    /// #     updated_at: 0, created_by: String::new(), updated_by: String::new(), version: 1 };
+    /// let set = IndexSet::new([Index::parse("c", "by_n", ["-n"])?])?;
+    /// let index = &set.for_collection("c")[0];
+    /// assert!(index.key(&doc("a", 5)) < index.key(&doc("b", 3)));
+    /// assert!(index.key(&doc("a", 3)) < index.key(&doc("b", 3)));
+    /// # Ok::<(), docstore::Error>(())
+    /// ```
+    pub fn key(&self, doc: &Document) -> Vec<u8> {
+        let mut out = Vec::with_capacity(32 + doc.id.len());
+        for (path, descending) in &self.fields {
+            key::push(path.resolve(doc).as_deref(), *descending, &mut out);
+        }
+        key::push_id(&doc.id, &mut out);
+        out
+    }
+
+    /// The first `fields` components of `key` (a key of this index): the part that decides
+    /// a tie group of [`IndexPlan::tie_fields`]. `None` for bytes that are not such a key.
+    pub fn key_prefix<'k>(&self, key: &'k [u8], fields: usize) -> Option<&'k [u8]> {
+        let mut at = 0;
+        for (_, descending) in self.fields.iter().take(fields) {
+            at += key::component_len(key.get(at..)?, *descending)?;
+        }
+        key.get(..at)
+    }
+}
+
+/// A checked set of index declarations: each valid, no two with the same name in one
+/// collection, no two with the same fields in one collection, at most
+/// [`MAX_INDEXES_PER_COLLECTION`] per collection. The only way to build one is
+/// [`IndexSet::new`] (or deserializing, which calls it), so a store never sees an invalid
+/// declaration.
+///
+/// Serialized as the list of declarations.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IndexSet {
+    by_collection: BTreeMap<String, Vec<CompiledIndex>>,
+}
+
+impl IndexSet {
+    /// Checks `indexes` (see [`Index::validate`] and the set rules above); the first broken
+    /// rule is [`Error::InvalidArgument`] naming the index.
+    ///
+    /// ```
+    /// use docstore::index::{Index, IndexSet};
+    ///
+    /// let twice = IndexSet::new([
+    ///     Index::parse("c", "x", ["a"])?,
+    ///     Index::parse("c", "x", ["b"])?,
+    /// ]);
+    /// assert!(twice.unwrap_err().to_string().contains("\"x\""));
+    /// # Ok::<(), docstore::Error>(())
+    /// ```
+    pub fn new(indexes: impl IntoIterator<Item = Index>) -> Result<Self> {
+        let mut by_collection: BTreeMap<String, Vec<CompiledIndex>> = BTreeMap::new();
+        for index in indexes {
+            let compiled = index.compile()?;
+            let siblings = by_collection.entry(index.collection.clone()).or_default();
+            if siblings.iter().any(|s| s.name() == index.name) {
+                return Err(Error::invalid(format!(
+                    "index {:?} of collection {:?} is declared twice",
+                    index.name, index.collection
+                )));
+            }
+            if let Some(twin) = siblings.iter().find(|s| s.fields == compiled.fields) {
+                return Err(Error::invalid(format!(
+                    "index {:?} of collection {:?} has the same fields as index {:?}",
+                    index.name,
+                    index.collection,
+                    twin.name()
+                )));
+            }
+            if siblings.len() == MAX_INDEXES_PER_COLLECTION {
+                return Err(Error::invalid(format!(
+                    "index {:?}: collection {:?} may have at most \
+                     {MAX_INDEXES_PER_COLLECTION} indexes",
+                    index.name, index.collection
+                )));
+            }
+            siblings.push(compiled);
+        }
+        Ok(IndexSet { by_collection })
+    }
+
+    /// The indexes of `collection`, in declaration order.
+    pub fn for_collection(&self, collection: &str) -> &[CompiledIndex] {
+        self.by_collection
+            .get(collection)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Every index, by collection name then declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = &CompiledIndex> {
+        self.by_collection.values().flatten()
+    }
+
+    /// Whether no index is declared.
+    pub fn is_empty(&self) -> bool {
+        self.by_collection.is_empty()
+    }
+
+    /// The declarations, by collection name then declaration order.
+    pub fn declarations(&self) -> Vec<Index> {
+        self.iter().map(|i| i.declaration.clone()).collect()
+    }
+}
+
+impl Serialize for IndexSet {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        self.declarations().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for IndexSet {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let declarations = Vec::<Index>::deserialize(deserializer)?;
+        IndexSet::new(declarations).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(result: Result<impl fmt::Debug>) -> String {
+        match result {
+            Err(Error::InvalidArgument(message)) => message,
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn declarations_are_checked() {
+        assert!(err(Index::parse("c", "", ["a"])).contains("name"));
+        assert!(err(Index::parse("c", "a b", ["a"])).contains("[A-Za-z0-9_-]"));
+        assert!(err(Index::parse("c", "x".repeat(65), ["a"])).contains("1-64"));
+        assert!(err(Index::parse("__c", "i", ["a"])).contains("collection"));
+        assert!(err(Index::parse("c", "i", Vec::<&str>::new())).contains("1 to 8"));
+        assert!(err(Index::parse("c", "i", ["a"; 9])).contains("1 to 8"));
+        assert!(err(Index::parse("c", "i", ["a", "-a"])).contains("twice"));
+        assert!(err(Index::parse("c", "i", ["$nope"])).contains("$nope"));
+        assert!(err(Index::parse("c", "i", ["a..b"])).contains("field 1"));
+        assert!(err(Index::parse("c", "i", ["$id", "a"])).contains("$id"));
+        assert!(Index::parse("c", "i", ["a", "-$id"]).is_ok());
+        let same_fields = IndexSet::new([
+            Index::parse("c", "one", ["a", "-b"]).unwrap(),
+            Index::parse("c", "two", ["a", "-b"]).unwrap(),
+        ]);
+        assert!(err(same_fields).contains("same fields as index \"one\""));
+        let too_many = IndexSet::new(
+            (0..17).map(|i| Index::parse("c", format!("i{i}"), [format!("f{i}")]).unwrap()),
+        );
+        assert!(err(too_many).contains("at most 16"));
+        // The same name in another collection is another index.
+        let set = IndexSet::new([
+            Index::parse("c", "i", ["a"]).unwrap(),
+            Index::parse("d", "i", ["a"]).unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(set.iter().count(), 2);
+        // An unchecked declaration is checked when it joins a set.
+        let raw = Index::new("c", "i", [Order::asc("")]);
+        assert!(err(IndexSet::new([raw])).contains("empty segment"));
+    }
+
+    #[test]
+    fn text_form_round_trips_signs() {
+        let index = Index::parse("c", "i", ["-$updated_at", "+-x", "++y", "z", r"\$w"]).unwrap();
+        assert_eq!(
+            index.fields,
+            vec![
+                Order::desc("$updated_at"),
+                Order::asc("-x"),
+                Order::asc("+y"),
+                Order::asc("z"),
+                Order::asc(r"\$w"),
+            ]
+        );
+        let json = serde_json::to_value(&index).unwrap();
+        assert_eq!(
+            json["fields"],
+            serde_json::json!(["-$updated_at", "+-x", "++y", "z", r"\$w"])
+        );
+        assert_eq!(serde_json::from_value::<Index>(json).unwrap(), index);
+        let bad = serde_json::from_value::<IndexSet>(serde_json::json!([
+            {"collection": "c", "name": "i", "fields": ["a"]},
+            {"collection": "c", "name": "i", "fields": ["b"]},
+        ]));
+        assert!(bad.unwrap_err().to_string().contains("declared twice"));
+        let typo = serde_json::from_value::<Index>(
+            serde_json::json!({"collection": "c", "name": "i", "field": ["a"]}),
+        );
+        assert!(typo.is_err());
+    }
+}

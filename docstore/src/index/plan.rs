@@ -1,0 +1,840 @@
+//! The planner: which declared index serves a query, over which key ranges, in which
+//! direction, and what is left to check on the documents read.
+
+use super::key::{self, TAG_FALSE, TAG_NUMBER, TAG_STRING};
+use super::{CompiledIndex, IndexSet};
+use crate::query::{CompiledFilter, CompiledQuery, FieldPath, compare_values};
+use serde_json::Value;
+use std::cmp::Ordering;
+
+/// The most key ranges one plan reads (`In` lists multiply); a query that would need more is
+/// not served by that index.
+pub const MAX_RANGES: usize = 32;
+
+/// A range of keys of one index: `start` inclusive, `end` exclusive (`None`: to the end of
+/// the index). Bytes are compared as unsigned bytes (`memcmp`); keys are relative to the
+/// index (a backend puts its own site/collection/index prefix in front).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRange {
+    /// The first key in the range (inclusive).
+    pub start: Vec<u8>,
+    /// The first key after the range (exclusive); `None` when unbounded.
+    pub end: Option<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// Whether `key` lies in the range.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && self.end.as_deref().is_none_or(|end| key < end)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.end
+            .as_deref()
+            .is_some_and(|end| end <= self.start.as_slice())
+    }
+
+    /// Every key starting with `prefix`.
+    fn with_prefix(prefix: Vec<u8>) -> Self {
+        KeyRange {
+            end: key::prefix_end(&prefix),
+            start: prefix,
+        }
+    }
+}
+
+/// How an index serves a query: the planner's output, the same for every backend.
+///
+/// To read it, a backend walks each of [`ranges`](Self::ranges) (in key order, or backwards
+/// when [`reverse`](Self::reverse)), and for every entry offers the key and whether its
+/// document passes [`CompiledQuery::matches`] and [`CompiledQuery::is_after_cursor`] to a
+/// [`RangeWalk`] (from [`IndexPlan::walk`]), which says when the range has given enough. The
+/// documents kept from all ranges then go through [`CompiledQuery::evaluate`], which sorts,
+/// cuts the page and makes the cursor: the page is exactly the reference answer.
+///
+/// Why that is exact: within a range, entries come in the query's order up to ties on the
+/// first [`tie_fields`](Self::tie_fields) fields ([`exact_order`](Self::exact_order): no ties
+/// at all), so the page's documents are among the first `limit + 1` matches of their range
+/// plus the rest of the last one's tie group; ranges are disjoint, so nothing is read twice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexPlan {
+    /// The index's name.
+    pub index: String,
+    /// The ranges to read, disjoint, in key order (already narrowed to the cursor). Empty when
+    /// the filter can match nothing (nothing needs reading).
+    pub ranges: Vec<KeyRange>,
+    /// Read every range from its end backwards.
+    pub reverse: bool,
+    /// The leading index fields pinned by `Eq`/`In`.
+    pub equality_fields: usize,
+    /// Whether the next field has a range or prefix condition.
+    pub range_field: bool,
+    /// Entries of a range come in the query's order except among entries equal on this many
+    /// leading fields (a *tie group*), which must be read whole and sorted in memory.
+    pub tie_fields: usize,
+    /// Entries come exactly in the query's order (ties included): no tie group to finish.
+    pub exact_order: bool,
+    /// The filter parts the key ranges do not decide, to check on the documents read (the
+    /// whole filter may be checked instead: the answer is the same).
+    pub residual: Option<CompiledFilter>,
+    /// A human description of the key ranges (for `explain`).
+    pub description: String,
+}
+
+/// What to do with an entry offered to a [`RangeWalk`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Keep the entry's document (it matches); go on.
+    Keep,
+    /// Skip it (it does not match); go on.
+    Skip,
+    /// Stop reading this range; the entry is not needed.
+    Stop,
+}
+
+/// The reading rule of one range of an [`IndexPlan`]: keep matches until the page and one
+/// more are found, then finish the tie group of the last one.
+#[derive(Clone, Debug)]
+pub struct RangeWalk {
+    wanted: usize,
+    kept: usize,
+    tie_fields: usize,
+    exact: bool,
+    group: Option<Vec<u8>>,
+}
+
+impl RangeWalk {
+    /// Offers the next entry of the range: its key and whether its document matches the
+    /// filter and follows the cursor.
+    pub fn offer(&mut self, index: &CompiledIndex, key: &[u8], matches: bool) -> Step {
+        if self.kept >= self.wanted {
+            if self.exact {
+                return Step::Stop;
+            }
+            let prefix = index.key_prefix(key, self.tie_fields);
+            if prefix.is_none() || prefix != self.group.as_deref() {
+                return Step::Stop;
+            }
+        }
+        if !matches {
+            return Step::Skip;
+        }
+        self.kept += 1;
+        if self.kept == self.wanted && !self.exact {
+            self.group = index.key_prefix(key, self.tie_fields).map(<[u8]>::to_vec);
+        }
+        Step::Keep
+    }
+
+    /// Whether the walk has what it needs and the next entry would only be offered to be
+    /// refused (useful to stop before fetching another page).
+    pub fn is_done(&self) -> bool {
+        self.kept >= self.wanted && self.exact
+    }
+}
+
+impl IndexPlan {
+    /// A fresh reading rule for one of the plan's ranges.
+    pub fn walk(&self, query: &CompiledQuery) -> RangeWalk {
+        RangeWalk {
+            wanted: query.limit().map_or(usize::MAX, |l| l.saturating_add(1)),
+            kept: 0,
+            tie_fields: self.tie_fields,
+            exact: self.exact_order,
+            group: None,
+        }
+    }
+}
+
+/// The conditions the planner understands: top-level conjuncts on one field.
+enum Leaf<'a> {
+    Eq(&'a Value),
+    In(&'a [Value]),
+    Lower(&'a Value, bool),
+    Upper(&'a Value, bool),
+    Prefix(&'a str),
+}
+
+fn conjuncts(filter: Option<&CompiledFilter>) -> Vec<&CompiledFilter> {
+    fn flatten<'a>(filter: &'a CompiledFilter, out: &mut Vec<&'a CompiledFilter>) {
+        match filter {
+            CompiledFilter::And(parts) => parts.iter().for_each(|p| flatten(p, out)),
+            other => out.push(other),
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(filter) = filter {
+        flatten(filter, &mut out);
+    }
+    out
+}
+
+fn leaf(filter: &CompiledFilter) -> Option<(&FieldPath, Leaf<'_>)> {
+    Some(match filter {
+        CompiledFilter::Eq(p, v) => (p, Leaf::Eq(v)),
+        CompiledFilter::In(p, vs) => (p, Leaf::In(vs)),
+        CompiledFilter::Gt(p, v) => (p, Leaf::Lower(v, false)),
+        CompiledFilter::Gte(p, v) => (p, Leaf::Lower(v, true)),
+        CompiledFilter::Lt(p, v) => (p, Leaf::Upper(v, false)),
+        CompiledFilter::Lte(p, v) => (p, Leaf::Upper(v, true)),
+        CompiledFilter::Prefix(p, s) => (p, Leaf::Prefix(s)),
+        _ => return None,
+    })
+}
+
+/// Whether key equality is `Eq` equality for this value (objects compare by canonical text,
+/// where `1` and `1.0` differ).
+fn keyable(value: &Value) -> bool {
+    match value {
+        Value::Object(_) => false,
+        Value::Array(items) => items.iter().all(keyable),
+        _ => true,
+    }
+}
+
+/// The tag range `[first, last]` of the kind a range operator compares within.
+fn kind_tags(value: &Value) -> Option<(u8, u8)> {
+    match value {
+        Value::Bool(_) => Some((TAG_FALSE, TAG_FALSE + 1)),
+        Value::Number(_) => Some((TAG_NUMBER, TAG_NUMBER)),
+        Value::String(_) => Some((TAG_STRING, TAG_STRING)),
+        _ => None,
+    }
+}
+
+fn encoded(value: Option<&Value>, descending: bool) -> Vec<u8> {
+    if descending {
+        key::encode_descending(value)
+    } else {
+        key::encode(value)
+    }
+}
+
+/// One end of a value interval on the range field.
+#[derive(Clone)]
+enum End {
+    /// Component bytes; whether keys holding exactly that component are inside.
+    At(Vec<u8>, bool),
+}
+
+/// Picks the index and key ranges for `query` over `collection` (see [`IndexPlan`]); `None`
+/// when no declared index serves it (the backend scans).
+///
+/// Rules: `Eq` (or `In`: one range per value, at most [`MAX_RANGES`]) on a leading run of
+/// the index's fields, with values holding no object; then at most one range (`Gt`, `Gte`,
+/// `Lt`, `Lte` — a lower and an upper bound of one kind: numbers, strings or booleans) or
+/// `Prefix` on the next field; the query's order, leaving out fields pinned by `Eq`, must be
+/// the next fields of the index, all in the index's directions or all reversed, optionally
+/// closed by `$id`. An index that pins nothing, bounds nothing and orders nothing is not
+/// worth using. Among those that serve, the planner prefers one read in exactly the query's
+/// order, then more pinned fields, then a range, then more ordered fields, then fewer ranges.
+pub fn plan(indexes: &IndexSet, collection: &str, query: &CompiledQuery) -> Option<IndexPlan> {
+    let parts = conjuncts(query.filter());
+    let leaves: Vec<(usize, &FieldPath, Leaf<'_>)> = parts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| leaf(f).map(|(p, l)| (i, p, l)))
+        .collect();
+    let mut best: Option<(Score, IndexPlan)> = None;
+    for index in indexes.for_collection(collection) {
+        if let Some((score, plan)) = plan_one(index, query, &parts, &leaves)
+            && best.as_ref().is_none_or(|(s, _)| score > *s)
+        {
+            best = Some((score, plan));
+        }
+    }
+    best.map(|(_, plan)| plan)
+}
+
+/// (reads in order, pinned, range, ordered, -ranges)
+type Score = (bool, usize, bool, usize, isize);
+
+fn plan_one(
+    index: &CompiledIndex,
+    query: &CompiledQuery,
+    parts: &[&CompiledFilter],
+    leaves: &[(usize, &FieldPath, Leaf<'_>)],
+) -> Option<(Score, IndexPlan)> {
+    let fields = index.fields();
+    let mut used = vec![false; parts.len()];
+    let mut described: Vec<String> = Vec::new();
+    // Equality on a leading run.
+    let mut pins: Vec<Vec<&Value>> = Vec::new();
+    for (path, _) in fields {
+        let eq = leaves.iter().find_map(|(i, p, l)| match l {
+            Leaf::Eq(v) if *p == path && keyable(v) => Some((*i, vec![*v])),
+            _ => None,
+        });
+        let found = eq.or_else(|| {
+            leaves.iter().find_map(|(i, p, l)| match l {
+                Leaf::In(vs) if *p == path && vs.iter().all(keyable) => {
+                    Some((*i, vs.iter().collect()))
+                }
+                _ => None,
+            })
+        });
+        let Some((i, mut values)) = found else { break };
+        used[i] = true;
+        // One range per distinct key component (`1` and `1.0` are one value).
+        values.sort_by(|a, b| compare_values(Some(a), Some(b)));
+        values.dedup_by(|a, b| compare_values(Some(a), Some(b)) == Ordering::Equal);
+        described.push(match values.as_slice() {
+            [one] => format!("{path} = {one}"),
+            many => format!(
+                "{path} in [{}]",
+                many.iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+        pins.push(values);
+    }
+    let k = pins.len();
+    let combinations = pins.iter().try_fold(1usize, |n, values| {
+        n.checked_mul(values.len()).filter(|n| *n <= MAX_RANGES)
+    })?;
+    // At most one range or prefix on the next field.
+    let mut lower: Option<End> = None;
+    let mut upper: Option<End> = None;
+    let mut nothing = combinations == 0;
+    let mut range_field = false;
+    if let Some((path, descending)) = fields.get(k) {
+        let mut kind: Option<(u8, u8)> = None;
+        let mut lower_value: Option<(&Value, bool)> = None;
+        let mut upper_value: Option<(&Value, bool)> = None;
+        let mut prefix: Option<&str> = None;
+        for (i, p, l) in leaves {
+            if *p != path {
+                continue;
+            }
+            match l {
+                Leaf::Lower(v, inclusive) | Leaf::Upper(v, inclusive) if prefix.is_none() => {
+                    let Some(tags) = kind_tags(v) else {
+                        // A range against null, an array or an object matches nothing.
+                        nothing = true;
+                        used[*i] = true;
+                        continue;
+                    };
+                    if kind.is_some_and(|k| k != tags) {
+                        continue; // another kind: left to the residual (it then matches nothing)
+                    }
+                    let slot = if matches!(l, Leaf::Lower(..)) {
+                        &mut lower_value
+                    } else {
+                        &mut upper_value
+                    };
+                    if slot.is_none() {
+                        kind = Some(tags);
+                        *slot = Some((v, *inclusive));
+                        used[*i] = true;
+                    }
+                }
+                Leaf::Prefix(s) if kind.is_none() && prefix.is_none() => {
+                    prefix = Some(s);
+                    used[*i] = true;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = prefix {
+            range_field = true;
+            described.push(format!("{path} starts with {}", Value::from(s)));
+            let mut bytes = encoded(Some(&Value::from(s)), *descending);
+            bytes.truncate(bytes.len() - 2); // drop the terminator: every extension of `s`
+            lower = Some(End::At(bytes.clone(), true));
+            upper = Some(End::At(bytes, true));
+        } else if let Some((first, last)) = kind {
+            range_field = true;
+            let mut text = Vec::new();
+            let kind_start = vec![first];
+            let kind_end = vec![last];
+            let (lo, hi) = (
+                lower_value.map_or(End::At(kind_start, true), |(v, inclusive)| {
+                    text.push(format!("{path} {} {v}", if inclusive { ">=" } else { ">" }));
+                    End::At(key::encode(Some(v)), inclusive)
+                }),
+                upper_value.map_or(End::At(kind_end, true), |(v, inclusive)| {
+                    text.push(format!("{path} {} {v}", if inclusive { "<=" } else { "<" }));
+                    End::At(key::encode(Some(v)), inclusive)
+                }),
+            );
+            described.push(text.join(" and "));
+            // Ascending bytes of the interval [lo, hi]; a descending field inverts them,
+            // which swaps the ends.
+            if *descending {
+                lower = Some(invert_end(hi));
+                upper = Some(invert_end(lo));
+            } else {
+                lower = Some(lo);
+                upper = Some(hi);
+            }
+        }
+    }
+    // The order: leave out fields pinned to one value, stop at `$id`.
+    let pinned_one = |path: &FieldPath| {
+        fields
+            .iter()
+            .zip(&pins)
+            .any(|((p, _), values)| p == path && values.len() == 1)
+    };
+    let mut ordered: Vec<(usize, bool)> = Vec::new(); // (position in the query order, descending)
+    let mut id_descending: Option<bool> = None;
+    for (position, (path, descending)) in query.order().iter().enumerate() {
+        if *path == FieldPath::Id && !fields[..k].iter().any(|(p, _)| p == path) {
+            id_descending = Some(*descending);
+            break;
+        }
+        if pinned_one(path) {
+            continue;
+        }
+        let next = k + ordered.len();
+        match fields.get(next) {
+            Some((p, _)) if p == path => ordered.push((position, *descending)),
+            _ => return None,
+        }
+    }
+    let relation = |ordered: &(usize, bool)| ordered.1;
+    let reverse = match ordered.first() {
+        Some(first) => {
+            let reverse = relation(first) != fields[k].1;
+            let uniform = ordered
+                .iter()
+                .enumerate()
+                .all(|(t, o)| (relation(o) != fields[k + t].1) == reverse);
+            if !uniform {
+                return None;
+            }
+            reverse
+        }
+        None => id_descending.unwrap_or(false),
+    };
+    let j = ordered.len();
+    if k == 0 && !range_field && j == 0 && !nothing {
+        return None;
+    }
+    let exact_order = k + j == fields.len() && id_descending.unwrap_or(false) == reverse;
+    if !ordered.is_empty() {
+        described.push(format!(
+            "in {}index order",
+            if reverse { "reverse " } else { "" }
+        ));
+    } else if reverse {
+        described.push("in reverse index order".into());
+    }
+    if !exact_order && j + k < fields.len() {
+        described.push(format!("ties on {} field(s) sorted in memory", k + j));
+    }
+    // The ranges: one per combination of pinned values.
+    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
+    for (values, (_, descending)) in pins.iter().zip(fields) {
+        prefixes = prefixes
+            .iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut next = p.clone();
+                    key::push(Some(v), *descending, &mut next);
+                    next
+                })
+            })
+            .collect();
+    }
+    let cursor_group = cursor_group(index, query, &pins, &ordered, k);
+    if cursor_group.is_some() {
+        described.push("from the cursor".into());
+    }
+    let mut ranges: Vec<KeyRange> = Vec::new();
+    if !nothing {
+        for prefix in prefixes {
+            let mut range = match (&lower, &upper) {
+                (Some(lo), Some(hi)) => KeyRange {
+                    start: start_of(&prefix, lo),
+                    end: end_of(&prefix, hi),
+                },
+                _ => KeyRange::with_prefix(prefix.clone()),
+            };
+            if let Some(group) = &cursor_group {
+                let mut at = prefix.clone();
+                at.extend_from_slice(group);
+                if reverse {
+                    let end = key::prefix_end(&at);
+                    range.end = match (range.end, end) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                } else if at > range.start {
+                    range.start = at;
+                }
+            }
+            if !range.is_empty() {
+                ranges.push(range);
+            }
+        }
+        ranges.sort_by(|a, b| a.start.cmp(&b.start));
+    }
+    let residual: Vec<CompiledFilter> = parts
+        .iter()
+        .zip(&used)
+        .filter(|(_, used)| !**used)
+        .map(|(f, _)| (*f).clone())
+        .collect();
+    let residual = match residual.len() {
+        0 => None,
+        1 => residual.into_iter().next(),
+        _ => Some(CompiledFilter::And(residual)),
+    };
+    let score = (
+        exact_order || j > 0,
+        k,
+        range_field,
+        j,
+        -(ranges.len() as isize),
+    );
+    Some((
+        score,
+        IndexPlan {
+            index: index.name().to_owned(),
+            ranges,
+            reverse,
+            equality_fields: k,
+            range_field,
+            tie_fields: k + j,
+            exact_order,
+            residual,
+            description: described.join("; "),
+        },
+    ))
+}
+
+fn invert_end(end: End) -> End {
+    let End::At(mut bytes, inclusive) = end;
+    bytes.iter_mut().for_each(|b| *b = !*b);
+    End::At(bytes, inclusive)
+}
+
+/// Where keys whose component is at (or after) `end` start, behind `prefix`.
+fn start_of(prefix: &[u8], end: &End) -> Vec<u8> {
+    let End::At(bytes, inclusive) = end;
+    let mut at = prefix.to_vec();
+    at.extend_from_slice(bytes);
+    if *inclusive {
+        at
+    } else {
+        key::prefix_end(&at).unwrap_or(at)
+    }
+}
+
+/// Where keys after the component `end` start, behind `prefix` (exclusive end).
+fn end_of(prefix: &[u8], end: &End) -> Option<Vec<u8>> {
+    let End::At(bytes, inclusive) = end;
+    let mut at = prefix.to_vec();
+    at.extend_from_slice(bytes);
+    if *inclusive {
+        key::prefix_end(&at)
+    } else {
+        Some(at)
+    }
+}
+
+/// The components (after the pinned prefix) of the cursor's tie group: where reading may
+/// start. `None` without a cursor, or when the cursor does not sit inside the pinned values
+/// (a forged cursor: reading starts at the range's start and the evaluator applies it).
+fn cursor_group(
+    index: &CompiledIndex,
+    query: &CompiledQuery,
+    pins: &[Vec<&Value>],
+    ordered: &[(usize, bool)],
+    k: usize,
+) -> Option<Vec<u8>> {
+    let position = query.after()?;
+    for (o, (path, _)) in query.order().iter().enumerate() {
+        if let Some(t) = index.fields()[..k].iter().position(|(p, _)| p == path) {
+            let at = position.keys.get(o)?.as_ref();
+            if !pins[t].iter().any(|v| compare_values(at, Some(v)).is_eq()) {
+                return None;
+            }
+        }
+    }
+    if ordered.is_empty() {
+        return None;
+    }
+    let mut group = Vec::new();
+    for (t, (o, _)) in ordered.iter().enumerate() {
+        let descending = index.fields()[k + t].1;
+        key::push(position.keys.get(*o)?.as_ref(), descending, &mut group);
+    }
+    Some(group)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Index;
+    use crate::query::{Filter, Order, Query, evaluate};
+    use crate::{Document, Page};
+    use proptest::prelude::*;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    /// A backend in miniature: one ordered map per index, read as the plan says.
+    fn run(set: &IndexSet, docs: &[Document], query: &Query) -> (Page, Option<IndexPlan>) {
+        let compiled = query.compile().unwrap();
+        let Some(plan) = plan(set, "c", &compiled) else {
+            return (compiled.evaluate(docs), None);
+        };
+        let index = set
+            .for_collection("c")
+            .iter()
+            .find(|i| i.name() == plan.index)
+            .unwrap();
+        let map: BTreeMap<Vec<u8>, &Document> = docs.iter().map(|d| (index.key(d), d)).collect();
+        let mut kept = Vec::new();
+        for range in &plan.ranges {
+            let mut walk = plan.walk(&compiled);
+            let entries: Vec<(&Vec<u8>, &&Document)> =
+                map.iter().filter(|(k, _)| range.contains(k)).collect();
+            let ordered: Box<dyn Iterator<Item = _>> = if plan.reverse {
+                Box::new(entries.into_iter().rev())
+            } else {
+                Box::new(entries.into_iter())
+            };
+            for (key, doc) in ordered {
+                let matches = compiled.matches(doc) && compiled.is_after_cursor(doc);
+                match walk.offer(index, key, matches) {
+                    Step::Keep => kept.push(*doc),
+                    Step::Skip => {}
+                    Step::Stop => break,
+                }
+            }
+        }
+        (compiled.evaluate(kept), Some(plan))
+    }
+
+    fn doc(id: &str, data: serde_json::Value) -> Document {
+        Document {
+            id: id.into(),
+            data: crate::object(data).unwrap(),
+            created_at: 1,
+            updated_at: 2,
+            created_by: "c".into(),
+            updated_by: "u".into(),
+            version: 1,
+        }
+    }
+
+    fn set(fields: &[&str]) -> IndexSet {
+        IndexSet::new([Index::parse("c", "i", fields).unwrap()]).unwrap()
+    }
+
+    #[test]
+    fn the_issue_query_is_served_in_order() {
+        let set = IndexSet::new([
+            Index::parse("c", "by_status_score", ["status", "-score"]).unwrap(),
+            Index::parse("c", "by_priority", ["priority"]).unwrap(),
+        ])
+        .unwrap();
+        let query = Query::new()
+            .filter(Filter::eq("status", "open").and(Filter::gte("priority", 50)))
+            .order_by_desc("score")
+            .limit(20)
+            .compile()
+            .unwrap();
+        let plan = plan(&set, "c", &query).unwrap();
+        assert_eq!(plan.index, "by_status_score");
+        assert!(plan.exact_order && !plan.reverse);
+        assert_eq!(plan.ranges.len(), 1);
+        assert_eq!(plan.equality_fields, 1);
+        assert!(matches!(plan.residual, Some(CompiledFilter::Gte(..))));
+    }
+
+    #[test]
+    fn unservable_queries_scan() {
+        let set = set(&["status", "score"]);
+        for query in [
+            Query::new(),
+            Query::new().order_by("other"),
+            Query::new().order_by("score"),
+            Query::new()
+                .filter(Filter::eq("status", "x"))
+                .order_by("other"),
+            Query::new()
+                .filter(Filter::eq("status", "x"))
+                .order_by("score")
+                .order_by_desc("$id")
+                .order_by("zzz"),
+            Query::new().filter(Filter::eq("status", json!({"a": 1}))),
+            Query::new().filter(Filter::any([Filter::eq("status", 1)])),
+            Query::new()
+                .filter(Filter::is_in("status", [1, 2]))
+                .order_by("status"),
+        ] {
+            let compiled = query.compile().unwrap();
+            let planned = plan(&set, "c", &compiled);
+            let serves_order_then_id = query.order.len() == 3;
+            assert_eq!(
+                planned.is_some(),
+                serves_order_then_id,
+                "{query:?}: {planned:?}"
+            );
+        }
+        assert!(
+            plan(
+                &set,
+                "other",
+                &Query::new().order_by("status").compile().unwrap()
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn numbers_are_equal_across_kinds_and_missing_is_not_null() {
+        let set = set(&["n"]);
+        let docs = [
+            doc("a", json!({"n": 1})),
+            doc("b", json!({"n": 1.0})),
+            doc("c", json!({"n": null})),
+            doc("d", json!({})),
+            doc("e", json!({"n": "1"})),
+            doc("f", json!({"n": [1.0]})),
+        ];
+        for (filter, expected) in [
+            (Filter::eq("n", 1.0), vec!["a", "b"]),
+            (Filter::eq("n", serde_json::Value::Null), vec!["c"]),
+            (
+                Filter::is_in("n", [json!(1), json!(1.0), json!([1])]),
+                vec!["a", "b", "f"],
+            ),
+            (Filter::gte("n", 0), vec!["a", "b"]),
+            (Filter::gte("n", "0"), vec!["e"]),
+            (Filter::lt("n", serde_json::Value::Null), vec![]),
+            (Filter::prefix("n", ""), vec!["e"]),
+        ] {
+            let (page, plan) = run(&set, &docs, &Query::new().filter(filter.clone()));
+            assert!(plan.is_some(), "{filter:?}");
+            let ids: Vec<&str> = page.documents.iter().map(|d| d.id.as_str()).collect();
+            assert_eq!(ids, expected, "{filter:?}");
+        }
+    }
+
+    fn index_fields() -> impl Strategy<Value = Vec<String>> {
+        let field = prop::sample::select(vec![
+            "a",
+            "-a",
+            "n",
+            "-n",
+            "s",
+            "-s",
+            "$version",
+            "-$updated_by",
+        ]);
+        prop::collection::vec(field, 1..4).prop_map(|fields| {
+            let mut seen = Vec::new();
+            let mut out = Vec::new();
+            for f in fields {
+                let path = f.trim_start_matches('-').to_owned();
+                if !seen.contains(&path) {
+                    seen.push(path);
+                    out.push(f.to_owned());
+                }
+            }
+            out
+        })
+    }
+
+    /// Queries that indexes over `a b n s` can often serve: equalities, ins, ranges and
+    /// prefixes on those fields, orders on them, sometimes more.
+    fn servable_query() -> impl Strategy<Value = Query> {
+        let path = prop::sample::select(vec!["a", "n", "s", "$version", "$updated_by"]);
+        let leaf = prop_oneof![
+            (path.clone(), crate::strategies::scalar()).prop_map(|(f, v)| Filter::eq(f, v)),
+            (
+                path.clone(),
+                prop::collection::vec(crate::strategies::scalar(), 0..3)
+            )
+                .prop_map(|(f, v)| Filter::In(f.into(), v)),
+            (path.clone(), crate::strategies::scalar()).prop_map(|(f, v)| Filter::gte(f, v)),
+            (path.clone(), crate::strategies::scalar()).prop_map(|(f, v)| Filter::gt(f, v)),
+            (path.clone(), crate::strategies::scalar()).prop_map(|(f, v)| Filter::lt(f, v)),
+            (path.clone(), crate::strategies::scalar()).prop_map(|(f, v)| Filter::lte(f, v)),
+            (path.clone(), crate::strategies::string()).prop_map(|(f, p)| Filter::prefix(f, p)),
+        ];
+        let leaf = prop_oneof![6 => leaf, 1 => crate::strategies::filter(1)];
+        let order = prop::collection::vec(
+            (path, any::<bool>()).prop_map(|(f, d)| Order {
+                field: f.into(),
+                descending: d,
+            }),
+            0..3,
+        );
+        let id_tail = prop::option::of(any::<bool>());
+        (
+            prop::collection::vec(leaf, 0..3),
+            order,
+            id_tail,
+            prop::option::of(1usize..5),
+        )
+            .prop_map(|(leaves, mut order, id_tail, limit)| {
+                if let Some(descending) = id_tail {
+                    order.push(Order {
+                        field: "$id".into(),
+                        descending,
+                    });
+                }
+                Query {
+                    filter: (!leaves.is_empty()).then(|| Filter::all(leaves)),
+                    order,
+                    limit,
+                    ..Query::default()
+                }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        /// Whatever index is declared, reading by the plan gives the reference pages, and
+        /// walking pages by cursor gives the reference answer once.
+        #[test]
+        fn plans_give_the_reference_answer(
+            fields in prop::collection::vec(index_fields(), 1..3),
+            data in prop::collection::vec(crate::strategies::data(), 0..14),
+            versions in prop::collection::vec(1u64..4, 14),
+            query in servable_query(),
+        ) {
+            let indexes = fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| Index::parse("c", format!("i{i}"), f).unwrap());
+            let Ok(set) = IndexSet::new(indexes) else { return Ok(()) };
+            let docs: Vec<Document> = data
+                .into_iter()
+                .enumerate()
+                .map(|(i, data)| Document {
+                    id: format!("d{}", (i * 5) % 14),
+                    data,
+                    created_at: 0,
+                    updated_at: 0,
+                    created_by: String::new(),
+                    updated_by: ["x", "y", ""][i % 3].into(),
+                    version: versions[i],
+                })
+                .collect();
+            let mut cursor = None;
+            let mut walked = Vec::new();
+            for _ in 0..=docs.len() + 1 {
+                let paged = query.clone().after(cursor);
+                let expected = evaluate(&docs, &paged).unwrap();
+                let (got, plan) = run(&set, &docs, &paged);
+                prop_assert_eq!(&got, &expected, "{:?} {:?}", paged, plan);
+                walked.extend(got.documents);
+                match got.next {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            let whole = evaluate(&docs, &Query { limit: None, ..query.clone() }).unwrap();
+            prop_assert_eq!(walked, whole.documents);
+        }
+    }
+}
