@@ -52,12 +52,17 @@ pub struct Capabilities {
     /// The backend always knows whether a full page was the last (`next` is `None` on it).
     /// When false, a full last page may carry a `next` whose page is empty with `next = None`.
     pub knows_last_page: bool,
+    /// The backend serves queries by its declared indexes, so `explain` names the index for
+    /// a servable query. Default `false`: a backend may still answer every query by its scan
+    /// path (the answers must be the same either way; only `explain` differs).
+    pub secondary_indexes: bool,
 }
 
 impl Default for Capabilities {
     fn default() -> Self {
         Capabilities {
             knows_last_page: true,
+            secondary_indexes: false,
         }
     }
 }
@@ -66,6 +71,12 @@ impl Capabilities {
     /// Sets [`Capabilities::knows_last_page`].
     pub fn with_knows_last_page(mut self, knows: bool) -> Self {
         self.knows_last_page = knows;
+        self
+    }
+
+    /// Sets [`Capabilities::secondary_indexes`].
+    pub fn with_secondary_indexes(mut self, serves: bool) -> Self {
+        self.secondary_indexes = serves;
         self
     }
 }
@@ -141,6 +152,13 @@ macro_rules! conformance_suite {
                 nested_and_escaped_paths,
                 system_fields_filter,
                 invalid_queries_are_invalid_argument,
+            ],
+            indexes: [
+                indexed_pages_equal_the_reference,
+                every_write_keeps_indexes_exact,
+                explain_names_the_index_or_a_scan,
+                consistent_queries_see_every_write,
+                random_indexed_queries_match_the_reference_evaluator,
             ],
             isolation: [
                 sites_are_isolated,

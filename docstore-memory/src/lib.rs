@@ -745,5 +745,9 @@ mod tests {
         async fn open(&self, options: StoreOptions) -> std::sync::Arc<dyn Store> {
             std::sync::Arc::new(MemoryStore::with_options(options))
         }
+
+        fn capabilities(&self) -> conformance_tests::Capabilities {
+            conformance_tests::Capabilities::default().with_secondary_indexes(true)
+        }
     }
 }

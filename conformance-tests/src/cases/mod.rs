@@ -13,6 +13,7 @@ pub mod counters;
 pub mod crud;
 pub mod fidelity;
 pub mod filters;
+pub mod indexes;
 pub mod isolation;
 pub mod limits;
 pub mod metadata;
