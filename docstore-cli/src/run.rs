@@ -512,7 +512,7 @@ async fn run_query(
         }
         if page.exhausted_scan {
             partial = true;
-            warn_partial(collection, shape.max_scan);
+            warn_partial(collection, shape.max_scan, &query);
         }
         let stop = !shape.all || (page.exhausted_scan && !shape.allow_partial);
         match page.next {
@@ -540,17 +540,81 @@ async fn run_query(
     Ok(())
 }
 
-fn warn_partial(collection: &str, max_scan: Option<usize>) {
+fn warn_partial(collection: &str, max_scan: Option<usize>, query: &Query) {
     let budget = max_scan.map_or("its scan budget".to_owned(), |n| {
         format!("max_scan = {n} items (or 64 MiB)")
     });
+    let index = match suggested_index(collection, query) {
+        Some(index) => format!(
+            " An index would serve it exactly at any size; declare it in the config file \
+             (and build it over the existing documents):\n{index}"
+        ),
+        None => String::new(),
+    };
     eprintln!(
         "warning: partial answer: the store read only the first documents of `{collection}` \
-         by id (it stops at {budget}) and evaluated the query on those. No index serves this \
-         query (docstore has no secondary indexes yet). Exact at any size: a query in id order \
-         (no ORDER BY, or ORDER BY $id); or raise max_scan (?max_scan=N in the URL, \
-         database.dynamodb.max_scan in a config file)."
+         by id (it stops at {budget}) and evaluated the query on those, because no declared \
+         index serves this query. Also exact at any size: a query in id order (no ORDER BY, or \
+         ORDER BY $id). Or raise max_scan (?max_scan=N in the URL, database.dynamodb.max_scan \
+         in a config file).{index}"
     );
+}
+
+/// A declaration of the index that would serve `query`: its equality fields, then its
+/// order (as TOML for `[[database.indexes]]`); `None` when the query has neither.
+fn suggested_index(collection: &str, query: &Query) -> Option<String> {
+    let mut fields: Vec<docstore::Order> = Vec::new();
+    let mut push = |order: docstore::Order| {
+        if order.field != "$id" && !fields.iter().any(|f| f.field == order.field) {
+            fields.push(order);
+        }
+    };
+    let top = match &query.filter {
+        Some(Filter::And(items)) => items.iter().collect(),
+        Some(filter) => vec![filter],
+        None => Vec::new(),
+    };
+    for filter in top {
+        if let Filter::Eq(field, _) = filter {
+            push(docstore::Order::asc(field.clone()));
+        }
+    }
+    for order in &query.order {
+        push(order.clone());
+    }
+    if fields.is_empty() {
+        return None;
+    }
+    let text: Vec<String> = fields
+        .iter()
+        .map(|o| {
+            let sign = if o.descending { "-" } else { "" };
+            serde_json::to_string(&format!("{sign}{}", o.field)).expect("strings serialize")
+        })
+        .collect();
+    let mut name: String = fields
+        .iter()
+        .map(|o| o.field.as_str())
+        .collect::<Vec<_>>()
+        .join("_")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while name.contains("__") {
+        name = name.replace("__", "_");
+    }
+    name = format!("by_{}", name.trim_matches('_'));
+    name.truncate(64);
+    Some(format!(
+        "  [[database.indexes]]\n  collection = {collection:?}\n  name = {name:?}\n  fields = [{}]",
+        text.join(", ")
+    ))
 }
 
 /// Prints an import or copy summary; skipped documents make the exit code 10.
@@ -596,4 +660,28 @@ async fn create_table(config: &Config, out: &mut Out) -> Result<(), CliError> {
     };
     out.value(&json!({ "table": dynamodb.table, "status": status }))?;
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suggested_index_has_the_equalities_then_the_order() {
+        let query =
+            text_query::parse(r#"status = "open" and p > 1 order by $updated_at desc, $id"#)
+                .unwrap();
+        let text = suggested_index("tickets", &query).unwrap();
+        assert!(
+            text.contains(r#"fields = ["status", "-$updated_at"]"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"name = "by_status_updated_at""#), "{text}");
+        // The suggestion is a valid declaration.
+        let declaration: toml::Table = toml::from_str(&text.replace("\n  ", "\n")).unwrap();
+        let index = &declaration["database"]["indexes"][0];
+        let index: docstore::index::Index = index.clone().try_into().unwrap();
+        assert_eq!(index.collection, "tickets");
+        assert_eq!(suggested_index("t", &Query::new()), None);
+    }
 }

@@ -165,6 +165,10 @@ fn a_partial_answer_is_warned_about_and_has_its_own_exit_code() {
         "the library's log: {stderr}"
     );
     assert!(stderr.contains("--allow-partial"), "{stderr}");
+    assert!(
+        stderr.contains("[[database.indexes]]") && stderr.contains(r#"fields = ["-n"]"#),
+        "names the index that would serve the query: {stderr}"
+    );
 
     let out = docstore(
         &small,
