@@ -19,9 +19,10 @@ use crate::attempts::Attempts;
 use crate::backoff::Backoff;
 use crate::errors::{Failure, classify};
 use crate::history::Stored;
-use crate::item::{check_item_size, data_text, document_item, document_pk, is_document, key_of};
+use crate::item::{check_item_size, data_text, document_pk, is_document, key_of};
 use crate::send::{Expect, build_error, condition, counter_update};
 use crate::store::DynamoStore;
+use crate::writes::indexed_item;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     ConditionCheck, Delete, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure,
@@ -236,6 +237,7 @@ impl DynamoStore {
     ) -> Result<(Vec<Planned>, Vec<(String, String, i64)>)> {
         let now = self.options.clock.now();
         let limit = self.options.max_doc_bytes;
+        let registry = self.registry().await?;
         let mut site_counts: HashMap<String, u64> = HashMap::new();
         let mut counters: Vec<(String, String, i64)> = Vec::new();
         let mut planned = Vec::with_capacity(writes.len());
@@ -403,7 +405,7 @@ impl DynamoStore {
                         Some(read) if !matches!(expect, Expect::Absent) => read.next_history(w),
                         _ => vec![w.as_str().to_owned()],
                     };
-                    let item = document_item(key, &doc, &history);
+                    let item = indexed_item(&registry, key, &doc, &history).map_err(fail)?;
                     (
                         TransactWriteItem::builder()
                             .put(

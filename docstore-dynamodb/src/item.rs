@@ -218,6 +218,36 @@ pub(crate) fn check_item_size(
     Ok(())
 }
 
+/// The size DynamoDB counts for `item`: every attribute's name and value.
+pub(crate) fn item_size(item: &Item) -> usize {
+    fn value_size(value: &AttributeValue) -> usize {
+        match value {
+            AttributeValue::S(s) => s.len(),
+            AttributeValue::N(_) => NUMBER_BYTES,
+            AttributeValue::B(b) => b.as_ref().len(),
+            AttributeValue::L(list) => 3 + list.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+            _ => NUMBER_BYTES,
+        }
+    }
+    item.iter()
+        .map(|(name, value)| name.len() + value_size(value))
+        .sum()
+}
+
+/// Refuses an item (with its index keys) above DynamoDB's item limit, before anything is
+/// sent.
+pub(crate) fn check_full_item(item: &Item) -> Result<()> {
+    let size = item_size(item);
+    if size > ITEM_LIMIT {
+        return Err(Error::invalid(format!(
+            "the DynamoDB item would be about {size} bytes with its index keys, above the \
+             {ITEM_LIMIT}-byte item limit: store less data in this collection or declare \
+             fewer indexes on long values"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

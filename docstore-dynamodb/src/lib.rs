@@ -145,6 +145,9 @@ mod counters;
 mod errors;
 mod explain;
 mod history;
+mod index;
+mod index_admin;
+mod index_reads;
 mod item;
 mod reads;
 mod recount;
@@ -153,5 +156,7 @@ mod send;
 mod store;
 mod writes;
 
+pub use index::{IndexState, MAX_SLOTS, TableIndex};
+pub use index_admin::BuildProgress;
 pub use item::MAX_DOC_BYTES_LIMIT;
 pub use store::DynamoStore;

@@ -37,6 +37,14 @@ impl DynamoStore {
         collection: &str,
         query: &CompiledQuery,
     ) -> Result<Page> {
+        if !query.consistent() {
+            let registry = self.registry().await?;
+            if let Some(plan) = docstore::index::plan(&registry.built, collection, query)
+                && let Some(index) = registry.named(collection, &plan.index)
+            {
+                return self.query_by_index(site, index, &plan, query).await;
+            }
+        }
         let pk = document_pk(site, collection);
         match query.id_order() {
             Some(descending) => self.query_in_id_order(&pk, query, descending).await,

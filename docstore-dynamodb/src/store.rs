@@ -2,6 +2,7 @@
 //! hands each call to the module doing it.
 
 use crate::errors::map_sdk_error;
+use crate::index::{IndexState, gsi_pk, gsi_sk};
 use crate::item::{MAX_DOC_BYTES_LIMIT, PK, SK};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -18,6 +19,7 @@ use docstore::{
     Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store,
     StoreOptions,
 };
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The DynamoDB backend: one table in the layout of seed 001. See the [crate docs](crate).
@@ -29,6 +31,8 @@ pub struct DynamoStore {
     pub(crate) counters: CounterMode,
     pub(crate) trust_request_tokens: bool,
     pub(crate) options: StoreOptions,
+    /// The table's index records as last read (see [`crate::index`]).
+    pub(crate) registry: Arc<Mutex<Option<Arc<crate::index::Registry>>>>,
 }
 
 /// The SDK's retries as this backend sets them in [`DynamoStore::connect`]: the standard
@@ -104,17 +108,22 @@ impl DynamoStore {
             counters: config.counters,
             trust_request_tokens: config.trust_request_tokens,
             options,
+            registry: Arc::default(),
         })
     }
 
-    /// Creates the table (string `pk` hash key, string `sk` range key, on-demand billing) and
-    /// waits until it is active; a table that already exists is left as it is. Meant for
-    /// development and tests: production tables belong to infrastructure code.
+    /// Creates the table (string `pk` hash key, string `sk` range key, on-demand billing) with
+    /// one GSI per declared index of the store's options (see [`crate::index`]: the index of a
+    /// collection's `n`-th declaration is slot `n`), records those indexes as built, and waits
+    /// until the table is active. A table that already exists is left as it is: add indexes
+    /// to it with [`add_index`](Self::add_index) and [`build_index`](Self::build_index)
+    /// (`docstore index add|build`). Meant for development and tests: production tables belong
+    /// to infrastructure code.
     pub async fn create_table(&self) -> Result<()> {
-        let attribute = |name: &str| {
+        let attribute = |name: &str, kind: ScalarAttributeType| {
             AttributeDefinition::builder()
                 .attribute_name(name)
-                .attribute_type(ScalarAttributeType::S)
+                .attribute_type(kind)
                 .build()
                 .expect("name and type are set")
         };
@@ -125,23 +134,42 @@ impl DynamoStore {
                 .build()
                 .expect("name and type are set")
         };
-        let created = self
+        let slots = crate::index_admin::declared_slots(&self.options.indexes);
+        let mut request = self
             .client
             .create_table()
             .table_name(&self.table)
-            .attribute_definitions(attribute(PK))
-            .attribute_definitions(attribute(SK))
+            .attribute_definitions(attribute(PK, ScalarAttributeType::S))
+            .attribute_definitions(attribute(SK, ScalarAttributeType::S))
             .key_schema(key(PK, KeyType::Hash))
             .key_schema(key(SK, KeyType::Range))
-            .billing_mode(BillingMode::PayPerRequest)
-            .send()
-            .await;
-        if let Err(err) = created
-            && err.code() != Some("ResourceInUseException")
-        {
-            return Err(self.error("CreateTable", err));
+            .billing_mode(BillingMode::PayPerRequest);
+        let used: std::collections::BTreeSet<usize> = slots.iter().map(|(_, slot)| *slot).collect();
+        for slot in &used {
+            request = request
+                .attribute_definitions(attribute(&gsi_pk(*slot), ScalarAttributeType::S))
+                .attribute_definitions(attribute(&gsi_sk(*slot), ScalarAttributeType::B))
+                .global_secondary_indexes(crate::index_admin::gsi(*slot));
         }
-        for _ in 0..600 {
+        let created = request.send().await;
+        let fresh = match created {
+            Ok(_) => true,
+            Err(err) if err.code() == Some("ResourceInUseException") => false,
+            Err(err) => return Err(self.error("CreateTable", err)),
+        };
+        self.wait_until_active(None).await?;
+        if fresh {
+            let now = self.options.clock.now();
+            for (index, slot) in slots {
+                self.register(index, slot, IndexState::Built, now).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until the table, and the GSI `index` when given, are active.
+    pub(crate) async fn wait_until_active(&self, index: Option<&str>) -> Result<()> {
+        for _ in 0..3_000 {
             let described = self
                 .client
                 .describe_table()
@@ -149,14 +177,30 @@ impl DynamoStore {
                 .send()
                 .await
                 .map_err(|e| self.error("DescribeTable", e))?;
-            let status = described.table().and_then(|t| t.table_status());
-            if status == Some(&TableStatus::Active) {
+            let table = described.table();
+            let table_active = table.and_then(|t| t.table_status()) == Some(&TableStatus::Active);
+            let index_active = index.is_none_or(|name| {
+                table
+                    .map(|t| t.global_secondary_indexes())
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|g| {
+                        g.index_name() == Some(name)
+                            && g.index_status()
+                                == Some(&aws_sdk_dynamodb::types::IndexStatus::Active)
+                    })
+            });
+            if table_active && index_active {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Err(Error::Unavailable {
-            message: format!("DynamoDB table `{}` did not become active", self.table),
+            message: format!(
+                "DynamoDB table `{}`{} did not become active",
+                self.table,
+                index.map(|i| format!(" (index {i})")).unwrap_or_default()
+            ),
             source: None,
         })
     }

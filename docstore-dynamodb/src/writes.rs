@@ -11,7 +11,8 @@
 
 use crate::backoff::Backoff;
 use crate::history::Stored;
-use crate::item::{check_item_size, data_text, document_item};
+use crate::index::Registry;
+use crate::item::{check_full_item, check_item_size, data_text, document_item};
 use crate::send::{Action, Expect, Sent};
 use crate::store::DynamoStore;
 use docstore::clock::next_updated_at;
@@ -88,7 +89,8 @@ impl DynamoStore {
             return Err(self.quota_error());
         }
         let w = WriteId::random();
-        let action = Action::Put(document_item(key, doc, &[w.as_str().to_owned()]));
+        let registry = self.registry().await?;
+        let action = Action::Put(indexed_item(&registry, key, doc, &[w.as_str().to_owned()])?);
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
             match self.send_write(key, &action, Expect::Absent, 1, &w).await? {
@@ -171,7 +173,8 @@ impl DynamoStore {
                 }
             };
             check_item_size(key, text.len(), doc.created_by.len(), actor.len())?;
-            let action = Action::Put(document_item(key, &doc, &history));
+            let registry = self.registry().await?;
+            let action = Action::Put(indexed_item(&registry, key, &doc, &history)?);
             let expect = match &current {
                 None => Expect::Absent,
                 Some(read) => Expect::Revision(read),
@@ -234,7 +237,8 @@ impl DynamoStore {
             };
             seen = read.doc.version;
             let w = WriteId::random();
-            let (doc, action) = self.patched(key, &read, patch, actor, &w)?;
+            let registry = self.registry().await?;
+            let (doc, action) = self.patched(&registry, key, &read, patch, actor, &w)?;
             match self
                 .send_write(key, &action, Expect::Revision(&read), 0, &w)
                 .await?
@@ -285,7 +289,8 @@ impl DynamoStore {
             });
         }
         let w = WriteId::random();
-        let (doc, action) = self.patched(key, &read, patch, actor, &w)?;
+        let registry = self.registry().await?;
+        let (doc, action) = self.patched(&registry, key, &read, patch, actor, &w)?;
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
             match self
@@ -408,6 +413,7 @@ impl DynamoStore {
     /// `read` with `patch` merged as the next revision by `actor` with write identity `w`.
     fn patched(
         &self,
+        registry: &Registry,
         key: &Key,
         read: &Stored,
         patch: &Data,
@@ -433,7 +439,7 @@ impl DynamoStore {
             updated_by: actor.to_owned(),
             version: current.version + 1,
         };
-        let item = document_item(key, &doc, &read.next_history(w));
+        let item = indexed_item(registry, key, &doc, &read.next_history(w))?;
         Ok((doc, Action::Put(item)))
     }
 
@@ -468,6 +474,20 @@ impl DynamoStore {
             _ => Err(may_have_been_applied(err)),
         }
     }
+}
+
+/// The item of `doc` with its history and the keys of every index of its collection,
+/// refused when it would not fit.
+pub(crate) fn indexed_item(
+    registry: &Registry,
+    key: &Key,
+    doc: &Document,
+    history: &[String],
+) -> Result<crate::item::Item> {
+    let mut item = document_item(key, doc, history);
+    crate::index::add_index_keys(registry, key, doc, &mut item);
+    check_full_item(&item)?;
+    Ok(item)
 }
 
 /// `Unavailable` that says the write may have been applied.

@@ -1,0 +1,331 @@
+//! Adding, building, listing and dropping declared indexes on a table (`docstore index
+//! add|build|list|drop`), and the GSIs `create_table` makes. See [`crate::index`].
+
+use crate::index::{
+    IndexState, MAX_SLOTS, REFRESH, REGISTRY_PK, TableIndex, gsi_name, gsi_pk, gsi_sk, partition,
+    stored_key,
+};
+use crate::item::{Item, PK, SK, VERSION, is_document, num, parse_document, string, text};
+use crate::store::DynamoStore;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, CreateGlobalSecondaryIndexAction,
+    DeleteGlobalSecondaryIndexAction, GlobalSecondaryIndex, GlobalSecondaryIndexUpdate,
+    KeySchemaElement, KeyType, Projection, ProjectionType, ScalarAttributeType,
+};
+use docstore::index::{Index, IndexSet};
+use docstore::{Error, Result};
+use std::collections::HashMap;
+
+/// What one page of a build did, for progress reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BuildProgress {
+    /// Items of the table read so far (all collections and sites).
+    pub scanned: u64,
+    /// Documents of the index's collection that were given their key so far.
+    pub updated: u64,
+}
+
+/// The slot of every declared index: its position among its collection's declarations.
+pub(crate) fn declared_slots(indexes: &IndexSet) -> Vec<(Index, usize)> {
+    let mut per_collection: HashMap<String, usize> = HashMap::new();
+    indexes
+        .declarations()
+        .into_iter()
+        .map(|index| {
+            let slot = per_collection.entry(index.collection.clone()).or_default();
+            *slot += 1;
+            let slot = *slot;
+            (index, slot)
+        })
+        .collect()
+}
+
+/// The GSI of `slot`: `gNpk` hash, `gNsk` range, every attribute projected.
+pub(crate) fn gsi(slot: usize) -> GlobalSecondaryIndex {
+    GlobalSecondaryIndex::builder()
+        .index_name(gsi_name(slot))
+        .key_schema(key_element(&gsi_pk(slot), KeyType::Hash))
+        .key_schema(key_element(&gsi_sk(slot), KeyType::Range))
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .expect("name, keys and projection are set")
+}
+
+fn key_element(name: &str, key_type: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+        .expect("name and type are set")
+}
+
+fn attribute(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(kind)
+        .build()
+        .expect("name and type are set")
+}
+
+impl DynamoStore {
+    /// The indexes the table holds, with their slots and states.
+    pub async fn list_indexes(&self) -> Result<Vec<TableIndex>> {
+        self.forget_registry();
+        Ok(self.registry().await?.indexes.clone())
+    }
+
+    pub(crate) async fn register(
+        &self,
+        index: Index,
+        slot: usize,
+        state: IndexState,
+        added_at: i64,
+    ) -> Result<TableIndex> {
+        let compiled = IndexSet::new([index.clone()])?
+            .iter()
+            .next()
+            .cloned()
+            .expect("one index");
+        let record = TableIndex {
+            index,
+            slot,
+            state,
+            added_at,
+            resume: None,
+            compiled,
+        };
+        self.put_record(&record).await?;
+        Ok(record)
+    }
+
+    /// Adds `index` to an existing table: picks a GSI slot no other index of its collection
+    /// uses, creates that GSI when the table lacks it (and waits until it is active), and
+    /// records the index as `building`. From then on every store maintains it on every write
+    /// (they re-read the records within a few seconds); [`build_index`](Self::build_index)
+    /// gives the documents written before their keys, and then queries use it. Adding an
+    /// index the table holds with the same fields does nothing; with other fields it is an
+    /// error naming it.
+    pub async fn add_index(&self, index: &Index) -> Result<TableIndex> {
+        IndexSet::new([index.clone()])?;
+        self.forget_registry();
+        let registry = self.registry().await?;
+        if let Some(held) = registry.named(&index.collection, &index.name) {
+            if held.index.fields != index.fields {
+                return Err(Error::invalid(format!(
+                    "the table already holds index `{}` of collection `{}` with other fields",
+                    index.name, index.collection
+                )));
+            }
+            return Ok(held.clone());
+        }
+        let taken: Vec<usize> = registry
+            .for_collection(&index.collection)
+            .map(|i| i.slot)
+            .collect();
+        let slot = (1..=MAX_SLOTS)
+            .find(|slot| !taken.contains(slot))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "collection `{}` already has {MAX_SLOTS} indexes, DynamoDB's limit of GSIs",
+                    index.collection
+                ))
+            })?;
+        let described = self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(|e| self.error("DescribeTable", e))?;
+        let exists = described
+            .table()
+            .map(|t| t.global_secondary_indexes())
+            .unwrap_or_default()
+            .iter()
+            .any(|g| g.index_name() == Some(gsi_name(slot).as_str()));
+        if !exists {
+            let create = CreateGlobalSecondaryIndexAction::builder()
+                .index_name(gsi_name(slot))
+                .key_schema(key_element(&gsi_pk(slot), KeyType::Hash))
+                .key_schema(key_element(&gsi_sk(slot), KeyType::Range))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::All)
+                        .build(),
+                )
+                .build()
+                .map_err(crate::send::build_error)?;
+            self.client
+                .update_table()
+                .table_name(&self.table)
+                .attribute_definitions(attribute(&gsi_pk(slot), ScalarAttributeType::S))
+                .attribute_definitions(attribute(&gsi_sk(slot), ScalarAttributeType::B))
+                .global_secondary_index_updates(
+                    GlobalSecondaryIndexUpdate::builder().create(create).build(),
+                )
+                .send()
+                .await
+                .map_err(|e| self.error("UpdateTable", e))?;
+        }
+        self.wait_until_active(Some(&gsi_name(slot))).await?;
+        // Wall time, not the store's clock: builds in other processes wait from it.
+        let now = docstore::Clock::now(&docstore::SystemClock);
+        self.register(index.clone(), slot, IndexState::Building, now)
+            .await
+    }
+
+    /// Gives every document of the index's collection (in every site) written before the
+    /// index was added its key, then records the index as `built`. Resumable: each page's
+    /// position is recorded, and a build started again goes on from there. Safe while
+    /// applications write: it starts [`REFRESH`] × 2 after the index was added (every store
+    /// maintains it by then), and a document changed since the page was read is left to its
+    /// writer (the update is conditioned on its version). `progress` is called after each page.
+    pub async fn build_index(
+        &self,
+        collection: &str,
+        name: &str,
+        mut progress: impl FnMut(BuildProgress),
+    ) -> Result<TableIndex> {
+        self.forget_registry();
+        let registry = self.registry().await?;
+        let Some(record) = registry.named(collection, name).cloned() else {
+            return Err(Error::invalid(format!(
+                "the table holds no index `{name}` of collection `{collection}`; add it first"
+            )));
+        };
+        if record.state == IndexState::Built {
+            return Ok(record);
+        }
+        let ready_at = record.added_at + 2 * REFRESH.as_nanos() as i64;
+        let now = docstore::Clock::now(&docstore::SystemClock);
+        if ready_at > now {
+            tokio::time::sleep(std::time::Duration::from_nanos((ready_at - now) as u64)).await;
+        }
+        let suffix = format!("#{collection}");
+        let mut start: Option<Item> = record
+            .resume
+            .as_deref()
+            .and_then(|r| serde_json::from_str::<HashMap<String, String>>(r).ok())
+            .map(|key| key.into_iter().map(|(k, v)| (k, text(v))).collect());
+        let mut done = BuildProgress::default();
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .set_exclusive_start_key(start.clone())
+                .send()
+                .await
+                .map_err(|e| self.error("Scan", e))?;
+            done.scanned += u64::try_from(page.scanned_count()).unwrap_or(0);
+            for item in page.items() {
+                let Ok(pk) = string(item, PK) else { continue };
+                let Some(site) = pk.strip_suffix(&suffix) else {
+                    continue;
+                };
+                if site.starts_with("__") || site.contains('#') || !is_document(item) {
+                    continue;
+                }
+                let doc = parse_document(item)?;
+                let key = record.compiled.key(&doc);
+                let wanted_pk = partition(site, &record.index);
+                let wanted_sk = stored_key(&key).to_vec();
+                let has = matches!(item.get(&gsi_pk(record.slot)), Some(AttributeValue::S(p)) if *p == wanted_pk)
+                    && matches!(item.get(&gsi_sk(record.slot)), Some(AttributeValue::B(b)) if b.as_ref() == wanted_sk.as_slice());
+                if has {
+                    continue;
+                }
+                let result = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .key(PK, text(pk))
+                    .key(SK, text(string(item, SK)?))
+                    .update_expression("SET #gp = :gp, #gs = :gs")
+                    .condition_expression("#v = :v")
+                    .expression_attribute_names("#gp", gsi_pk(record.slot))
+                    .expression_attribute_names("#gs", gsi_sk(record.slot))
+                    .expression_attribute_names("#v", VERSION)
+                    .expression_attribute_values(":gp", text(wanted_pk))
+                    .expression_attribute_values(":gs", AttributeValue::B(Blob::new(wanted_sk)))
+                    .expression_attribute_values(":v", num(doc.version))
+                    .send()
+                    .await;
+                match result {
+                    Ok(_) => done.updated += 1,
+                    // Written or deleted since the page was read: its writer set the key.
+                    Err(err)
+                        if err
+                            .as_service_error()
+                            .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                    Err(err) => return Err(self.error("UpdateItem", err)),
+                }
+            }
+            progress(done);
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => {
+                    let position: HashMap<String, String> = key
+                        .iter()
+                        .filter_map(|(k, v)| v.as_s().ok().map(|s| (k.clone(), s.clone())))
+                        .collect();
+                    let mut resumed = record.clone();
+                    resumed.resume =
+                        Some(serde_json::to_string(&position).expect("strings serialize"));
+                    self.put_record(&resumed).await?;
+                    start = Some(key);
+                }
+                _ => break,
+            }
+        }
+        let mut built = record;
+        built.state = IndexState::Built;
+        built.resume = None;
+        self.put_record(&built).await?;
+        Ok(built)
+    }
+
+    /// Drops an index: forgets its record (queries stop using it at once in this store,
+    /// within a few seconds in others) and deletes its GSI when no other index uses the slot.
+    /// Items keep the stale key attributes until they are next written; they cost storage
+    /// only. Dropping an index the table does not hold does nothing.
+    pub async fn drop_index(&self, collection: &str, name: &str) -> Result<()> {
+        self.forget_registry();
+        let registry = self.registry().await?;
+        let Some(record) = registry.named(collection, name).cloned() else {
+            return Ok(());
+        };
+        self.delete_record(&record.index).await?;
+        let shared = registry
+            .indexes
+            .iter()
+            .any(|i| i.slot == record.slot && i.index != record.index);
+        if !shared {
+            self.client
+                .update_table()
+                .table_name(&self.table)
+                .global_secondary_index_updates(
+                    GlobalSecondaryIndexUpdate::builder()
+                        .delete(
+                            DeleteGlobalSecondaryIndexAction::builder()
+                                .index_name(gsi_name(record.slot))
+                                .build()
+                                .map_err(crate::send::build_error)?,
+                        )
+                        .build(),
+                )
+                .send()
+                .await
+                .map_err(|e| self.error("UpdateTable", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The registry partition is skipped by document scans: its `pk` starts with `__`.
+const _: () = assert!(REGISTRY_PK.as_bytes()[0] == b'_');
