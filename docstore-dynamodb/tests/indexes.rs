@@ -1,0 +1,354 @@
+//! Declared indexes on DynamoDB: served from GSIs beyond `max_scan`, exact with index keys
+//! past DynamoDB's 1 024-byte sort key limit, added and built on a table that already holds
+//! documents while writes go on, never used by `consistent: true`, and refused when a
+//! declaration contradicts the table. Run on both emulators.
+
+mod support;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use docstore::index::{Index, IndexSet};
+use docstore::query::{Filter, Query};
+use docstore::{Document, Error, Key, Store, StoreOptions};
+use docstore_dynamodb::{DynamoStore, IndexState};
+use serde_json::{Value, json};
+use support::{Emulator, fresh_table, obj, site, store_on};
+
+fn with_indexes(indexes: Vec<Index>) -> StoreOptions {
+    StoreOptions::default().with_indexes(IndexSet::new(indexes).unwrap())
+}
+
+/// Every document of the collection, read one by one (the reference's input).
+async fn all_docs(store: &DynamoStore, site: &str, ids: &[String]) -> Vec<Document> {
+    let mut docs = Vec::new();
+    for id in ids {
+        if let Some(doc) = store.get(&Key::new(site, "c", id).unwrap()).await.unwrap() {
+            docs.push(doc);
+        }
+    }
+    docs
+}
+
+/// Walks every page of `query` and checks it against the reference evaluator page by page.
+async fn assert_exact(store: &DynamoStore, site: &str, docs: &[Document], query: Query) {
+    let mut cursor = None;
+    for _ in 0..1_000 {
+        let mut page_query = query.clone();
+        page_query.cursor = cursor.clone();
+        let got = store.query(site, "c", &page_query).await.unwrap();
+        let expected = docstore::query::evaluate(docs.iter(), &page_query).unwrap();
+        assert!(!got.exhausted_scan, "{query:?}");
+        let ids = |docs: &[Document]| docs.iter().map(|d| d.id.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            ids(&got.documents),
+            ids(&expected.documents),
+            "{page_query:?}"
+        );
+        match got.next {
+            None => return,
+            Some(next) => cursor = Some(next),
+        }
+    }
+    panic!("the walk did not end");
+}
+
+async fn served_beyond_max_scan(emulator: Emulator) {
+    let table = fresh_table("idx");
+    let options = with_indexes(vec![
+        Index::parse("c", "by_n", ["-n"]).unwrap(),
+        Index::parse("c", "open_by_priority", ["status", "priority"]).unwrap(),
+    ]);
+    // max_scan 5: without the index these queries would stop early.
+    let store = store_on(emulator.client(), &table, 5, options);
+    store.create_table().await.unwrap();
+    let site = site("idx");
+    let mut ids = Vec::new();
+    for n in 0..60 {
+        let id = format!("d{n:02}");
+        let status = if n % 3 == 0 { "open" } else { "closed" };
+        let data = obj(json!({"n": n, "status": status, "priority": n % 7}));
+        store
+            .create(&Key::new(&site, "c", &id).unwrap(), data, "")
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    let top = Query::new().order_by_desc("n").limit(5);
+    let explain = store.explain(&site, "c", &top).await.unwrap();
+    assert_eq!(explain.index.as_deref(), Some("by_n"), "{explain}");
+    assert!(
+        !explain.strongly_consistent,
+        "a GSI is eventually consistent"
+    );
+    assert_eq!(explain.read_limit, None, "{explain}");
+    let page = store.query(&site, "c", &top).await.unwrap();
+    let ns: Vec<Value> = page.documents.iter().map(|d| d.data["n"].clone()).collect();
+    let expected: Vec<Value> = (55..60).rev().map(|n| json!(n)).collect();
+    assert_eq!(ns, expected, "the true top 5, past max_scan");
+    assert!(!page.exhausted_scan);
+
+    let docs = all_docs(&store, &site, &ids).await;
+    assert_exact(
+        &store,
+        &site,
+        &docs,
+        Query::new().order_by_desc("n").limit(7),
+    )
+    .await;
+    assert_exact(
+        &store,
+        &site,
+        &docs,
+        Query::new()
+            .filter(Filter::eq("status", "open").and(Filter::gte("priority", 3)))
+            .order_by("priority")
+            .limit(3),
+    )
+    .await;
+    assert_exact(
+        &store,
+        &site,
+        &docs,
+        Query::new()
+            .filter(Filter::eq("status", "open"))
+            .order_by_desc("priority")
+            .limit(4),
+    )
+    .await;
+
+    // consistent: true never reads a GSI: it takes the bounded scan.
+    let consistent = Query::new().order_by_desc("n").limit(5).consistent(true);
+    let explain = store.explain(&site, "c", &consistent).await.unwrap();
+    assert_eq!(explain.index, None, "{explain}");
+    assert!(explain.strongly_consistent);
+    assert!(
+        store
+            .query(&site, "c", &consistent)
+            .await
+            .unwrap()
+            .exhausted_scan
+    );
+
+    // The item: the seed's attributes, the history, and the index keys.
+    let item = emulator
+        .client()
+        .get_item()
+        .table_name(&table)
+        .key("pk", AttributeValue::S(format!("{site}#c")))
+        .key("sk", AttributeValue::S("d03".into()))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    let mut names: Vec<&str> = item.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "created_at",
+            "created_by",
+            "data",
+            "g1pk",
+            "g1sk",
+            "g2pk",
+            "g2sk",
+            "pk",
+            "sk",
+            "updated_at",
+            "updated_by",
+            "version",
+            "w"
+        ]
+    );
+    assert_eq!(item["g1pk"], AttributeValue::S(format!("{site}#c#by_n")));
+}
+
+/// Values whose index keys are longer than a GSI sort key may be (1 024 bytes): long strings
+/// sharing a 1 500-byte prefix and big arrays. Every answer stays the reference's.
+async fn keys_past_the_sort_key_limit(emulator: Emulator) {
+    let table = fresh_table("idx");
+    let options = with_indexes(vec![
+        Index::parse("c", "by_s", ["s"]).unwrap(),
+        Index::parse("c", "by_a", ["-a", "k"]).unwrap(),
+    ]);
+    let store = store_on(emulator.client(), &table, 10_000, options);
+    store.create_table().await.unwrap();
+    let site = site("long");
+    let prefix = "p".repeat(1_500);
+    let mut ids = Vec::new();
+    for n in 0..40u32 {
+        let id = format!("d{n:02}");
+        // Suffixes in an order unrelated to the ids; some values equal.
+        let suffix = ((n * 7919) % 13).to_string();
+        let array: Vec<u32> = (0..300).map(|i| if i == 299 { n % 5 } else { i }).collect();
+        let data = obj(json!({"s": format!("{prefix}{suffix}"), "a": array, "k": n % 4}));
+        store
+            .create(&Key::new(&site, "c", &id).unwrap(), data, "")
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    let docs = all_docs(&store, &site, &ids).await;
+    for query in [
+        Query::new().order_by("s").limit(6),
+        Query::new().order_by_desc("s").limit(5),
+        Query::new()
+            .filter(Filter::gte("s", format!("{prefix}5")))
+            .order_by("s")
+            .limit(4),
+        Query::new()
+            .filter(Filter::eq("s", format!("{prefix}3")))
+            .limit(2),
+        Query::new()
+            .filter(Filter::prefix("s", format!("{prefix}1")))
+            .order_by("s"),
+        Query::new().order_by_desc("a").order_by("k").limit(7),
+    ] {
+        let explain = store.explain(&site, "c", &query).await.unwrap();
+        assert!(
+            explain.index.is_some(),
+            "served by an index: {query:?} {explain}"
+        );
+        assert_exact(&store, &site, &docs, query).await;
+    }
+}
+
+/// An index added to a table that already holds documents, built while another store keeps
+/// writing: unused until built, then exact, including the documents written before and
+/// during the build.
+async fn added_and_built_while_writing(emulator: Emulator) {
+    let table = fresh_table("idx");
+    let site = site("build");
+    let plain = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
+    plain.create_table().await.unwrap();
+    let mut ids = Vec::new();
+    for n in 0..30 {
+        let id = format!("d{n:02}");
+        plain
+            .create(
+                &Key::new(&site, "c", &id).unwrap(),
+                obj(json!({"n": n})),
+                "",
+            )
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    let index = Index::parse("c", "by_n", ["-n"]).unwrap();
+    let indexed = store_on(
+        emulator.client(),
+        &table,
+        10_000,
+        with_indexes(vec![index.clone()]),
+    );
+    let top = Query::new().order_by_desc("n").limit(3);
+    assert_eq!(
+        indexed.explain(&site, "c", &top).await.unwrap().index,
+        None,
+        "not on the table yet"
+    );
+    let added = indexed.add_index(&index).await.unwrap();
+    assert_eq!((added.slot, added.state), (1, IndexState::Building));
+    assert_eq!(
+        indexed.explain(&site, "c", &top).await.unwrap().index,
+        None,
+        "not built yet"
+    );
+    // Writes go on during the build, through a store that knows the index.
+    let writer = {
+        let store = indexed.clone();
+        let site = site.clone();
+        tokio::spawn(async move {
+            for n in 30..45 {
+                let key = Key::new(&site, "c", format!("d{n:02}")).unwrap();
+                store.create(&key, obj(json!({"n": n})), "").await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            store
+                .update(
+                    &Key::new(&site, "c", "d00").unwrap(),
+                    &obj(json!({"n": 100})),
+                    "",
+                )
+                .await
+                .unwrap();
+        })
+    };
+    let mut reports = Vec::new();
+    let built = indexed
+        .build_index("c", "by_n", |progress| reports.push(progress))
+        .await
+        .unwrap();
+    writer.await.unwrap();
+    assert_eq!(built.state, IndexState::Built);
+    assert!(!reports.is_empty(), "progress was reported");
+    // The 30 documents written before the index, less d00 when the writer's update reached it
+    // first (its writer set the key).
+    let updated = reports.last().unwrap().updated;
+    assert!((29..=30).contains(&updated), "{reports:?}");
+    let listed = indexed.list_indexes().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].state, IndexState::Built);
+    ids.extend((30..45).map(|n| format!("d{n:02}")));
+    let docs = all_docs(&indexed, &site, &ids).await;
+    let explain = indexed.explain(&site, "c", &top).await.unwrap();
+    assert_eq!(explain.index.as_deref(), Some("by_n"), "{explain}");
+    let page = indexed.query(&site, "c", &top).await.unwrap();
+    let ns: Vec<Value> = page.documents.iter().map(|d| d.data["n"].clone()).collect();
+    assert_eq!(ns, vec![json!(100), json!(44), json!(43)]);
+    assert_exact(
+        &indexed,
+        &site,
+        &docs,
+        Query::new().order_by_desc("n").limit(8),
+    )
+    .await;
+
+    // A declaration that contradicts the table is refused, naming the index.
+    let contradicting = store_on(
+        emulator.client(),
+        &table,
+        10_000,
+        with_indexes(vec![Index::parse("c", "by_n", ["n"]).unwrap()]),
+    );
+    let err = contradicting
+        .query(&site, "c", &Query::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("by_n")),
+        "{err}"
+    );
+
+    // Dropped: no longer used.
+    indexed.drop_index("c", "by_n").await.unwrap();
+    assert!(indexed.list_indexes().await.unwrap().is_empty());
+    assert_eq!(indexed.explain(&site, "c", &top).await.unwrap().index, None);
+}
+
+macro_rules! on_both_emulators {
+    ($($case:ident),* $(,)?) => {
+        mod dynoxide {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(super::Emulator::Dynoxide).await;
+                }
+            )*
+        }
+        mod moto {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(super::Emulator::Moto).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_emulators!(
+    served_beyond_max_scan,
+    keys_past_the_sort_key_limit,
+    added_and_built_while_writing,
+);
