@@ -224,9 +224,59 @@ pub enum Command {
         #[arg(long)]
         repair: bool,
     },
-    /// Create the DynamoDB table the store names (on-demand billing); prints whether it was
-    /// created or already existed.
+    /// Create the DynamoDB table the store names (on-demand billing), with a GSI for every
+    /// index declared in --config; prints whether it was created or already existed.
     CreateTable,
+    /// How the store would run a query: the index serving it (or a scan), the key range,
+    /// about how many documents it reads, and whether the answer is strongly consistent.
+    Explain {
+        /// The collection.
+        collection: String,
+        /// The query: text (`status = "open" order by priority desc limit 20`) or a JSON
+        /// Query; everything when absent.
+        query: Option<String>,
+    },
+    /// The indexes a DynamoDB table holds: list them, add one, build it over the documents
+    /// written before it (resumable, with progress, while applications keep writing), drop
+    /// one. SQLite and memory stores build the indexes declared in --config when they open.
+    Index {
+        /// What to do.
+        #[command(subcommand)]
+        action: IndexAction,
+    },
+}
+
+/// `docstore index ...`.
+#[derive(Debug, Subcommand)]
+pub enum IndexAction {
+    /// Print the indexes the store holds (DynamoDB: from the table, with slot and state;
+    /// SQLite and memory: the declared ones), one JSON object each.
+    List,
+    /// Add an index to the DynamoDB table (creates its GSI); queries use it once built.
+    Add {
+        /// The collection it is declared for (in every site).
+        collection: String,
+        /// The index name.
+        name: String,
+        /// Its fields, most significant first, `-` for descending (`status -$updated_at`);
+        /// when none are given, the declaration of that name in --config.
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        fields: Vec<String>,
+    },
+    /// Give the documents written before the index was added their keys, then mark it built.
+    Build {
+        /// The collection.
+        collection: String,
+        /// The index name.
+        name: String,
+    },
+    /// Drop an index from the DynamoDB table (and its GSI when nothing else uses it).
+    Drop {
+        /// The collection.
+        collection: String,
+        /// The index name.
+        name: String,
+    },
 }
 
 impl Command {

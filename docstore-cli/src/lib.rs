@@ -1,14 +1,16 @@
 //! # docstore-cli
 //!
 //! The `docstore` command: every [`Store`](docstore::Store) call from a shell, plus `export`,
-//! `import` and `copy` between stores, `fsck` for the collection counters, and `create-table`
-//! for DynamoDB. Run `docstore --help`.
+//! `import` and `copy` between stores, `fsck` for the collection counters, `explain` for
+//! query plans, and `create-table` and `index list|add|build|drop` for DynamoDB. Run
+//! `docstore --help`.
 //!
 //! The library part holds the text query language ([`text_query`]) so that applications can
 //! accept the same short queries their developers type.
 
 pub mod args;
 mod exit;
+mod indexes;
 mod json;
 mod output;
 mod record;

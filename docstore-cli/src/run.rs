@@ -27,6 +27,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::CreateTable = cli.command {
         return create_table(&config, &mut Out::new(cli.time)).await;
     }
+    if let Command::Index { action } = &cli.command {
+        let mut out = Out::new(cli.time);
+        crate::indexes::run(action, &config, &mut out).await?;
+        return out.flush();
+    }
     if !cli.command.creates_database() {
         refuse_missing_sqlite(&config)?;
     }
@@ -265,7 +270,21 @@ async fn execute(
                 ));
             }
         }
-        Command::CreateTable => unreachable!("handled before opening the store"),
+        Command::Explain { collection, query } => {
+            let query = parse_query(query.as_deref())?;
+            let plan = store.explain(site, &collection, &query).await?;
+            eprintln!("{plan}");
+            out.value(&json!({
+                "index": plan.index,
+                "key_range": plan.key_range,
+                "estimated_reads": plan.estimated_reads,
+                "read_limit": plan.read_limit,
+                "strongly_consistent": plan.strongly_consistent,
+            }))?;
+        }
+        Command::CreateTable | Command::Index { .. } => {
+            unreachable!("handled before opening the store")
+        }
     }
     Ok(())
 }

@@ -1,0 +1,120 @@
+//! `docstore index list|add|build|drop`: the indexes a DynamoDB table holds. SQLite and memory
+//! stores build the indexes declared in `--config` when they open, so for them `list` shows
+//! the declarations and the other actions explain that.
+
+use crate::args::IndexAction;
+use crate::exit::CliError;
+use crate::output::Out;
+use docstore::config::{Backend, Config};
+use docstore::index::Index;
+use docstore_dynamodb::{DynamoStore, IndexState, TableIndex};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+use std::io::IsTerminal;
+
+/// Runs one index action against the store `config` names.
+pub async fn run(action: &IndexAction, config: &Config, out: &mut Out) -> Result<(), CliError> {
+    let database = &config.database;
+    let dynamodb = match (database.backend, &database.dynamodb) {
+        (Backend::Dynamodb, Some(dynamodb)) => dynamodb,
+        _ => {
+            if let IndexAction::List = action {
+                for index in database.indexes.declarations() {
+                    out.value(&declared(&index))?;
+                }
+                return Ok(());
+            }
+            return Err(CliError::invalid(
+                "index add|build|drop manage a DynamoDB table's indexes; SQLite and memory \
+                 stores build the indexes declared in --config ([[database.indexes]]) when \
+                 they open",
+            ));
+        }
+    };
+    let store = DynamoStore::connect(dynamodb, database.store_options()).await?;
+    match action {
+        IndexAction::List => {
+            for index in store.list_indexes().await? {
+                out.value(&held(&index))?;
+            }
+        }
+        IndexAction::Add {
+            collection,
+            name,
+            fields,
+        } => {
+            let index = if fields.is_empty() {
+                database
+                    .indexes
+                    .declarations()
+                    .into_iter()
+                    .find(|i| i.collection == *collection && i.name == *name)
+                    .ok_or_else(|| {
+                        CliError::invalid(format!(
+                            "index add: give the fields of `{name}` (e.g. `status -$updated_at`) \
+                             or declare it in --config"
+                        ))
+                    })?
+            } else {
+                Index::parse(collection.clone(), name.clone(), fields.iter())?
+            };
+            let added = store.add_index(&index).await?;
+            eprintln!(
+                "index `{name}` of `{collection}` is on the table (slot {}, {}); run `docstore \
+                 index build {collection} {name}` to give older documents their keys",
+                added.slot,
+                state(added.state)
+            );
+            out.value(&held(&added))?;
+        }
+        IndexAction::Build { collection, name } => {
+            let bar = if std::io::stderr().is_terminal() {
+                ProgressBar::new_spinner().with_style(
+                    ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                        .expect("a valid template"),
+                )
+            } else {
+                ProgressBar::hidden()
+            };
+            bar.set_message("waiting until every writer maintains the index");
+            let built = store
+                .build_index(collection, name, |progress| {
+                    bar.set_message(format!(
+                        "{} items scanned, {} documents given their key",
+                        progress.scanned, progress.updated
+                    ));
+                    bar.tick();
+                })
+                .await;
+            bar.finish_and_clear();
+            let built = built?;
+            eprintln!("index `{name}` of `{collection}` is built");
+            out.value(&held(&built))?;
+        }
+        IndexAction::Drop { collection, name } => {
+            store.drop_index(collection, name).await?;
+            out.value(&json!({"collection": collection, "name": name, "state": "dropped"}))?;
+        }
+    }
+    Ok(())
+}
+
+fn state(state: IndexState) -> &'static str {
+    match state {
+        IndexState::Building => "building",
+        IndexState::Built => "built",
+    }
+}
+
+fn declared(index: &Index) -> Value {
+    let mut value = serde_json::to_value(index).expect("an index serializes");
+    value["state"] = json!("declared");
+    value
+}
+
+fn held(index: &TableIndex) -> Value {
+    let mut value = serde_json::to_value(&index.index).expect("an index serializes");
+    value["slot"] = json!(index.slot);
+    value["state"] = json!(state(index.state));
+    value
+}
