@@ -69,6 +69,32 @@ pub(crate) fn register(conn: &Connection) -> rusqlite::Result<()> {
     conn.create_scalar_function(KEY, 1, flags, |ctx| {
         Ok(sortkey::encode(value_arg(ctx, 0)?.as_ref()))
     })?;
+    conn.create_scalar_function(crate::index::INDEX_KEY, 8, flags, |ctx| {
+        let index: Arc<docstore::index::CompiledIndex> = ctx.get_or_create_aux(0, |raw| {
+            let text = raw.as_str().map_err(|e| user_error(&e.to_string()))?;
+            let fields: Vec<String> =
+                serde_json::from_str(text).map_err(|e| user_error(&e.to_string()))?;
+            let index = docstore::Index::parse("index", "index", fields)
+                .map_err(|e| user_error(&e.to_string()))?;
+            let set = docstore::IndexSet::new([index]).map_err(|e| user_error(&e.to_string()))?;
+            Ok::<_, SqlError>(set.for_collection("index")[0].clone())
+        })?;
+        let data = match parse_text(ctx.get_raw(1))? {
+            Value::Object(map) => map,
+            _ => return Err(user_error("docstore_index_key: data is not an object")),
+        };
+        let version: i64 = ctx.get(7)?;
+        let doc = docstore::Document {
+            id: ctx.get(2)?,
+            data,
+            created_at: ctx.get(3)?,
+            updated_at: ctx.get(4)?,
+            created_by: ctx.get(5)?,
+            updated_by: ctx.get(6)?,
+            version: u64::try_from(version).map_err(|_| user_error("negative version"))?,
+        };
+        Ok(index.key(&doc))
+    })?;
     conn.create_scalar_function(RESOLVE, 2, flags, |ctx| {
         let segments: Arc<Vec<String>> = ctx.get_or_create_aux(1, |raw| {
             let text = raw.as_str().map_err(|e| user_error(&e.to_string()))?;

@@ -77,8 +77,28 @@
 //!   walks the primary key from the cursor and stops at the page; other orders pick the
 //!   page's rows by key before reading their data.
 //!
+//! - **Indexes** ([`StoreOptions::with_indexes`](docstore::StoreOptions::with_indexes),
+//!   `[[database.indexes]]`): each declared index is recorded in table `indexes` (schema
+//!   version 2) and built at open, in one immediate transaction, over the documents already
+//!   there; its keys (the core's order-preserving encoding, the id last) live in table
+//!   `index_entries`, primary key `(index_id, site, key)`, kept by three triggers on
+//!   `documents` inside every writing transaction (batches included). A query the core's
+//!   planner gives to an index reads only its key ranges, in order, stopping once the page
+//!   and one more match are found (`explain` shows SQLite's own `EXPLAIN QUERY PLAN` line);
+//!   other queries run as before. A declaration with a recorded name but other fields is
+//!   [`Error::InvalidArgument`](docstore::Error::InvalidArgument) at open, naming it; an index
+//!   recorded but no longer declared stays maintained but is never read. The declared field
+//!   paths appear only inside the trigger DDL, as quoted SQL literals; query SQL is fixed
+//!   and parameterized. Chosen over an expression index on a registered function because
+//!   SQLite only uses an expression index for a query that repeats its expression verbatim,
+//!   which would put each index's paths into the query text.
+//!
 //! To inspect a database by hand use SQLite 3.45 or newer (JSONB), e.g.
-//! `SELECT id, json(data) FROM documents`.
+//! `SELECT id, json(data) FROM documents`. A plain `sqlite3` shell (without this library's
+//! functions) can read everything, and can write documents of collections that have no
+//! declared index; writing a document of an indexed collection there fails with `no such
+//! function: docstore_index_key` (the trigger needs it), so the index can never silently go
+//! stale.
 //!
 //! Decisions where the contract (`docs/contract.md`) is silent: a `version` above `i64::MAX` cannot be stored
 //! (`restore` refuses it as `InvalidArgument`); data nested more than 127 levels deep is
@@ -89,6 +109,7 @@ mod batch;
 mod conn;
 mod error;
 mod functions;
+mod index;
 mod options;
 mod query;
 mod rows;

@@ -5,10 +5,10 @@ use crate::options::{Durability, SqliteOptions};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this library writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 /// Migration `n` (1-based) takes a database from version `n - 1` to `n`.
-const MIGRATIONS: [&str; 1] = [
+const MIGRATIONS: [&str; 2] = [
     // Version 1: one row per document, the keys as the primary key, the data as SQLite's binary
     // JSON (JSONB keeps every number and string literal as the text serde_json wrote, so
     // `json(data)` gives that text back verbatim, and queries navigate it without parsing),
@@ -47,6 +47,26 @@ const MIGRATIONS: [&str; 1] = [
         UPDATE collections SET documents = documents - 1
             WHERE site = OLD.site AND collection = OLD.collection;
     END;
+    "#,
+    // Version 2: declared indexes. `indexes` records each declaration built in this file
+    // (fields in text form, as JSON); `index_entries` holds one key per document and index,
+    // kept by per-index triggers on `documents` (created when the index is built).
+    r#"
+    CREATE TABLE indexes (
+        id         INTEGER PRIMARY KEY,
+        collection TEXT    NOT NULL,
+        name       TEXT    NOT NULL,
+        fields     TEXT    NOT NULL,
+        UNIQUE (collection, name)
+    ) STRICT;
+
+    CREATE TABLE index_entries (
+        index_id INTEGER NOT NULL,
+        site     TEXT    NOT NULL,
+        key      BLOB    NOT NULL,
+        id       TEXT    NOT NULL,
+        PRIMARY KEY (index_id, site, key)
+    ) STRICT, WITHOUT ROWID;
     "#,
 ];
 

@@ -30,6 +30,8 @@ pub struct SqliteStore {
 pub(crate) struct Inner {
     conns: Connections,
     pub(crate) options: StoreOptions,
+    /// The declared indexes that are built and may be read.
+    indexes: crate::index::Indexes,
 }
 
 impl SqliteStore {
@@ -56,10 +58,10 @@ impl SqliteStore {
     ) -> Result<Self> {
         let path = path.as_ref();
         if path.as_os_str().is_empty() || path.as_os_str() == ":memory:" {
-            return Ok(Self::from_parts(Connections::open_memory(sqlite)?, options));
+            return Self::from_parts(Connections::open_memory(sqlite)?, options);
         }
         let conns = Connections::open_file(path.to_path_buf(), sqlite)?;
-        Ok(Self::from_parts(conns, options))
+        Self::from_parts(conns, options)
     }
 
     /// A new private in-memory database with the default options, gone when the last clone
@@ -71,13 +73,21 @@ impl SqliteStore {
     /// A new private in-memory database with the given store options.
     pub fn in_memory_with_options(options: StoreOptions) -> Result<Self> {
         let conns = Connections::open_memory(SqliteOptions::default())?;
-        Ok(Self::from_parts(conns, options))
+        Self::from_parts(conns, options)
     }
 
-    fn from_parts(conns: Connections, options: StoreOptions) -> Self {
-        SqliteStore {
-            inner: Arc::new(Inner { conns, options }),
-        }
+    /// Checks the declared indexes against the file and builds the missing ones.
+    fn from_parts(conns: Connections, options: StoreOptions) -> Result<Self> {
+        let indexes = conns.with_writer(|conn, writable| {
+            crate::index::prepare(conn, &options.indexes, writable)
+        })?;
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                conns,
+                options,
+                indexes,
+            }),
+        })
     }
 
     /// Queues `op` for the writer thread, which runs it inside an immediate transaction
@@ -292,6 +302,17 @@ impl Store for SqliteStore {
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
         validate_site(site)?;
         validate_collection(collection)?;
+        let compiled = query.compile()?;
+        if let Some(plan) = docstore::index::plan(&self.inner.indexes.usable, collection, &compiled)
+        {
+            let inner = Arc::clone(&self.inner);
+            let (site, collection) = (site.to_owned(), collection.to_owned());
+            return self
+                .read(move |conn| {
+                    crate::index::run(conn, &inner.indexes, &site, &collection, &plan, &compiled)
+                })
+                .await;
+        }
         let plan = query::Plan::new(site, collection, query)?;
         self.read(move |conn| plan.run(conn)).await
     }
@@ -301,13 +322,28 @@ impl Store for SqliteStore {
         validate_site(site)?;
         validate_collection(collection)?;
         let plan = query::Plan::new(site, collection, query)?;
+        let compiled = query.compile()?;
+        let served = docstore::index::plan(&self.inner.indexes.usable, collection, &compiled);
         let (site, collection) = (site.to_owned(), collection.to_owned());
         self.read(move |conn| {
             let size = rows::collections(conn, &site)?
                 .into_iter()
                 .find(|(name, _)| *name == collection)
                 .map_or(0, |(_, n)| n);
-            Ok(plan.explain(size))
+            Ok(match &served {
+                Some(index_plan) => {
+                    let page = compiled.limit().map(|l| l as u64 + 1);
+                    let reads = page.map_or(size, |p| size.min(p * index_plan.ranges.len() as u64));
+                    let mut explain = Explain::index(index_plan, Some(reads), true);
+                    explain.key_range = format!(
+                        "{} (SQLite: {})",
+                        explain.key_range,
+                        crate::index::query_plan(conn, index_plan.reverse)?
+                    );
+                    explain
+                }
+                None => plan.explain(size),
+            })
         })
         .await
     }

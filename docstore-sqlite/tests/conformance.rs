@@ -22,6 +22,10 @@ impl conformance_tests::Harness for SqliteHarness {
     async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
         Arc::new(SqliteStore::open_with_options(shared_file(), options).expect("open the store"))
     }
+
+    fn capabilities(&self) -> conformance_tests::Capabilities {
+        conformance_tests::Capabilities::default().with_secondary_indexes(true)
+    }
 }
 
 conformance_tests::conformance_suite!(SqliteHarness);
@@ -36,6 +40,10 @@ mod in_memory {
     impl conformance_tests::Harness for MemoryHarness {
         async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
             Arc::new(SqliteStore::in_memory_with_options(options).expect("open the store"))
+        }
+
+        fn capabilities(&self) -> conformance_tests::Capabilities {
+            conformance_tests::Capabilities::default().with_secondary_indexes(true)
         }
     }
 

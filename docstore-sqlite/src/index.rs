@@ -1,0 +1,255 @@
+//! Declared indexes in SQLite: an index table (`index_entries`) kept by triggers on
+//! `documents` inside the writing transaction, registered in the `indexes` table, built at
+//! open in one transaction, and read key range by key range with the core's plan.
+//!
+//! Why a table and triggers rather than an expression index over a registered function: a
+//! query can only use an expression index when it repeats the indexed expression literally,
+//! so the query SQL would have to embed each index's declared fields as a literal; with a
+//! table the query is one fixed, fully parameterized statement (`index_entries` by
+//! `(index_id, site, key)`), and the declared fields appear only in the trigger DDL, as
+//! quoted SQL literals. Writes pay the same either way (one extra B-tree entry per index,
+//! the key computed by `docstore_index_key` from the row).
+
+use crate::error::Fail;
+use crate::rows;
+use docstore::index::{CompiledIndex, IndexPlan, IndexSet, Step};
+use docstore::query::CompiledQuery;
+use docstore::{Document, Error, Index, Page};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, TransactionBehavior, params};
+use std::collections::HashMap;
+
+/// `docstore_index_key(fields_json, data_json, id, created_at, updated_at, created_by,
+/// updated_by, version)`: the document's key in an index with those fields (text form).
+pub(crate) const INDEX_KEY: &str = "docstore_index_key";
+
+/// The declared indexes this store may read: declared, recorded with the same fields and
+/// built, with their row ids.
+#[derive(Debug, Default)]
+pub(crate) struct Indexes {
+    /// What the planner may choose from.
+    pub(crate) usable: IndexSet,
+    /// `(collection, name)` -> `indexes.id`.
+    ids: HashMap<(String, String), i64>,
+}
+
+impl Indexes {
+    fn id(&self, collection: &str, name: &str) -> Option<i64> {
+        self.ids
+            .get(&(collection.to_owned(), name.to_owned()))
+            .copied()
+    }
+}
+
+/// The text form of an index's fields, as recorded and as the triggers pass it.
+fn fields_json(index: &Index) -> String {
+    let value = serde_json::to_value(index).expect("an index serializes");
+    value["fields"].to_string()
+}
+
+/// A SQL string literal: single quotes around `text`, quotes doubled. SQLite string literals
+/// have no other escapes, so any text (semicolons, `--`, unicode) stays inside it.
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// Checks the declarations against the ones recorded in the file and builds the missing
+/// ones (when the store is writable) in one immediate transaction: registration, triggers
+/// and the entries of every existing document. A declaration whose name is recorded with
+/// other fields is [`Error::InvalidArgument`] naming it. On a read-only store indexes not
+/// built yet are not used.
+pub(crate) fn prepare(
+    conn: &mut Connection,
+    declared: &IndexSet,
+    writable: bool,
+) -> Result<Indexes, Fail> {
+    let recorded = recorded(conn)?;
+    let mut missing = Vec::new();
+    for index in declared.iter() {
+        let decl = index.declaration();
+        let key = (decl.collection.clone(), decl.name.clone());
+        match recorded.get(&key) {
+            Some((_, fields)) if *fields != fields_json(decl) => {
+                return Err(Fail::Store(Error::invalid(format!(
+                    "index {:?} of collection {:?} is declared with fields {} but the \
+                     database holds it with fields {fields}; drop it or give the new \
+                     declaration another name",
+                    decl.name,
+                    decl.collection,
+                    fields_json(decl)
+                ))));
+            }
+            Some(_) => {}
+            None => missing.push(decl.clone()),
+        }
+    }
+    let recorded = if !missing.is_empty() && writable {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Another process may have built some meanwhile.
+        let again = recorded_in(&tx)?;
+        for index in &missing {
+            if !again.contains_key(&(index.collection.clone(), index.name.clone())) {
+                build(&tx, index)?;
+            }
+        }
+        let now = recorded_in(&tx)?;
+        tx.commit()?;
+        now
+    } else {
+        recorded
+    };
+    let mut usable = Vec::new();
+    let mut ids = HashMap::new();
+    for index in declared.iter() {
+        let decl = index.declaration();
+        let key = (decl.collection.clone(), decl.name.clone());
+        if let Some((id, fields)) = recorded.get(&key)
+            && *fields == fields_json(decl)
+        {
+            usable.push(decl.clone());
+            ids.insert(key, *id);
+        }
+    }
+    Ok(Indexes {
+        usable: IndexSet::new(usable)?,
+        ids,
+    })
+}
+
+type Recorded = HashMap<(String, String), (i64, String)>;
+
+fn recorded(conn: &Connection) -> Result<Recorded, Fail> {
+    recorded_in(conn)
+}
+
+fn recorded_in(conn: &Connection) -> Result<Recorded, Fail> {
+    let mut stmt = conn.prepare("SELECT id, collection, name, fields FROM indexes")?;
+    let rows = stmt.query_map([], |row| {
+        Ok((
+            (row.get::<_, String>(1)?, row.get::<_, String>(2)?),
+            (row.get::<_, i64>(0)?, row.get::<_, String>(3)?),
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Registers `index`, creates its triggers and writes the entries of the documents already
+/// in its collection.
+fn build(conn: &Connection, index: &Index) -> Result<(), Fail> {
+    let fields = fields_json(index);
+    conn.execute(
+        "INSERT INTO indexes (collection, name, fields) VALUES (?1, ?2, ?3)",
+        params![index.collection, index.name, fields],
+    )?;
+    let id = conn.last_insert_rowid();
+    let (collection, fields) = (literal(&index.collection), literal(&fields));
+    let key = |row: &str| {
+        format!(
+            "{INDEX_KEY}({fields}, json({row}.data), {row}.id, {row}.created_at, \
+             {row}.updated_at, {row}.created_by, {row}.updated_by, {row}.version)"
+        )
+    };
+    let (new, old) = (key("NEW"), key("OLD"));
+    conn.execute_batch(&format!(
+        "CREATE TRIGGER docstore_index_{id}_insert AFTER INSERT ON documents
+             WHEN NEW.collection = {collection} BEGIN
+             INSERT INTO index_entries (index_id, site, key, id)
+                 VALUES ({id}, NEW.site, {new}, NEW.id);
+         END;
+         CREATE TRIGGER docstore_index_{id}_delete AFTER DELETE ON documents
+             WHEN OLD.collection = {collection} BEGIN
+             DELETE FROM index_entries
+                 WHERE index_id = {id} AND site = OLD.site AND key = {old};
+         END;
+         CREATE TRIGGER docstore_index_{id}_update AFTER UPDATE ON documents
+             WHEN OLD.collection = {collection} BEGIN
+             DELETE FROM index_entries
+                 WHERE index_id = {id} AND site = OLD.site AND key = {old};
+             INSERT INTO index_entries (index_id, site, key, id)
+                 VALUES ({id}, NEW.site, {new}, NEW.id);
+         END;
+         INSERT INTO index_entries (index_id, site, key, id)
+             SELECT {id}, site, {key_docs}, id FROM documents AS d
+             WHERE collection = {collection};",
+        key_docs = key("d"),
+    ))?;
+    Ok(())
+}
+
+/// The statement reading one key range of one index, joined to the documents.
+fn range_sql(reverse: bool, bounded: bool) -> String {
+    format!(
+        "SELECT d.id, json(d.data), d.created_at, d.updated_at, d.created_by, d.updated_by, \
+         d.version, e.key FROM index_entries AS e \
+         JOIN documents AS d ON d.site = e.site AND d.collection = ?3 AND d.id = e.id \
+         WHERE e.index_id = ?1 AND e.site = ?2 AND e.key >= ?4{} ORDER BY e.key {}",
+        if bounded { " AND e.key < ?5" } else { "" },
+        if reverse { "DESC" } else { "ASC" }
+    )
+}
+
+/// Runs a query the planner gave to an index: each range read in the plan's direction only
+/// as far as its walk needs, then the evaluator sorts and cuts the page.
+pub(crate) fn run(
+    conn: &Connection,
+    indexes: &Indexes,
+    site: &str,
+    collection: &str,
+    plan: &IndexPlan,
+    query: &CompiledQuery,
+) -> Result<Page, Fail> {
+    let def: &CompiledIndex = indexes
+        .usable
+        .for_collection(collection)
+        .iter()
+        .find(|i| i.name() == plan.index)
+        .ok_or_else(|| {
+            Fail::Store(Error::Backend {
+                message: "planned index is not usable".into(),
+                source: None,
+            })
+        })?;
+    let id = indexes.id(collection, &plan.index).ok_or_else(|| {
+        Fail::Store(Error::Backend {
+            message: "planned index has no id".into(),
+            source: None,
+        })
+    })?;
+    let mut kept: Vec<Document> = Vec::new();
+    for range in &plan.ranges {
+        let mut stmt = conn.prepare_cached(&range_sql(plan.reverse, range.end.is_some()))?;
+        let mut params: Vec<SqlValue> = vec![
+            SqlValue::Integer(id),
+            SqlValue::Text(site.to_owned()),
+            SqlValue::Text(collection.to_owned()),
+            SqlValue::Blob(range.start.clone()),
+        ];
+        if let Some(end) = &range.end {
+            params.push(SqlValue::Blob(end.clone()));
+        }
+        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+        let mut walk = plan.walk(query);
+        while let Some(row) = rows.next()? {
+            let doc = rows::document(row)?;
+            let key: Vec<u8> = row.get(7)?;
+            let matches = query.matches(&doc) && query.is_after_cursor(&doc);
+            match walk.offer(def, &key, matches) {
+                Step::Keep => kept.push(doc),
+                Step::Skip => {}
+                Step::Stop => break,
+            }
+        }
+    }
+    Ok(query.evaluate_owned(kept))
+}
+
+/// `EXPLAIN QUERY PLAN` of the statement reading one range (for tests and `explain`).
+pub(crate) fn query_plan(conn: &Connection, reverse: bool) -> Result<String, Fail> {
+    let sql = format!("EXPLAIN QUERY PLAN {}", range_sql(reverse, true));
+    let mut stmt = conn.prepare(&sql)?;
+    let details = stmt.query_map(
+        params![0i64, "", "", Vec::<u8>::new(), Vec::<u8>::new()],
+        |row| row.get::<_, String>(3),
+    )?;
+    Ok(details.collect::<rusqlite::Result<Vec<_>>>()?.join("; "))
+}
