@@ -17,6 +17,9 @@ use docstore::index::{Index, IndexSet};
 use docstore::{Error, Result};
 use std::collections::HashMap;
 
+/// Items a build reads per Scan page: the grain of its progress reports and resume points.
+const BUILD_PAGE: i32 = 200;
+
 /// What one page of a build did, for progress reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BuildProgress {
@@ -219,6 +222,7 @@ impl DynamoStore {
                 .scan()
                 .table_name(&self.table)
                 .consistent_read(true)
+                .limit(BUILD_PAGE)
                 .set_exclusive_start_key(start.clone())
                 .send()
                 .await

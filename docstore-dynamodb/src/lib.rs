@@ -35,7 +35,21 @@
 //!   up to 15 writes before it, most recent first; absent after a creation);
 //! - counters: `pk = "<site>#__collections"`, `sk = <collection>`, `n` (N), and, with exact
 //!   counters, `w` (S, the identity of the last create or delete that moved it).
-//!   `collections` lists the counters with `n > 0`; `count` sums them.
+//!   `collections` lists the counters with `n > 0`; `count` sums them;
+//! - declared indexes: on each document item, `gNpk` (S, `<site>#<collection>#<index>`) and
+//!   `gNsk` (B, the index key, cut to 1 024 bytes) for the index in GSI slot `N`
+//!   (`docstore-gN`); the table's index records under `pk = "__docstore#indexes"`. See
+//!   "Indexes" below.
+//!
+//! ## Indexes
+//! Declared indexes ([`docstore::index`], `[[database.indexes]]`) are generic GSIs, overloaded
+//! across collections: [`DynamoStore::create_table`] makes them for a new table;
+//! [`DynamoStore::add_index`], [`DynamoStore::build_index`] (resumable, with progress, while
+//! applications write) and [`DynamoStore::drop_index`] (`docstore index add|build|drop`) manage
+//! them on an existing one. A query an index serves reads about its page from the GSI —
+//! never bounded by `max_scan`, exact at any size and with keys past DynamoDB's 1 024-byte sort
+//! key limit — but eventually consistent: `consistent: true` queries never use one.
+//! [`Store::explain`](docstore::Store::explain) says which index or scan a query takes.
 //!
 //! ## Counters: exact (default) or fast
 //! `database.dynamodb.counters` ([`CounterMode`](docstore::config::CounterMode)):

@@ -326,6 +326,85 @@ async fn added_and_built_while_writing(emulator: Emulator) {
     assert_eq!(indexed.explain(&site, "c", &top).await.unwrap().index, None);
 }
 
+/// A build interrupted after its first page goes on from where it stopped: the table records
+/// its position, and the second run gives the remaining documents their keys.
+async fn an_interrupted_build_resumes(emulator: Emulator) {
+    let table = fresh_table("idx");
+    let site = site("resume");
+    let plain = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
+    plain.create_table().await.unwrap();
+    let writes: Vec<docstore::Write> = (0..450)
+        .map(|n| {
+            docstore::Write::create(
+                Key::new(&site, "c", format!("d{n:03}")).unwrap(),
+                obj(json!({"n": n})),
+            )
+        })
+        .collect();
+    for chunk in writes.chunks(50) {
+        plain.write_all(chunk, "").await.unwrap();
+    }
+    let index = Index::parse("c", "by_n", ["-n"]).unwrap();
+    let store = store_on(
+        emulator.client(),
+        &table,
+        10_000,
+        with_indexes(vec![index.clone()]),
+    );
+    store.add_index(&index).await.unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let first = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .build_index("c", "by_n", move |progress| {
+                    let _ = sender.send(progress);
+                    // Slow down so the test can interrupt it after the first page.
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                })
+                .await
+        })
+    };
+    // After the second report the first page's position is surely recorded.
+    let first_page = tokio::task::spawn_blocking(move || {
+        receiver.recv().unwrap();
+        receiver.recv().unwrap()
+    })
+    .await
+    .unwrap();
+    first.abort();
+    let _ = first.await;
+    assert!(
+        first_page.updated > 0 && first_page.updated < 450,
+        "{first_page:?}"
+    );
+    let held = store.list_indexes().await.unwrap();
+    assert_eq!(held[0].state, IndexState::Building, "interrupted");
+    let mut reports = Vec::new();
+    let built = store
+        .build_index("c", "by_n", |progress| reports.push(progress))
+        .await
+        .unwrap();
+    assert_eq!(built.state, IndexState::Built);
+    let resumed = reports.last().unwrap();
+    // 450 documents, a counter and the index record: a run from the start scans 452 items.
+    assert!(
+        resumed.scanned <= 452 - 200,
+        "the second run went on from the first one's position: {first_page:?} then {resumed:?}"
+    );
+    let page = store
+        .query(&site, "c", &Query::new().order_by_desc("n").limit(3))
+        .await
+        .unwrap();
+    let ns: Vec<Value> = page.documents.iter().map(|d| d.data["n"].clone()).collect();
+    assert_eq!(ns, vec![json!(449), json!(448), json!(447)]);
+    let all = store
+        .query(&site, "c", &Query::new().order_by("n"))
+        .await
+        .unwrap();
+    assert_eq!(all.documents.len(), 450, "every document has its key");
+}
+
 macro_rules! on_both_emulators {
     ($($case:ident),* $(,)?) => {
         mod dynoxide {
@@ -351,4 +430,5 @@ on_both_emulators!(
     served_beyond_max_scan,
     keys_past_the_sort_key_limit,
     added_and_built_while_writing,
+    an_interrupted_build_resumes,
 );
