@@ -185,7 +185,7 @@ impl DynamoStore {
     /// Gives every document of the index's collection (in every site) written before the
     /// index was added its key, then records the index as `built`. Resumable: each page's
     /// position is recorded, and a build started again goes on from there. Safe while
-    /// applications write: it starts [`REFRESH`] × 2 after the index was added (every store
+    /// applications write: it starts 10 s (twice the 5 s stores trust their index records) after the index was added (every store
     /// maintains it by then), and a document changed since the page was read is left to its
     /// writer (the update is conditioned on its version). `progress` is called after each page.
     pub async fn build_index(

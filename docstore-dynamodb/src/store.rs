@@ -113,7 +113,7 @@ impl DynamoStore {
     }
 
     /// Creates the table (string `pk` hash key, string `sk` range key, on-demand billing) with
-    /// one GSI per declared index of the store's options (see [`crate::index`]: the index of a
+    /// one GSI per declared index of the store's options (see the crate docs, "Indexes": the index of a
     /// collection's `n`-th declaration is slot `n`), records those indexes as built, and waits
     /// until the table is active. A table that already exists is left as it is: add indexes
     /// to it with [`add_index`](Self::add_index) and [`build_index`](Self::build_index)
