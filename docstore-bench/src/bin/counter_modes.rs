@@ -123,8 +123,12 @@ async fn main() {
         );
     }
     for call in ["create", "delete"] {
-        let exact = rows.iter().find(|r| r.0 == CounterMode::Exact && r.1 == call);
-        let fast = rows.iter().find(|r| r.0 == CounterMode::Fast && r.1 == call);
+        let exact = rows
+            .iter()
+            .find(|r| r.0 == CounterMode::Exact && r.1 == call);
+        let fast = rows
+            .iter()
+            .find(|r| r.0 == CounterMode::Fast && r.1 == call);
         if let (Some(e), Some(f)) = (exact, fast) {
             println!(
                 "{call}: exact / fast latency p50 {:.2}x, WCU {:.1}x",
