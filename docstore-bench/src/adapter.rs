@@ -82,6 +82,28 @@ impl Subject for DocstoreSubject {
         Ok(self.store.delete(&key(collection, id)?).await?)
     }
 
+    async fn update_if_many(
+        &self,
+        collection: &str,
+        writes: &[(String, Data, u64)],
+    ) -> BenchResult<Vec<u64>> {
+        let batch = writes
+            .iter()
+            .map(|(id, patch, expected)| {
+                Ok(docstore::Write::update_if(
+                    key(collection, id)?,
+                    patch.clone(),
+                    *expected,
+                ))
+            })
+            .collect::<BenchResult<Vec<_>>>()?;
+        let outcomes = self.store.write_all(&batch, ACTOR).await?;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.into_document().map_or(0, |d| d.version))
+            .collect())
+    }
+
     async fn top(&self, collection: &str) -> BenchResult<Vec<String>> {
         let page = self.store.query(SITE, collection, &self.top).await?;
         debug_assert!(page.documents.len() <= TOP);

@@ -47,6 +47,22 @@ pub trait Subject: Send + Sync {
         patch: &Data,
         expected: u64,
     ) -> BenchResult<u64>;
+    /// Applies each `(id, patch, expected)` if the document is still at `expected`, all in
+    /// one atomic write — docstore: one `write_all` of `UpdateIf`s; the SQLite baseline: one
+    /// `BEGIN IMMEDIATE` transaction — and returns the new versions. The default (subjects
+    /// without multi-document transactions) makes one `update_if` call per document, not
+    /// atomically.
+    async fn update_if_many(
+        &self,
+        collection: &str,
+        writes: &[(String, Data, u64)],
+    ) -> BenchResult<Vec<u64>> {
+        let mut versions = Vec::with_capacity(writes.len());
+        for (id, patch, expected) in writes {
+            versions.push(self.update_if(collection, id, patch, *expected).await?);
+        }
+        Ok(versions)
+    }
     /// Deletes `id`; whether it existed.
     async fn delete(&self, collection: &str, id: &str) -> BenchResult<bool>;
     /// The selective query of [`crate::data::selective_query`]: the ids of its first 20

@@ -168,6 +168,7 @@ pub async fn point_workloads(
         "put",
         "update",
         "update_if",
+        "update_if x10 in one batch",
         "update, 16 tasks, distinct docs",
         "update, 16 tasks, same doc",
         "delete",
@@ -178,8 +179,13 @@ pub async fn point_workloads(
         }
         let baseline = figures.pop().expect("two sides");
         let docstore = figures.pop().expect("two sides");
+        let unit = if workload.contains("batch") {
+            "batch"
+        } else {
+            "op"
+        };
         let workload = workload.replace("16", &spec.tasks.to_string());
-        out.push(Comparison::new(&workload, "op", docstore, baseline));
+        out.push(Comparison::new(&workload, unit, docstore, baseline));
     }
     Ok(out)
 }
@@ -259,6 +265,28 @@ async fn point_workload(
                         subject.update(coll, &id, &patches[i]).await?
                     };
                     versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
+                    Ok(())
+                })
+                .await
+            })
+            .await
+        }
+        "update_if x10 in one batch" => {
+            // Batches of 10 distinct documents, in a shuffled order; one op = one batch.
+            let ids = order(state.versions.len(), 6);
+            let batches: Vec<&[usize]> = ids.chunks_exact(10).collect();
+            let versions = &mut state.versions;
+            counted(side, async || {
+                timed(batches.len(), max, async |i| {
+                    let writes: Vec<(String, docstore::Data, u64)> = batches[i]
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &n)| (data::id(n), patch((i * 10 + k) as u64), versions[n]))
+                        .collect();
+                    let got = subject.update_if_many(coll, &writes).await?;
+                    for (&n, v) in batches[i].iter().zip(got) {
+                        versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
+                    }
                     Ok(())
                 })
                 .await

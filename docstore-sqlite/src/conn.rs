@@ -10,6 +10,7 @@ use docstore::{Error, Result};
 use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use tokio::sync::oneshot;
@@ -30,6 +31,10 @@ pub(crate) struct Connections {
     /// Where writes are queued for the writer thread (`None` once dropped, or for a
     /// read-only store).
     queue: Option<mpsc::Sender<Box<dyn Job>>>,
+    /// Writes queued and not yet taken by the writer thread.
+    queued: Arc<AtomicUsize>,
+    /// Write calls in progress (in place or queued).
+    active: AtomicUsize,
     /// The writer thread, joined on drop so the file is closed when the store is gone.
     thread: Option<JoinHandle<()>>,
     /// File databases read through their own connections (WAL: readers see the last commit
@@ -174,12 +179,14 @@ impl Connections {
         options: SqliteOptions,
     ) -> Self {
         let writer = Arc::new(Mutex::new(conn));
+        let queued = Arc::new(AtomicUsize::new(0));
         let (queue, thread) = if read_only.is_none() {
             let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
             let conn = Arc::clone(&writer);
+            let taken = Arc::clone(&queued);
             let thread = std::thread::Builder::new()
                 .name("docstore-sqlite-writer".into())
-                .spawn(move || writer_loop(&conn, &rx))
+                .spawn(move || writer_loop(&conn, &rx, &taken))
                 .expect("spawning the sqlite writer thread");
             (Some(tx), Some(thread))
         } else {
@@ -188,6 +195,8 @@ impl Connections {
         Connections {
             writer,
             queue,
+            queued,
+            active: AtomicUsize::new(0),
             thread,
             readers,
             read_only,
@@ -195,10 +204,17 @@ impl Connections {
         }
     }
 
-    /// Queues `op` for the writer thread, which runs it inside an immediate transaction
-    /// together with other queued writes (each in its own savepoint, so a failing write
-    /// changes nothing and never fails another) and answers after the commit. A failed write
+    /// Runs `op` in an immediate transaction and returns after its commit; a failed write
     /// changes nothing.
+    ///
+    /// When no write is queued and the writer connection is free, the calling thread runs
+    /// it in place (as `blocking` does: no thread hop, so a lone writer pays nothing for the
+    /// queue). Otherwise it is queued for the writer thread, which runs it together with the
+    /// other queued writes in one transaction (each in its own savepoint, so a failing write
+    /// never fails another) while the caller's task waits without holding a thread.
+    ///
+    /// The caller registers with [`Connections::begin_write`] and, when alone, calls
+    /// [`Connections::write_in_place`] inside [`blocking`]; else this.
     pub(crate) async fn write<T: Send + 'static>(
         &self,
         op: impl FnMut(&Connection) -> Result<T, Fail> + Send + 'static,
@@ -206,6 +222,44 @@ impl Connections {
         if let Some(reason) = &self.read_only {
             return Err(read_only_error(reason));
         }
+        self.enqueue(op).await
+    }
+
+    /// Registers a write call until the returned guard is dropped, and says whether it may
+    /// run in place: the store is writable, no other write call is in progress (so nothing
+    /// is queued and no group is waiting to form) and the writer connection is free. Under
+    /// concurrent writers every call is queued, so they commit in groups.
+    pub(crate) fn begin_write(&self) -> (ActiveWrite<'_>, bool) {
+        let others = self.active.fetch_add(1, Ordering::AcqRel);
+        let alone = others == 0
+            && self.read_only.is_none()
+            && self.queued.load(Ordering::Acquire) == 0
+            && !self.writer.is_locked();
+        (ActiveWrite(&self.active), alone)
+    }
+
+    /// The fast path of [`Connections::write`]: `op` alone in one immediate transaction on
+    /// the writer connection, from the calling thread. (If the writer thread took the
+    /// connection in the instant since the check, this waits for its group, as every write
+    /// did before the writer thread existed.)
+    pub(crate) fn write_in_place<T>(
+        &self,
+        op: &mut impl FnMut(&Connection) -> Result<T, Fail>,
+    ) -> Result<T> {
+        let mut conn = self.writer.lock();
+        retry_busy(|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = op(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })
+    }
+
+    /// Queues `op` for the writer thread and waits for its answer.
+    async fn enqueue<T: Send + 'static>(
+        &self,
+        op: impl FnMut(&Connection) -> Result<T, Fail> + Send + 'static,
+    ) -> Result<T> {
         let (reply, answer) = oneshot::channel();
         let job: Box<dyn Job> = Box::new(TypedJob {
             op,
@@ -213,21 +267,11 @@ impl Connections {
             reply,
         });
         let queue = self.queue.as_ref().expect("a writable store has a queue");
+        self.queued.fetch_add(1, Ordering::AcqRel);
         if queue.send(job).is_err() {
             return Err(writer_gone());
         }
         answer.await.map_err(|_| writer_gone())?
-    }
-
-    /// Runs `op` on the writer connection right now, outside the writer thread's queue (at
-    /// open, before any write is queued), retrying while another process holds a lock.
-    pub(crate) fn with_writer<T>(
-        &self,
-        mut op: impl FnMut(&mut Connection, bool) -> Result<T, Fail>,
-    ) -> Result<T> {
-        let writable = self.read_only.is_none();
-        let mut conn = self.writer.lock();
-        retry_busy(|| op(&mut conn, writable))
     }
 
     /// Runs `op` on a read connection.
@@ -254,6 +298,15 @@ impl Connections {
             schema::configure(&conn, &self.options)?;
             Ok(conn)
         })
+    }
+}
+
+/// A write call in progress (see [`Connections::begin_write`]).
+pub(crate) struct ActiveWrite<'a>(&'a AtomicUsize);
+
+impl Drop for ActiveWrite<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -285,7 +338,11 @@ fn read_only_error(reason: &str) -> Error {
 
 /// The writer thread: takes the next write, then every write queued meanwhile (up to
 /// [`MAX_GROUP`]), and commits them in one transaction.
-fn writer_loop(conn: &Mutex<Connection>, queue: &mpsc::Receiver<Box<dyn Job>>) {
+fn writer_loop(
+    conn: &Mutex<Connection>,
+    queue: &mpsc::Receiver<Box<dyn Job>>,
+    queued: &AtomicUsize,
+) {
     let mut group: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_GROUP);
     while let Ok(first) = queue.recv() {
         group.push(first);
@@ -296,6 +353,8 @@ fn writer_loop(conn: &Mutex<Connection>, queue: &mpsc::Receiver<Box<dyn Job>>) {
             }
         }
         let mut conn = conn.lock();
+        // Taken: from now on a new write may run in place once the connection is free.
+        queued.fetch_sub(group.len(), Ordering::AcqRel);
         commit_group(&mut conn, &mut group);
     }
 }

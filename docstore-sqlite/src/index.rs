@@ -6,14 +6,15 @@
 //! query can only use an expression index when it repeats the indexed expression literally,
 //! so the query SQL would have to embed each index's declared fields as a literal; with a
 //! table the query is one fixed, fully parameterized statement (`index_entries` by
-//! `(index_id, site, key)`), and the declared fields appear only in the trigger DDL, as
+//! `(index_id, entry_site, entry_key)`), and the declared fields appear only in the trigger DDL, as
 //! quoted SQL literals. Writes pay the same either way (one extra B-tree entry per index,
 //! the key computed by `docstore_index_key` from the row).
 
 use crate::error::Fail;
-use crate::rows;
-use docstore::index::{CompiledIndex, IndexPlan, IndexSet, Step};
-use docstore::query::CompiledQuery;
+use crate::rows::{self, COLUMNS};
+use crate::sql::Sql;
+use docstore::index::{CompiledIndex, IndexPlan, IndexSet, KeyRange, Step};
+use docstore::query::{CompiledFilter, CompiledQuery};
 use docstore::{Document, Error, Index, Page};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, TransactionBehavior, params};
@@ -153,22 +154,22 @@ fn build(conn: &Connection, index: &Index) -> Result<(), Fail> {
     conn.execute_batch(&format!(
         "CREATE TRIGGER docstore_index_{id}_insert AFTER INSERT ON documents
              WHEN NEW.collection = {collection} BEGIN
-             INSERT INTO index_entries (index_id, site, key, id)
+             INSERT INTO index_entries (index_id, entry_site, entry_key, entry_id)
                  VALUES ({id}, NEW.site, {new}, NEW.id);
          END;
          CREATE TRIGGER docstore_index_{id}_delete AFTER DELETE ON documents
              WHEN OLD.collection = {collection} BEGIN
              DELETE FROM index_entries
-                 WHERE index_id = {id} AND site = OLD.site AND key = {old};
+                 WHERE index_id = {id} AND entry_site = OLD.site AND entry_key = {old};
          END;
          CREATE TRIGGER docstore_index_{id}_update AFTER UPDATE ON documents
              WHEN OLD.collection = {collection} BEGIN
              DELETE FROM index_entries
-                 WHERE index_id = {id} AND site = OLD.site AND key = {old};
-             INSERT INTO index_entries (index_id, site, key, id)
+                 WHERE index_id = {id} AND entry_site = OLD.site AND entry_key = {old};
+             INSERT INTO index_entries (index_id, entry_site, entry_key, entry_id)
                  VALUES ({id}, NEW.site, {new}, NEW.id);
          END;
-         INSERT INTO index_entries (index_id, site, key, id)
+         INSERT INTO index_entries (index_id, entry_site, entry_key, entry_id)
              SELECT {id}, site, {key_docs}, id FROM documents AS d
              WHERE collection = {collection};",
         key_docs = key("d"),
@@ -176,16 +177,39 @@ fn build(conn: &Connection, index: &Index) -> Result<(), Fail> {
     Ok(())
 }
 
-/// The statement reading one key range of one index, joined to the documents.
-fn range_sql(reverse: bool, bounded: bool) -> String {
-    format!(
-        "SELECT d.id, json(d.data), d.created_at, d.updated_at, d.created_by, d.updated_by, \
-         d.version, e.key FROM index_entries AS e \
-         JOIN documents AS d ON d.site = e.site AND d.collection = ?3 AND d.id = e.id \
-         WHERE e.index_id = ?1 AND e.site = ?2 AND e.key >= ?4{} ORDER BY e.key {}",
-        if bounded { " AND e.key < ?5" } else { "" },
+/// The statement reading one key range of one index, joined to the documents, with the
+/// plan's residual filter pushed down when SQL can apply it exactly (so rows it rejects are
+/// never converted from JSONB nor parsed).
+fn range_sql(
+    id: i64,
+    site: &str,
+    collection: &str,
+    range: &KeyRange,
+    reverse: bool,
+    residual: Option<&CompiledFilter>,
+) -> Sql {
+    let mut sql = Sql::default();
+    let i = sql.bind(SqlValue::Integer(id));
+    let s = sql.bind(SqlValue::Text(site.to_owned()));
+    let c = sql.bind(SqlValue::Text(collection.to_owned()));
+    let start = sql.bind(SqlValue::Blob(range.start.clone()));
+    let mut conditions = format!("index_id = {i} AND entry_site = {s} AND entry_key >= {start}");
+    if let Some(end) = &range.end {
+        let end = sql.bind(SqlValue::Blob(end.clone()));
+        conditions.push_str(&format!(" AND entry_key < {end}"));
+    }
+    if let Some(filter) = residual.filter(|f| crate::sql::pushable(f)) {
+        sql.filter(filter);
+        conditions.push_str(" AND ");
+        conditions.push_str(&std::mem::take(&mut sql.text));
+    }
+    sql.text = format!(
+        "SELECT {COLUMNS}, entry_key FROM index_entries \
+         JOIN documents ON site = entry_site AND collection = {c} AND id = entry_id \
+         WHERE {conditions} ORDER BY entry_key {}",
         if reverse { "DESC" } else { "ASC" }
-    )
+    );
+    sql
 }
 
 /// Runs a query the planner gave to an index: each range read in the plan's direction only
@@ -198,36 +222,33 @@ pub(crate) fn run(
     plan: &IndexPlan,
     query: &CompiledQuery,
 ) -> Result<Page, Fail> {
+    let missing = |what: &str| {
+        Fail::Store(Error::Backend {
+            message: format!("planned index {:?} {what}", plan.index),
+            source: None,
+        })
+    };
     let def: &CompiledIndex = indexes
         .usable
         .for_collection(collection)
         .iter()
         .find(|i| i.name() == plan.index)
-        .ok_or_else(|| {
-            Fail::Store(Error::Backend {
-                message: "planned index is not usable".into(),
-                source: None,
-            })
-        })?;
-    let id = indexes.id(collection, &plan.index).ok_or_else(|| {
-        Fail::Store(Error::Backend {
-            message: "planned index has no id".into(),
-            source: None,
-        })
-    })?;
+        .ok_or_else(|| missing("is not usable"))?;
+    let id = indexes
+        .id(collection, &plan.index)
+        .ok_or_else(|| missing("has no id"))?;
     let mut kept: Vec<Document> = Vec::new();
     for range in &plan.ranges {
-        let mut stmt = conn.prepare_cached(&range_sql(plan.reverse, range.end.is_some()))?;
-        let mut params: Vec<SqlValue> = vec![
-            SqlValue::Integer(id),
-            SqlValue::Text(site.to_owned()),
-            SqlValue::Text(collection.to_owned()),
-            SqlValue::Blob(range.start.clone()),
-        ];
-        if let Some(end) = &range.end {
-            params.push(SqlValue::Blob(end.clone()));
-        }
-        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+        let sql = range_sql(
+            id,
+            site,
+            collection,
+            range,
+            plan.reverse,
+            plan.residual.as_ref(),
+        );
+        let mut stmt = conn.prepare_cached(&sql.text)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(&sql.params))?;
         let mut walk = plan.walk(query);
         while let Some(row) = rows.next()? {
             let doc = rows::document(row)?;
@@ -244,12 +265,27 @@ pub(crate) fn run(
 }
 
 /// `EXPLAIN QUERY PLAN` of the statement reading one range (for tests and `explain`).
-pub(crate) fn query_plan(conn: &Connection, reverse: bool) -> Result<String, Fail> {
-    let sql = format!("EXPLAIN QUERY PLAN {}", range_sql(reverse, true));
-    let mut stmt = conn.prepare(&sql)?;
-    let details = stmt.query_map(
-        params![0i64, "", "", Vec::<u8>::new(), Vec::<u8>::new()],
-        |row| row.get::<_, String>(3),
-    )?;
+pub(crate) fn query_plan(
+    conn: &Connection,
+    plan: &IndexPlan,
+    site: &str,
+    collection: &str,
+) -> Result<String, Fail> {
+    let range = plan.ranges.first().cloned().unwrap_or(KeyRange {
+        start: Vec::new(),
+        end: Some(Vec::new()),
+    });
+    let sql = range_sql(
+        0,
+        site,
+        collection,
+        &range,
+        plan.reverse,
+        plan.residual.as_ref(),
+    );
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {}", sql.text))?;
+    let details = stmt.query_map(rusqlite::params_from_iter(&sql.params), |row| {
+        row.get::<_, String>(3)
+    })?;
     Ok(details.collect::<rusqlite::Result<Vec<_>>>()?.join("; "))
 }

@@ -29,11 +29,13 @@
 //!   document reads back identical: `u64::MAX`, `i64::MIN`, `5e-324`, `1` vs `1.0`), the
 //!   metadata as columns; table `collections` holds per-collection counts, kept exact by
 //!   triggers in the writing transaction.
-//! - **Concurrency**: one writer thread owns the writer connection. A write call queues its
-//!   work and its task waits (holding no thread); the writer takes every write queued
-//!   meanwhile (up to 64) and commits them in one `BEGIN IMMEDIATE` transaction — *group
-//!   commit* — each write inside its own savepoint, so a write whose condition fails is
-//!   rolled back alone and never fails another caller's. A call returns only after the
+//! - **Concurrency**: one writer connection. A write call that finds no other write in
+//!   progress runs in place, in its own `BEGIN IMMEDIATE` transaction (a lone writer pays no
+//!   thread hop). Under concurrent writers a call queues its work and its task waits
+//!   (holding no thread); a writer thread takes every write queued meanwhile (up to 64) and
+//!   commits them in one `BEGIN IMMEDIATE` transaction — *group commit* — each write inside
+//!   its own savepoint, so a write whose condition fails is rolled back alone and never
+//!   fails another caller's. A call returns only after the
 //!   commit that holds its write (durability as before: with [`Durability::Full`] that
 //!   commit was flushed). `update` reads, merges and writes inside the transaction, so it
 //!   never conflicts. A write whose future is dropped after it was queued still happens.
@@ -81,10 +83,11 @@
 //!   `[[database.indexes]]`): each declared index is recorded in table `indexes` (schema
 //!   version 2) and built at open, in one immediate transaction, over the documents already
 //!   there; its keys (the core's order-preserving encoding, the id last) live in table
-//!   `index_entries`, primary key `(index_id, site, key)`, kept by three triggers on
+//!   `index_entries`, primary key `(index_id, entry_site, entry_key)`, kept by three triggers on
 //!   `documents` inside every writing transaction (batches included). A query the core's
-//!   planner gives to an index reads only its key ranges, in order, stopping once the page
-//!   and one more match are found (`explain` shows SQLite's own `EXPLAIN QUERY PLAN` line);
+//!   planner gives to an index reads only its key ranges, in order (the filter parts the
+//!   keys do not decide pushed down as in other queries), stopping once the page and one
+//!   more match are found (`explain` shows SQLite's own `EXPLAIN QUERY PLAN` line);
 //!   other queries run as before. A declaration with a recorded name but other fields is
 //!   [`Error::InvalidArgument`](docstore::Error::InvalidArgument) at open, naming it; an index
 //!   recorded but no longer declared stays maintained but is never read. The declared field

@@ -49,7 +49,8 @@ const MIGRATIONS: [&str; 2] = [
     END;
     "#,
     // Version 2: declared indexes. `indexes` records each declaration built in this file
-    // (fields in text form, as JSON); `index_entries` holds one key per document and index,
+    // (fields in text form, as JSON); `index_entries` holds one key per document and index
+    // (column names distinct from `documents`', so pushed-down filters join unambiguously),
     // kept by per-index triggers on `documents` (created when the index is built).
     r#"
     CREATE TABLE indexes (
@@ -61,11 +62,11 @@ const MIGRATIONS: [&str; 2] = [
     ) STRICT;
 
     CREATE TABLE index_entries (
-        index_id INTEGER NOT NULL,
-        site     TEXT    NOT NULL,
-        key      BLOB    NOT NULL,
-        id       TEXT    NOT NULL,
-        PRIMARY KEY (index_id, site, key)
+        index_id   INTEGER NOT NULL,
+        entry_site TEXT    NOT NULL,
+        entry_key  BLOB    NOT NULL,
+        entry_id   TEXT    NOT NULL,
+        PRIMARY KEY (index_id, entry_site, entry_key)
     ) STRICT, WITHOUT ROWID;
     "#,
 ];

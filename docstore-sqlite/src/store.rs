@@ -338,7 +338,7 @@ impl Store for SqliteStore {
                     explain.key_range = format!(
                         "{} (SQLite: {})",
                         explain.key_range,
-                        crate::index::query_plan(conn, index_plan.reverse)?
+                        crate::index::query_plan(conn, index_plan, &site, &collection)?
                     );
                     explain
                 }

@@ -69,7 +69,7 @@ async fn indexes_are_built_at_open_and_used() {
     // The range read walks the index table's primary key: no scan, no sort.
     assert!(
         plan.key_range
-            .contains("SEARCH e USING PRIMARY KEY (index_id=? AND site=? AND key>? AND key<?)"),
+            .contains("SEARCH index_entries USING PRIMARY KEY (index_id=? AND entry_site=? AND entry_key>? AND entry_key<?)"),
         "{plan}"
     );
     assert!(!plan.key_range.contains("TEMP B-TREE"), "{plan}");

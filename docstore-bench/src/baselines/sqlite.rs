@@ -192,29 +192,41 @@ impl SqliteBaseline {
     ) -> BenchResult<u64> {
         let mut conn = self.writer.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut doc = load(&tx, collection, id)?.ok_or_else(|| format!("{id} not found"))?;
-        if let Some(expected) = expected.filter(|v| *v != doc.version) {
-            return Err(format!("{id} is at version {}, not {expected}", doc.version).into());
-        }
-        merge(&mut doc.data, patch);
-        let text = serde_json::to_string(&doc.data)?;
-        let version = doc.version + 1;
-        tx.prepare_cached(
-            "UPDATE documents SET data = jsonb(?4), updated_at = ?5, updated_by = ?6, \
-             version = ?7 WHERE site = ?1 AND collection = ?2 AND id = ?3",
-        )?
-        .execute(params![
-            SITE,
-            collection,
-            id,
-            text,
-            now_nanos().max(doc.updated_at),
-            ACTOR,
-            version as i64
-        ])?;
+        let version = patch_in(&tx, collection, id, patch, expected)?;
         tx.commit()?;
         Ok(version)
     }
+}
+
+/// Reads, merges and rewrites one document inside the caller's transaction.
+fn patch_in(
+    tx: &rusqlite::Transaction<'_>,
+    collection: &str,
+    id: &str,
+    patch: &Data,
+    expected: Option<u64>,
+) -> BenchResult<u64> {
+    let mut doc = load(tx, collection, id)?.ok_or_else(|| format!("{id} not found"))?;
+    if let Some(expected) = expected.filter(|v| *v != doc.version) {
+        return Err(format!("{id} is at version {}, not {expected}", doc.version).into());
+    }
+    merge(&mut doc.data, patch);
+    let text = serde_json::to_string(&doc.data)?;
+    let version = doc.version + 1;
+    tx.prepare_cached(
+        "UPDATE documents SET data = jsonb(?4), updated_at = ?5, updated_by = ?6, \
+             version = ?7 WHERE site = ?1 AND collection = ?2 AND id = ?3",
+    )?
+    .execute(params![
+        SITE,
+        collection,
+        id,
+        text,
+        now_nanos().max(doc.updated_at),
+        ACTOR,
+        version as i64
+    ])?;
+    Ok(version)
 }
 
 #[async_trait]
@@ -274,6 +286,21 @@ impl Subject for SqliteBaseline {
         expected: u64,
     ) -> BenchResult<u64> {
         self.patch(collection, id, patch, Some(expected))
+    }
+
+    async fn update_if_many(
+        &self,
+        collection: &str,
+        writes: &[(String, Data, u64)],
+    ) -> BenchResult<Vec<u64>> {
+        let mut conn = self.writer.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut versions = Vec::with_capacity(writes.len());
+        for (id, patch, expected) in writes {
+            versions.push(patch_in(&tx, collection, id, patch, Some(*expected))?);
+        }
+        tx.commit()?;
+        Ok(versions)
     }
 
     async fn delete(&self, collection: &str, id: &str) -> BenchResult<bool> {
