@@ -274,6 +274,17 @@ impl Connections {
         answer.await.map_err(|_| writer_gone())?
     }
 
+    /// Runs `op` on the writer connection right now, outside the writer thread's queue (at
+    /// open, before any write is queued), retrying while another process holds a lock.
+    pub(crate) fn with_writer<T>(
+        &self,
+        mut op: impl FnMut(&mut Connection, bool) -> Result<T, Fail>,
+    ) -> Result<T> {
+        let writable = self.read_only.is_none();
+        let mut conn = self.writer.lock();
+        retry_busy(|| op(&mut conn, writable))
+    }
+
     /// Runs `op` on a read connection.
     pub(crate) fn read<T>(&self, mut op: impl FnMut(&Connection) -> Result<T, Fail>) -> Result<T> {
         let Some(readers) = &self.readers else {
