@@ -90,14 +90,20 @@ impl SqliteStore {
         })
     }
 
-    /// Queues `op` for the writer thread, which runs it inside an immediate transaction
-    /// (committed with other queued writes, in its own savepoint) and answers after the
-    /// commit; the caller's task waits without holding a thread.
+    /// Runs `op` inside an immediate transaction and returns after its commit: in place when
+    /// no other write is pending (a lone writer pays no thread hop), else through the writer
+    /// thread, committed with the other queued writes in its own savepoint while the
+    /// caller's task waits without holding a thread.
     async fn write<T: Send + 'static>(
         &self,
         mut op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
     ) -> Result<T> {
         let inner = Arc::clone(&self.inner);
+        let (_active, alone) = self.inner.conns.begin_write();
+        if alone {
+            return blocking(move || inner.conns.write_in_place(&mut |conn| op(&inner, conn)))
+                .await;
+        }
         self.inner.conns.write(move |conn| op(&inner, conn)).await
     }
 
