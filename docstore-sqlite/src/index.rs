@@ -71,14 +71,7 @@ pub(crate) fn prepare(
         let key = (decl.collection.clone(), decl.name.clone());
         match recorded.get(&key) {
             Some((_, fields)) if *fields != fields_json(decl) => {
-                return Err(Fail::Store(Error::invalid(format!(
-                    "index {:?} of collection {:?} is declared with fields {} but the \
-                     database holds it with fields {fields}; drop it or give the new \
-                     declaration another name",
-                    decl.name,
-                    decl.collection,
-                    fields_json(decl)
-                ))));
+                return Err(contradiction(decl, &recorded));
             }
             Some(_) => {}
             None => missing.push(decl.clone()),
@@ -104,11 +97,14 @@ pub(crate) fn prepare(
     for index in declared.iter() {
         let decl = index.declaration();
         let key = (decl.collection.clone(), decl.name.clone());
-        if let Some((id, fields)) = recorded.get(&key)
-            && *fields == fields_json(decl)
-        {
-            usable.push(decl.clone());
-            ids.insert(key, *id);
+        match recorded.get(&key) {
+            Some((id, fields)) if *fields == fields_json(decl) => {
+                usable.push(decl.clone());
+                ids.insert(key, *id);
+            }
+            // Recorded meanwhile by another process with other fields.
+            Some(_) => return Err(contradiction(decl, &recorded)),
+            None => {}
         }
     }
     Ok(Indexes {
@@ -118,6 +114,20 @@ pub(crate) fn prepare(
 }
 
 type Recorded = HashMap<(String, String), (i64, String)>;
+
+/// The error for a declaration whose name the file records with other fields.
+fn contradiction(decl: &Index, recorded: &Recorded) -> Fail {
+    let held = recorded
+        .get(&(decl.collection.clone(), decl.name.clone()))
+        .map_or("", |(_, fields)| fields.as_str());
+    Fail::Store(Error::invalid(format!(
+        "index {:?} of collection {:?} is declared with fields {} but the database holds it \
+         with fields {held}; drop it or give the new declaration another name",
+        decl.name,
+        decl.collection,
+        fields_json(decl)
+    )))
+}
 
 fn recorded(conn: &Connection) -> Result<Recorded, Fail> {
     recorded_in(conn)
