@@ -1,12 +1,15 @@
 //! export, import and copy: moving documents with their metadata between stores.
 //!
-//! Every document written goes through [`write_one`], the one place that writes.
+//! Every document written goes through [`Pending`], which writes batches with
+//! [`Store::write_all`] and falls back to [`write_one`], the one place that writes a single
+//! document.
 
 use crate::args::OnExisting;
 use crate::exit::CliError;
 use crate::json::{self, MAX_LINE_DEPTH};
 use crate::record::Record;
-use docstore::{Document, Error, Key, Query, RecountMode, Store};
+use docstore::batch::{self, MAX_BATCH_BYTES, MAX_BATCH_WRITES, key_bytes};
+use docstore::{Document, Error, Key, Query, RecountMode, Store, document};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::io::{BufRead, IsTerminal, Write};
@@ -255,6 +258,100 @@ async fn restore_one(
     Ok(())
 }
 
+/// Documents waiting to be written together: import and copy write in atomic batches of
+/// [`batch::Write::Restore`] through [`Store::write_all`] (one transaction — on SQLite one
+/// commit — per batch), up to the shared batch limits. A batch the store refuses as a whole — one of its
+/// ids already stored, one document invalid, too large or over the quota, an id given twice
+/// in the input, or a store without batches — wrote nothing, and is written again document
+/// by document through [`restore_one`], so each document gets exactly the outcome (skip,
+/// replace, refusal) it would get alone and a resumed import keeps its meaning. Only
+/// `Unavailable` (the batch may have been applied) stops the run, as it would alone.
+struct Pending {
+    /// The restores of the batch.
+    writes: Vec<batch::Write>,
+    /// Their input line numbers.
+    lines: Vec<Option<u64>>,
+    /// The bytes the batch writes, as [`MAX_BATCH_BYTES`] counts them.
+    bytes: usize,
+    /// The most writes in one batch; 1 writes every document alone (no `write_all`).
+    capacity: usize,
+    /// What to do with an id that is already stored.
+    on_existing: OnExisting,
+}
+
+impl Pending {
+    fn new(capacity: usize, on_existing: OnExisting) -> Self {
+        Pending {
+            writes: Vec::new(),
+            lines: Vec::new(),
+            bytes: 0,
+            capacity: capacity.clamp(1, MAX_BATCH_WRITES),
+            on_existing,
+        }
+    }
+
+    /// Queues one document, first writing the batch when it is full.
+    async fn push(
+        &mut self,
+        store: &dyn Store,
+        key: Key,
+        document: Document,
+        line: Option<u64>,
+        summary: &mut Summary,
+        bar: &ProgressBar,
+    ) -> Result<(), CliError> {
+        let bytes = key_bytes(&key) + document::data_size(&document.data);
+        if !self.writes.is_empty()
+            && (self.writes.len() >= self.capacity || self.bytes + bytes > MAX_BATCH_BYTES)
+        {
+            self.flush(store, summary, bar).await?;
+        }
+        self.writes.push(batch::Write::restore(key, document));
+        self.lines.push(line);
+        self.bytes += bytes;
+        if self.capacity == 1 {
+            self.flush(store, summary, bar).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the queued documents: as one batch, or one by one when the batch is refused.
+    async fn flush(
+        &mut self,
+        store: &dyn Store,
+        summary: &mut Summary,
+        bar: &ProgressBar,
+    ) -> Result<(), CliError> {
+        let writes = std::mem::take(&mut self.writes);
+        let lines = std::mem::take(&mut self.lines);
+        self.bytes = 0;
+        if writes.len() > 1 {
+            match store.write_all(&writes, "").await {
+                Ok(outcomes) => {
+                    summary.imported += outcomes.len() as u64;
+                    return Ok(());
+                }
+                Err(err @ Error::Unavailable { .. }) => {
+                    let first = writes[0].key();
+                    return Err(CliError::from(err).context(format!(
+                        "the batch of {} documents starting at {first}",
+                        writes.len()
+                    )));
+                }
+                // Nothing was written: each document on its own says what is wrong.
+                Err(_) => {}
+            }
+        }
+        for (write, line) in writes.into_iter().zip(lines) {
+            let batch::Write::Restore { key, document } = write else {
+                unreachable!("only restores are queued")
+            };
+            restore_one(store, &key, &document, line, self.on_existing, summary, bar).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Which lines an import writes, and how.
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
@@ -272,6 +369,18 @@ pub async fn import(
     input: &mut dyn BufRead,
     options: &ImportOptions,
 ) -> Result<Summary, CliError> {
+    import_in_batches(store, input, options, MAX_BATCH_WRITES).await
+}
+
+/// [`import`] writing at most `per_batch` documents per `write_all` (1: one `restore` per
+/// document, the path before batches; kept for the speed comparison in `transfer_measure`).
+async fn import_in_batches(
+    store: &dyn Store,
+    input: &mut dyn BufRead,
+    options: &ImportOptions,
+    per_batch: usize,
+) -> Result<Summary, CliError> {
+    let mut pending = Pending::new(per_batch, options.on_existing);
     let bar = progress(None, "import");
     let mut summary = Summary::default();
     let mut line_number = 0;
@@ -337,18 +446,12 @@ pub async fn import(
                 continue;
             }
         };
-        restore_one(
-            store,
-            &key,
-            &document,
-            Some(line_number),
-            options.on_existing,
-            &mut summary,
-            &bar,
-        )
-        .await?;
+        pending
+            .push(store, key, document, Some(line_number), &mut summary, &bar)
+            .await?;
         bar.inc(1);
     }
+    pending.flush(store, &mut summary, &bar).await?;
     bar.finish_and_clear();
     Ok(summary)
 }
@@ -364,24 +467,23 @@ pub async fn copy(
     let collections = collections(source, site, only).await?;
     let bar = progress(Some(collections.iter().map(|(_, n)| n).sum()), "copy");
     let mut summary = Summary::default();
+    let mut pending = Pending::new(MAX_BATCH_WRITES, OnExisting::Skip);
     for (collection, _) in &collections {
         walk_collection(source, site, collection, async |document| {
             let key = Key::new(site, collection.clone(), document.id.clone())?;
-            restore_one(
-                destination,
-                &key,
-                &document,
-                None,
-                OnExisting::Skip,
-                &mut summary,
-                &bar,
-            )
-            .await?;
+            pending
+                .push(destination, key, document, None, &mut summary, &bar)
+                .await?;
             bar.inc(1);
             Ok(())
         })
         .await?;
     }
+    pending.flush(destination, &mut summary, &bar).await?;
     bar.finish_and_clear();
     Ok(summary)
 }
+
+#[cfg(test)]
+#[path = "transfer_measure.rs"]
+mod measure;
