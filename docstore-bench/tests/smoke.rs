@@ -6,12 +6,13 @@
 use serde_json::Value;
 use std::process::Command;
 
-const WORKLOADS: [&str; 10] = [
+const WORKLOADS: [&str; 11] = [
     "create",
     "get",
     "put",
     "update",
     "update_if",
+    "update_if x10 in one batch",
     "update, 4 tasks, distinct docs",
     "update, 4 tasks, same doc",
     "delete",
