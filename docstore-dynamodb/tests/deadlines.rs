@@ -6,6 +6,7 @@ use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use docstore::config::DynamoDbConfig;
 use docstore::{Error, Key, Store, StoreOptions};
 use docstore_dynamodb::DynamoStore;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,58 @@ fn black_hole() -> String {
         let mut held = Vec::new();
         for stream in listener.incoming() {
             held.push(stream);
+        }
+    });
+    format!("http://{address}")
+}
+
+/// A listener that answers the store's read of the table's index records (with none) and
+/// never answers anything else: the write itself is what times out.
+fn black_hole_for_writes() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if let Some(value) =
+                            line.to_ascii_lowercase().strip_prefix("content-length:")
+                        {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    if !String::from_utf8_lossy(&body).contains("__docstore#indexes") {
+                        // Hold the connection, never answer.
+                        std::thread::sleep(Duration::from_secs(3_600));
+                        return;
+                    }
+                    let answer = r#"{"Count":0,"Items":[],"ScannedCount":0}"#;
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\n\
+                         content-length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                    if reader.get_mut().write_all(response.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
         }
     });
     format!("http://{address}")
@@ -62,10 +115,21 @@ async fn reads_end_unavailable_within_the_deadline() {
 
 #[tokio::test]
 async fn writes_end_unavailable_within_the_deadline() {
-    let store = store(&black_hole());
+    // Even the read of the index records before a write ends in time; nothing was sent, so
+    // the error does not say the write may have been applied.
+    let unreachable = store(&black_hole());
     let key = Key::new("s", "c", "i").unwrap();
     let started = Instant::now();
-    let err = store
+    let err = unreachable
+        .create(&key, docstore::object(serde_json::json!({})).unwrap(), "a")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(started.elapsed() < WITHIN, "{:?}", started.elapsed());
+
+    let writes_lost = store(&black_hole_for_writes());
+    let started = Instant::now();
+    let err = writes_lost
         .create(&key, docstore::object(serde_json::json!({})).unwrap(), "a")
         .await
         .unwrap_err();
