@@ -227,6 +227,23 @@ pub enum Command {
     /// Create the DynamoDB table the store names (on-demand billing), with a GSI for every
     /// index declared in --config; prints whether it was created or already existed.
     CreateTable,
+    /// Apply writes atomically, all or nothing: a JSON array (or JSON lines) of
+    /// `{"op": "create|put|update|update_if|delete_if|check", "collection", "id", "data" |
+    /// "patch", "version"}` in the --site site; prints the outcomes in order. When one write
+    /// fails nothing is written, and the error names it with its kind's exit code.
+    Batch {
+        /// The file; standard input when absent or "-".
+        input: Option<PathBuf>,
+    },
+    /// Print several documents of a collection at once: a JSON array in the ids' order, null
+    /// where there is none.
+    GetMany {
+        /// The collection.
+        collection: String,
+        /// The document ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
     /// How the store would run a query: the index serving it (or a scan), the key range,
     /// about how many documents it reads, and whether the answer is strongly consistent.
     Explain {
@@ -280,12 +297,16 @@ pub enum IndexAction {
 }
 
 impl Command {
-    /// Whether the command may create a new SQLite database file; every other command refuses
+    /// Whether the command may create a new SQLite database file (`create`, `put`, `import`,
+    /// `batch`); every other command refuses
     /// to run on a file that does not exist (a mistyped path is an error, not an empty store).
     pub fn creates_database(&self) -> bool {
         matches!(
             self,
-            Command::Create { .. } | Command::Put { .. } | Command::Import { .. }
+            Command::Create { .. }
+                | Command::Put { .. }
+                | Command::Import { .. }
+                | Command::Batch { .. }
         )
     }
 }

@@ -87,6 +87,7 @@ pub fn code_of(err: &Error) -> i32 {
         Error::TooLarge { .. } => 7,
         Error::QuotaExceeded { .. } => 8,
         Error::Unavailable { .. } => 9,
+        Error::Batch { source, .. } => code_of(source),
         _ => 1,
     }
 }

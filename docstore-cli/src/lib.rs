@@ -9,6 +9,7 @@
 //! accept the same short queries their developers type.
 
 pub mod args;
+mod batch;
 mod exit;
 mod indexes;
 mod json;

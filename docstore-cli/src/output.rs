@@ -52,7 +52,8 @@ impl Out {
         text.expect("documents serialize")
     }
 
-    fn document_value(&self, document: &Document) -> Value {
+    /// A document as a JSON value (timestamps in the chosen format).
+    pub(crate) fn document_value(&self, document: &Document) -> Value {
         let mut value = serde_json::to_value(document).expect("documents serialize");
         timefmt::rewrite(&mut value, self.time);
         value

@@ -270,6 +270,21 @@ async fn execute(
                 ));
             }
         }
+        Command::Batch { input } => {
+            let text = match input.as_deref() {
+                None => read_all(&mut std::io::stdin(), "standard input")?,
+                Some(path) if path == Path::new("-") => {
+                    read_all(&mut std::io::stdin(), "standard input")?
+                }
+                Some(path) => std::fs::read_to_string(path)
+                    .map_err(|e| CliError::io(&path.display().to_string(), e))?,
+            };
+            let writes = crate::batch::parse(&text, site)?;
+            crate::batch::run(store, &writes, actor, out).await?;
+        }
+        Command::GetMany { collection, ids } => {
+            crate::batch::get_many(store, site, &collection, &ids, out).await?;
+        }
         Command::Explain { collection, query } => {
             let query = parse_query(query.as_deref())?;
             let plan = store.explain(site, &collection, &query).await?;
@@ -426,6 +441,15 @@ fn json_object(arg: Option<String>, what: &str, command: &str) -> Result<Data, C
     let value: Value = json::parse(text, MAX_DEPTH)
         .map_err(|e| CliError::invalid(format!("{what} is not valid JSON: {e}")))?;
     docstore::object(value).map_err(|e| CliError::from(e).context(what))
+}
+
+/// All of `reader` as text.
+fn read_all(reader: &mut impl Read, what: &str) -> Result<String, CliError> {
+    let mut text = String::new();
+    reader
+        .read_to_string(&mut text)
+        .map_err(|e| CliError::io(what, e))?;
+    Ok(text)
 }
 
 /// A query from its text or JSON form; RFC 3339 strings compared with `$created_at` or

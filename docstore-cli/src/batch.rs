@@ -1,0 +1,180 @@
+//! `docstore batch FILE|-` (atomic writes) and `docstore get-many` (several documents).
+//!
+//! A batch is a JSON array of writes, or JSON lines of them, each an object with `op` and the
+//! key in the site given by `--site`:
+//!
+//! ```text
+//! {"op": "create",    "collection": "c", "id": "a", "data": {...}}
+//! {"op": "put",       "collection": "c", "id": "a", "data": {...}}
+//! {"op": "update",    "collection": "c", "id": "a", "patch": {...}}
+//! {"op": "update_if", "collection": "c", "id": "a", "patch": {...}, "version": 3}
+//! {"op": "delete_if", "collection": "c", "id": "a", "version": 3}
+//! {"op": "check",     "collection": "c", "id": "a", "version": 3}   (null: must not exist)
+//! ```
+//!
+//! All or nothing (`Store::write_all`): the outcomes are printed as a JSON array in the same
+//! order (`{"written": document}`, `{"deleted": true}`, `{"checked": true}`); when one write
+//! fails, nothing is written and the error names the write (its position, from 0, and its
+//! key) with the exit code of its kind.
+
+use crate::exit::CliError;
+use crate::json;
+use crate::output::Out;
+use docstore::batch::{Write, WriteOutcome};
+use docstore::document::MAX_DEPTH;
+use docstore::{Data, Error, Key, Store};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// One write as the batch file spells it.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+enum WriteText {
+    Create {
+        collection: String,
+        id: String,
+        data: Value,
+    },
+    Put {
+        collection: String,
+        id: String,
+        data: Value,
+    },
+    Update {
+        collection: String,
+        id: String,
+        patch: Value,
+    },
+    UpdateIf {
+        collection: String,
+        id: String,
+        patch: Value,
+        version: u64,
+    },
+    DeleteIf {
+        collection: String,
+        id: String,
+        version: u64,
+    },
+    Check {
+        collection: String,
+        id: String,
+        version: Option<u64>,
+    },
+}
+
+/// The writes of a batch file's text (a JSON array, or one JSON object per line).
+pub fn parse(text: &str, site: &str) -> Result<Vec<Write>, CliError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let items: Vec<Value> = if text.trim_start().starts_with('[') {
+        json::parse(text, MAX_DEPTH + 2)
+            .map_err(|e| CliError::invalid(format!("the batch is not valid JSON: {e}")))?
+    } else {
+        let mut items = Vec::new();
+        for (number, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            items.push(json::parse(line, MAX_DEPTH + 1).map_err(|e| {
+                CliError::invalid(format!("batch line {}: not valid JSON: {e}", number + 1))
+            })?);
+        }
+        items
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let text: WriteText = serde_json::from_value(item)
+                .map_err(|e| CliError::invalid(format!("batch write {index}: {e}")))?;
+            write(text, site).map_err(|e| CliError::from(e).context(format!("batch write {index}")))
+        })
+        .collect()
+}
+
+fn write(text: WriteText, site: &str) -> Result<Write, Error> {
+    let object = |value: Value| -> Result<Data, Error> { docstore::object(value) };
+    Ok(match text {
+        WriteText::Create {
+            collection,
+            id,
+            data,
+        } => Write::create(Key::new(site, collection, id)?, object(data)?),
+        WriteText::Put {
+            collection,
+            id,
+            data,
+        } => Write::put(Key::new(site, collection, id)?, object(data)?),
+        WriteText::Update {
+            collection,
+            id,
+            patch,
+        } => Write::update(Key::new(site, collection, id)?, object(patch)?),
+        WriteText::UpdateIf {
+            collection,
+            id,
+            patch,
+            version,
+        } => Write::update_if(Key::new(site, collection, id)?, object(patch)?, version),
+        WriteText::DeleteIf {
+            collection,
+            id,
+            version,
+        } => Write::delete_if(Key::new(site, collection, id)?, version),
+        WriteText::Check {
+            collection,
+            id,
+            version,
+        } => Write::check(Key::new(site, collection, id)?, version),
+    })
+}
+
+/// Applies `writes` atomically and prints the outcomes.
+pub async fn run(
+    store: &dyn Store,
+    writes: &[Write],
+    actor: &str,
+    out: &mut Out,
+) -> Result<(), CliError> {
+    let outcomes = store.write_all(writes, actor).await.map_err(|err| {
+        let at = err
+            .batch_failure()
+            .map(|(index, _)| format!("batch write {index} ({})", writes[index].key()));
+        match (at, err) {
+            (Some(at), Error::Batch { source, .. }) => {
+                CliError::from(*source).context(format!("{at}; nothing was written"))
+            }
+            (_, err) => CliError::from(err),
+        }
+    })?;
+    let shown: Vec<Value> = outcomes
+        .iter()
+        .map(|outcome| match outcome {
+            WriteOutcome::Written(doc) => json!({ "written": out.document_value(doc) }),
+            WriteOutcome::Deleted => json!({ "deleted": true }),
+            _ => json!({ "checked": true }),
+        })
+        .collect();
+    out.value(&shown)
+}
+
+/// Reads `ids` of `collection` at once and prints a JSON array of the documents, `null` where
+/// there is none, in the ids' order.
+pub async fn get_many(
+    store: &dyn Store,
+    site: &str,
+    collection: &str,
+    ids: &[String],
+    out: &mut Out,
+) -> Result<(), CliError> {
+    let keys = ids
+        .iter()
+        .map(|id| Key::new(site, collection, id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let documents = store.get_many(&keys).await?;
+    let shown: Vec<Value> = documents
+        .iter()
+        .map(|doc| doc.as_ref().map_or(Value::Null, |d| out.document_value(d)))
+        .collect();
+    out.value(&shown)
+}
