@@ -462,6 +462,42 @@ async fn batches_succeed_once_after_a_lost_answer(
     }
 }
 
+/// `get_many` over more than one `BatchGetItem` (150 keys: chunks of 100) asks again for the
+/// keys DynamoDB left unprocessed (here: every key of the first three requests), with backoff,
+/// and returns every document in the keys' order.
+async fn get_many_asks_again_for_unprocessed_keys(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    use docstore::Write;
+    let s = Setup::new(emulator, cell).await;
+    let keys: Vec<Key> = (0..150).map(|n| s.key(&format!("d{n:03}"))).collect();
+    for chunk in keys.chunks(50) {
+        let writes: Vec<Write> = chunk
+            .iter()
+            .filter(|k| k.id() != "d007")
+            .map(|k| Write::create(k.clone(), obj(json!({"id": k.id()}))))
+            .collect();
+        s.clean.write_all(&writes, "").await.unwrap();
+    }
+    let mut asked = keys.clone();
+    asked.reverse();
+    s.faults.unprocess_next(3);
+    let docs = s.lossy.get_many(&asked).await.unwrap();
+    assert_eq!(
+        s.faults.injected().len(),
+        3,
+        "the unprocessed answers were given"
+    );
+    assert_eq!(docs.len(), 150);
+    for (key, doc) in asked.iter().zip(&docs) {
+        match doc {
+            None => assert_eq!(key.id(), "d007"),
+            Some(doc) => assert_eq!(doc.id, key.id()),
+        }
+    }
+}
+
 /// Fast counters: a lost counter answer is never resent, so the counter moves once.
 async fn counter_answers_are_not_counted_twice(
     emulator: Emulator,
@@ -1289,6 +1325,7 @@ on_both_emulators!(
     own_writes_are_recognised_after_other_writers,
     create_after_delete_and_recreate,
     batches_succeed_once_after_a_lost_answer,
+    get_many_asks_again_for_unprocessed_keys,
     counter_answers_are_not_counted_twice,
     real_refusals_stay_refusals,
     failures_map_to_their_kinds,

@@ -73,6 +73,8 @@ struct Plan {
     injected: Vec<(String, Loss)>,
     /// Refusals by operation.
     refusals: Vec<(String, Refusal)>,
+    /// BatchGetItem requests still to answer with every key unprocessed.
+    unprocessed: usize,
 }
 
 /// The handle a test keeps to script losses and read what was injected.
@@ -108,6 +110,23 @@ impl Faults {
     /// generator seeded with `seed`.
     pub fn lose_randomly(&self, p: f64, seed: u64) {
         self.0.lock().unwrap().random = Some((p, seed.max(1)));
+    }
+
+    /// Answers the next `count` BatchGetItem requests, without sending them, with every key
+    /// unprocessed (as DynamoDB does under throttling or past 16 MB).
+    pub fn unprocess_next(&self, count: usize) {
+        self.0.lock().unwrap().unprocessed += count;
+    }
+
+    fn take_unprocessed(&self) -> bool {
+        let mut plan = self.0.lock().unwrap();
+        let take = plan.unprocessed > 0;
+        if take {
+            plan.unprocessed -= 1;
+            plan.injected
+                .push(("BatchGetItem".to_owned(), Loss::ServerError));
+        }
+        take
     }
 
     /// Answers requests of `operation` with `refusal` without sending them.
@@ -235,6 +254,19 @@ impl HttpConnector for FaultyConnector {
         let inner = self.inner.clone();
         let faults = self.faults.clone();
         HttpConnectorFuture::new(async move {
+            if operation == "BatchGetItem" && faults.take_unprocessed() {
+                let body: serde_json::Value =
+                    serde_json::from_slice(request.body().bytes().unwrap_or_default())
+                        .expect("a JSON request");
+                let answer = serde_json::json!({
+                    "Responses": {},
+                    "UnprocessedKeys": body["RequestItems"],
+                });
+                return Ok(HttpResponse::new(
+                    StatusCode::try_from(200).expect("valid status"),
+                    SdkBody::from(answer.to_string()),
+                ));
+            }
             if let Some(refusal) = faults.refusal(&operation) {
                 return Ok(HttpResponse::new(
                     StatusCode::try_from(refusal.status).expect("valid status"),
