@@ -4,7 +4,7 @@
 //! [`RangeWalk`](docstore::index::RangeWalk) needs; the reference evaluator sorts and cuts
 //! the page. Never bounded by `max_scan`: exact at any size.
 
-use crate::index::{TableIndex, gsi_name, gsi_pk, gsi_sk, partition, stored_key};
+use crate::index::{SORT_KEY_LIMIT, TableIndex, gsi_name, gsi_pk, gsi_sk, partition, stored_key};
 use crate::item::{is_document, parse_document, text};
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::primitives::Blob;
@@ -91,6 +91,7 @@ impl DynamoStore {
                     _ => continue,
                 };
                 let doc = parse_document(item)?;
+                let complete = stored.len() < SORT_KEY_LIMIT;
                 if group_key.as_ref() != Some(&stored) {
                     if self.offer_group(index, plan, range, query, &mut walk, &mut group, kept) {
                         return Ok(());
@@ -98,6 +99,13 @@ impl DynamoStore {
                     group_key = Some(stored);
                 }
                 group.push((index.compiled.key(&doc), doc));
+                // A key stored whole ends with the id: no other document shares it, so its
+                // group is complete now.
+                if complete
+                    && self.offer_group(index, plan, range, query, &mut walk, &mut group, kept)
+                {
+                    return Ok(());
+                }
             }
             match page.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),
