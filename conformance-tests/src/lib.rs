@@ -24,8 +24,10 @@
 //! Property tests follow `PROPTEST_CASES` (default: see [`property_cases`]).
 
 pub mod cases;
+mod indexed;
 mod support;
 
+pub use indexed::{WithIndexes, suite_indexes};
 pub use support::{Ctx, property_cases, unique_site};
 
 use async_trait::async_trait;

@@ -32,7 +32,11 @@ impl DynamoStore {
             let registry = self.registry().await?;
             if let Some(plan) = docstore::index::plan(&registry.built, collection, query) {
                 let reads = match query.limit() {
-                    Some(limit) => size.min((limit as u64 + 1) * plan.ranges.len() as u64),
+                    Some(limit) => size.min(
+                        (limit as u64)
+                            .saturating_add(1)
+                            .saturating_mul(plan.ranges.len() as u64),
+                    ),
                     None => size,
                 };
                 return Ok(Explain::index(&plan, Some(reads), false));
@@ -51,7 +55,7 @@ fn describe(query: &CompiledQuery, size: u64, max_scan: u64) -> Explain {
     };
     match query.id_order() {
         Some(descending) => {
-            let page = query.limit().map(|l| l as u64 + 1);
+            let page = query.limit().map(|l| (l as u64).saturating_add(1));
             let reads = match (page, query.filter()) {
                 (Some(page), None) => size.min(page),
                 _ => size,

@@ -52,7 +52,7 @@ impl DynamoStore {
         let mut start = None;
         let mut page_size = query
             .limit()
-            .map_or(LARGEST_PAGE, |l| (l + 1).max(FIRST_PAGE))
+            .map_or(LARGEST_PAGE, |l| l.saturating_add(1).max(FIRST_PAGE))
             .min(LARGEST_PAGE);
         let condition = match &range.end {
             Some(_) => "#p = :p AND #s BETWEEN :a AND :b",

@@ -8,3 +8,14 @@ conformance_tests::conformance_suite!(crate::support::Harness {
     emulator: crate::support::Emulator::Dynoxide,
     table: Some(&crate::TABLE),
 });
+
+/// The whole suite again with indexes declared on the fields the cases query (each store on a
+/// table of its own, made with the indexes' GSIs).
+mod indexed {
+    conformance_tests::conformance_suite!(conformance_tests::WithIndexes(
+        crate::support::Harness {
+            emulator: crate::support::Emulator::Dynoxide,
+            table: Some(&crate::TABLE),
+        }
+    ));
+}

@@ -568,10 +568,10 @@ impl Store for MemoryStore {
             .get(site)
             .and_then(|s| s.get(collection))
             .map_or(0, Collection::len) as u64;
-        let page = compiled.limit().map(|l| l as u64 + 1);
+        let page = compiled.limit().map(|l| (l as u64).saturating_add(1));
         if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, &compiled) {
             let reads = match page {
-                Some(page) => size.min(page * plan.ranges.len() as u64),
+                Some(page) => size.min(page.saturating_mul(plan.ranges.len() as u64)),
                 None => size,
             };
             return Ok(Explain::index(&plan, Some(reads), true));
@@ -736,6 +736,12 @@ mod tests {
     use super::*;
 
     conformance_tests::conformance_suite!(MemoryHarness);
+
+    /// The whole suite again with indexes declared on the fields the cases query.
+    mod indexed {
+        use super::*;
+        conformance_tests::conformance_suite!(conformance_tests::WithIndexes(MemoryHarness));
+    }
 
     /// Each store the suite asks for is a new, empty `MemoryStore`.
     struct MemoryHarness;

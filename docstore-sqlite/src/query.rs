@@ -115,7 +115,7 @@ impl Plan {
 
     /// How the statement reads, for `explain`, given the collection's size.
     pub(crate) fn explain(&self, size: u64) -> docstore::Explain {
-        let page = self.compiled.limit().map(|l| l as u64 + 1);
+        let page = self.compiled.limit().map(|l| (l as u64).saturating_add(1));
         let (how, reads) = match (self.cursor_pushed, self.compiled.id_order(), page) {
             (true, Some(descending), page) => (
                 format!(

@@ -338,8 +338,10 @@ impl Store for SqliteStore {
                 .map_or(0, |(_, n)| n);
             Ok(match &served {
                 Some(index_plan) => {
-                    let page = compiled.limit().map(|l| l as u64 + 1);
-                    let reads = page.map_or(size, |p| size.min(p * index_plan.ranges.len() as u64));
+                    let page = compiled.limit().map(|l| (l as u64).saturating_add(1));
+                    let reads = page.map_or(size, |p| {
+                        size.min(p.saturating_mul(index_plan.ranges.len() as u64))
+                    });
                     let mut explain = Explain::index(index_plan, Some(reads), true);
                     explain.key_range = format!(
                         "{} (SQLite: {})",

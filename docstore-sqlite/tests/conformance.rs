@@ -30,6 +30,12 @@ impl conformance_tests::Harness for SqliteHarness {
 
 conformance_tests::conformance_suite!(SqliteHarness);
 
+/// The whole suite again with indexes declared on the fields the cases query.
+mod indexed {
+    use super::*;
+    conformance_tests::conformance_suite!(conformance_tests::WithIndexes(SqliteHarness));
+}
+
 /// The suite once more on private in-memory databases (one per store).
 mod in_memory {
     use super::*;
