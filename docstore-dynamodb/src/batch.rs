@@ -17,13 +17,11 @@
 
 use crate::attempts::Attempts;
 use crate::backoff::Backoff;
-use crate::errors::{Failure, classify};
 use crate::history::Stored;
 use crate::item::{check_item_size, data_text, document_pk, is_document, key_of};
-use crate::send::{Expect, build_error, condition, counter_update};
+use crate::send::{Expect, TransactionFailure, build_error, condition, counter_update};
 use crate::store::DynamoStore;
 use crate::writes::indexed_item;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     ConditionCheck, Delete, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure,
     TransactWriteItem,
@@ -471,57 +469,19 @@ impl DynamoStore {
             Ok(_) => return Ok(Sent::Applied),
             Err(err) => err,
         };
-        let reasons = match err.as_service_error() {
-            Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
-                e.cancellation_reasons().to_vec()
-            }
-            Some(TransactWriteItemsError::TransactionInProgressException(_)) => {
-                return Ok(Sent::Contended);
-            }
-            _ => {
-                return match classify(&err) {
-                    Failure::NotApplied => Ok(Sent::Contended),
-                    Failure::Unknown => Ok(Sent::Unknown(self.error("TransactWriteItems", err))),
-                    Failure::Permanent => Err(self.error("TransactWriteItems", err)),
-                };
-            }
-        };
-        let code = |at: usize| reasons.get(at).and_then(|r| r.code()).unwrap_or("None");
-        if let Some(index) = (0..planned.len()).find(|&i| code(i) == "ConditionalCheckFailed") {
-            let current = match reasons[index].item() {
-                Some(item) if is_document(item) => Some(Stored::from_item(item)?),
-                // Not returned (or only the key): read it.
-                _ => None,
-            };
-            return Ok(Sent::Refused {
+        Ok(match self.transaction_failure(err, planned.len())? {
+            TransactionFailure::Refused { index, item } => Sent::Refused {
                 index,
-                current,
+                current: match item {
+                    Some(item) if is_document(&item) => Some(Stored::from_item(&item)?),
+                    // Not returned (or only the key): read it.
+                    _ => None,
+                },
                 resent: attempts.resent(),
-            });
-        }
-        if let Some(at) =
-            (0..counters.len()).find(|&i| code(planned.len() + i) == "ConditionalCheckFailed")
-        {
-            return Ok(Sent::CounterAtZero(at));
-        }
-        let contended = [
-            "TransactionConflict",
-            "ThrottlingError",
-            "ProvisionedThroughputExceeded",
-        ];
-        if reasons
-            .iter()
-            .any(|r| r.code().is_some_and(|c| contended.contains(&c)))
-        {
-            return Ok(Sent::Contended);
-        }
-        let codes: Vec<&str> = (0..reasons.len()).map(code).collect();
-        Err(Error::Backend {
-            message: format!(
-                "DynamoDB TransactWriteItems on `{}` was cancelled: {codes:?}",
-                self.table
-            ),
-            source: Some(Box::new(err)),
+            },
+            TransactionFailure::CounterAtZero(at) => Sent::CounterAtZero(at),
+            TransactionFailure::Contended => Sent::Contended,
+            TransactionFailure::Unknown(err) => Sent::Unknown(err),
         })
     }
 

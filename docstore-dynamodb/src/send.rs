@@ -31,6 +31,20 @@ pub(crate) enum Expect<'a> {
     Revision(&'a Stored),
 }
 
+/// Why a `TransactWriteItems` was not applied.
+#[derive(Debug)]
+pub(crate) enum TransactionFailure {
+    /// The document action at `index` met a failed condition; the item, when returned.
+    Refused { index: usize, item: Option<Item> },
+    /// The counter action at this position (after the documents) refused a decrement: the
+    /// counter is already 0.
+    CounterAtZero(usize),
+    /// A competing transaction or throttling: send it again.
+    Contended,
+    /// Every answer was lost and the SDK gave up: it may have been applied.
+    Unknown(Error),
+}
+
 /// What to do to the document.
 #[derive(Clone, Debug)]
 pub(crate) enum Action {
@@ -220,25 +234,48 @@ impl DynamoStore {
             Ok(_) => return Ok(Sent::Applied),
             Err(err) => err,
         };
+        Ok(match self.transaction_failure(err, 1)? {
+            TransactionFailure::Refused { item, .. } => Sent::Refused {
+                current: self.refused_on(key, item).await?,
+                resent: attempts.resent(),
+            },
+            TransactionFailure::CounterAtZero(_) => Sent::CounterAtZero,
+            TransactionFailure::Contended => Sent::Contended,
+            TransactionFailure::Unknown(err) => Sent::Unknown(err),
+        })
+    }
+
+    /// Reads a failed `TransactWriteItems` whose first `documents` actions are document
+    /// writes and the rest counter moves: which action was refused, or whether to send again.
+    pub(crate) fn transaction_failure(
+        &self,
+        err: SdkError<TransactWriteItemsError, HttpResponse>,
+        documents: usize,
+    ) -> Result<TransactionFailure> {
         let reasons = match err.as_service_error() {
             Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
                 e.cancellation_reasons().to_vec()
             }
             Some(TransactWriteItemsError::TransactionInProgressException(_)) => {
-                return Ok(Sent::Contended);
+                return Ok(TransactionFailure::Contended);
             }
-            _ => return self.single_failure("TransactWriteItems", err),
+            _ => {
+                return match self.single_failure("TransactWriteItems", err)? {
+                    Sent::Unknown(err) => Ok(TransactionFailure::Unknown(err)),
+                    _ => Ok(TransactionFailure::Contended),
+                };
+            }
         };
         let code = |at: usize| reasons.get(at).and_then(|r| r.code()).unwrap_or("None");
-        if code(0) == "ConditionalCheckFailed" {
-            let item = reasons[0].item().cloned();
-            return Ok(Sent::Refused {
-                current: self.refused_on(key, item).await?,
-                resent: attempts.resent(),
+        let refused = |at: usize| code(at) == "ConditionalCheckFailed";
+        if let Some(index) = (0..documents).find(|&i| refused(i)) {
+            return Ok(TransactionFailure::Refused {
+                index,
+                item: reasons[index].item().cloned(),
             });
         }
-        if code(1) == "ConditionalCheckFailed" {
-            return Ok(Sent::CounterAtZero);
+        if let Some(at) = (documents..reasons.len()).find(|&i| refused(i)) {
+            return Ok(TransactionFailure::CounterAtZero(at - documents));
         }
         let contended = [
             "TransactionConflict",
@@ -249,7 +286,7 @@ impl DynamoStore {
             .iter()
             .any(|r| r.code().is_some_and(|c| contended.contains(&c)))
         {
-            return Ok(Sent::Contended);
+            return Ok(TransactionFailure::Contended);
         }
         let codes: Vec<&str> = (0..reasons.len()).map(code).collect();
         Err(Error::Backend {
