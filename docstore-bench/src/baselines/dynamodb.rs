@@ -125,7 +125,8 @@ fn n(value: impl ToString) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
-fn parse(item: &Item) -> BenchResult<Document> {
+/// The document an item in seed 001's layout holds.
+pub fn parse(item: &Item) -> BenchResult<Document> {
     let text = |name: &str| -> BenchResult<String> {
         match item.get(name) {
             Some(AttributeValue::S(v)) => Ok(v.clone()),
