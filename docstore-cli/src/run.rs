@@ -222,16 +222,20 @@ async fn execute(
             let options = ImportOptions {
                 site: (!all_sites).then(|| site.to_owned()),
                 on_existing,
+                in_flight: transfer::batches_in_flight(config.database.max_docs_per_site),
             };
             let summary = transfer::import(store, &mut reader, &options).await?;
             finish(summary, out)?;
         }
         Command::Copy { to, collection } => {
-            if docstore_any::parse_url(&to)?.database.backend == Backend::Memory {
+            let to = docstore_any::parse_url(&to)?;
+            if to.database.backend == Backend::Memory {
                 warn_memory("the --to store");
             }
-            let destination = docstore_any::open_url(&to).await?;
-            let summary = transfer::copy(store, destination.as_ref(), site, &collection).await?;
+            let destination = docstore_any::open(&to).await?;
+            let in_flight = transfer::batches_in_flight(to.database.max_docs_per_site);
+            let summary =
+                transfer::copy(store, destination.as_ref(), site, &collection, in_flight).await?;
             finish(summary, out)?;
         }
         Command::Fsck { repair } => {

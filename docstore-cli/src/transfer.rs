@@ -1,18 +1,21 @@
 //! export, import and copy: moving documents with their metadata between stores.
 //!
 //! Every document written goes through [`Pending`], which writes batches with
-//! [`Store::write_all`] and falls back to [`write_one`], the one place that writes a single
-//! document.
+//! [`Store::write_all`], several in flight at once, and falls back to [`write_one`], the one
+//! place that writes a single document.
 
 use crate::args::OnExisting;
 use crate::exit::CliError;
 use crate::json::{self, MAX_LINE_DEPTH};
 use crate::record::Record;
 use docstore::batch::{self, MAX_BATCH_BYTES, MAX_BATCH_WRITES, key_bytes};
-use docstore::{Document, Error, Key, Query, RecountMode, Store, document};
+use docstore::{Document, Error, Key, Query, RecountMode, Store, WriteOutcome, document};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, IsTerminal, Write};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// How many documents one page of a walk reads.
 const PAGE: usize = 500;
@@ -61,6 +64,17 @@ impl Skipped {
         };
         bar.suspend(|| eprintln!("skipped {place}: {}", self.reason));
         summary.skipped.push(self);
+    }
+
+    /// Records a line skipped while reading, in its place among the batches `pending` has
+    /// in flight ([`Pending::skip`]).
+    async fn record_in(
+        self,
+        pending: &mut Pending<'_>,
+        summary: &mut Summary,
+        bar: &ProgressBar,
+    ) -> Result<(), CliError> {
+        pending.skip(self, summary, bar).await
     }
 }
 
@@ -258,6 +272,47 @@ async fn restore_one(
     Ok(())
 }
 
+/// How many batches import and copy keep in flight at once (see [`Pending`]).
+pub const MAX_BATCHES_IN_FLIGHT: usize = 4;
+
+/// How many batches may be in flight for writes into a store with this per-site quota:
+/// [`MAX_BATCHES_IN_FLIGHT`], or one at a time under a quota. Batches in flight race each
+/// other like concurrent creates, and near a (soft) `max_docs_per_site` the order they land
+/// in would decide which documents are written and which are refused; one at a time keeps
+/// that decided by the input order, as it always was.
+pub fn batches_in_flight(max_docs_per_site: Option<u64>) -> usize {
+    match max_docs_per_site {
+        Some(_) => 1,
+        None => MAX_BATCHES_IN_FLIGHT,
+    }
+}
+
+/// What a batch's `write_all` gives back: its writes, and the store's answer (`None`: not
+/// sent, a batch of one document goes through [`restore_one`]).
+type Sent = (
+    Vec<batch::Write>,
+    Option<docstore::Result<Vec<WriteOutcome>>>,
+);
+
+/// A batch's `write_all` under way, polled in the importing task.
+type Sending<'s> = Pin<Box<dyn Future<Output = Sent> + Send + 's>>;
+
+/// A batch handed to the store, in input order.
+struct InFlight<'s> {
+    /// The call under way, or its answer once it came.
+    state: State<'s>,
+    /// The input line numbers of its writes.
+    lines: Vec<Option<u64>>,
+    /// Lines skipped while reading after this batch was sent: recorded after its outcomes,
+    /// where the one-batch-at-a-time import recorded them.
+    after: Vec<Skipped>,
+}
+
+enum State<'s> {
+    Sending(Sending<'s>),
+    Sent(Sent),
+}
+
 /// Documents waiting to be written together: import and copy write in atomic batches of
 /// [`batch::Write::Restore`] through [`Store::write_all`] (one transaction — on SQLite one
 /// commit — per batch), up to the shared batch limits. A batch the store refuses as a whole — one of its
@@ -266,8 +321,42 @@ async fn restore_one(
 /// by document through [`restore_one`], so each document gets exactly the outcome (skip,
 /// replace, refusal) it would get alone and a resumed import keeps its meaning. Only
 /// `Unavailable` (the batch may have been applied) stops the run, as it would alone.
-struct Pending {
-    /// The restores of the batch.
+///
+/// **A pipeline.** Up to `depth` batches ([`MAX_BATCHES_IN_FLIGHT`]) are sent at once while
+/// the input is read on: their `write_all` futures are polled together in the calling task
+/// (no spawned task, so the store stays borrowed), so the SQLite writer commits the batches
+/// queued meanwhile in one transaction and DynamoDB has several `TransactWriteItems` under
+/// way. Nothing observable changes:
+///
+/// - *Answers are taken in input order.* The oldest batch is settled (counted, or written
+///   again document by document) before any later one, and a line skipped while reading is
+///   recorded after the batches sent before it was read (see [`Pending::skip`]), so the
+///   summary, the skipped lines in their order, the messages on standard error and the first
+///   error that stops the run are those of one batch at a time.
+/// - *One key is never in two batches under way.* A document whose key is in a batch still in
+///   flight waits until that batch (and every older one) is settled, so the writes of one key
+///   happen in input order and `--on-existing newer|overwrite` decide exactly as before. (Two
+///   lines with one id in the same batch make the store refuse it, as always.)
+/// - *`--on-existing fail` sends one batch at a time*: it promises to stop at the first line
+///   whose id is stored, so nothing after that line may be written; with batches in flight
+///   behind it, later lines would already be. Under a per-site quota, one at a time too (see
+///   [`batches_in_flight`]).
+/// - *When the run stops on an error* (a batch or document `Unavailable`, a backend error;
+///   never a refusal, which is skipped) the batches sent after the failing one are dropped
+///   unanswered: each is written whole or not at all, as a run interrupted anywhere leaves
+///   it, and running the import again (`skip`, the default; or `newer`/`overwrite`, which
+///   find those documents equal) completes it.
+///
+/// Memory stays bounded: at most `depth` batches in flight plus the one being filled.
+///
+/// Concurrency on SQLite needs a lone write not to finish within its first poll: true on the
+/// CLI's current-thread runtime, where SQLite runs it on a blocking thread; on a multi-thread
+/// runtime SQLite writes a lone call in place (`block_in_place`) and the batches would be
+/// written one after the other, still correctly.
+struct Pending<'s> {
+    /// Where the batches go.
+    store: &'s dyn Store,
+    /// The restores of the batch being filled.
     writes: Vec<batch::Write>,
     /// Their input line numbers.
     lines: Vec<Option<u64>>,
@@ -277,23 +366,39 @@ struct Pending {
     capacity: usize,
     /// What to do with an id that is already stored.
     on_existing: OnExisting,
+    /// The most batches in flight at once.
+    depth: usize,
+    /// The batches sent and not yet settled, oldest first.
+    in_flight: VecDeque<InFlight<'s>>,
+    /// The keys of the batches in flight, with how many times each.
+    keys_in_flight: HashMap<Key, usize>,
 }
 
-impl Pending {
-    fn new(capacity: usize, on_existing: OnExisting) -> Self {
+impl<'s> Pending<'s> {
+    /// Batches of up to `capacity` documents into `store`, up to `depth` of them in flight
+    /// (one with `--on-existing fail`).
+    fn new(store: &'s dyn Store, capacity: usize, depth: usize, on_existing: OnExisting) -> Self {
+        let depth = match on_existing {
+            OnExisting::Fail => 1,
+            _ => depth.clamp(1, MAX_BATCHES_IN_FLIGHT),
+        };
         Pending {
+            store,
             writes: Vec::new(),
             lines: Vec::new(),
             bytes: 0,
             capacity: capacity.clamp(1, MAX_BATCH_WRITES),
             on_existing,
+            depth,
+            in_flight: VecDeque::new(),
+            keys_in_flight: HashMap::new(),
         }
     }
 
-    /// Queues one document, first writing the batch when it is full.
+    /// Queues one document, first sending the batch when it is full, then waiting for the
+    /// batches in flight with its key (the one just sent included).
     async fn push(
         &mut self,
-        store: &dyn Store,
         key: Key,
         document: Document,
         line: Option<u64>,
@@ -304,51 +409,179 @@ impl Pending {
         if !self.writes.is_empty()
             && (self.writes.len() >= self.capacity || self.bytes + bytes > MAX_BATCH_BYTES)
         {
-            self.flush(store, summary, bar).await?;
+            self.send(summary, bar).await?;
+        }
+        while self.keys_in_flight.contains_key(&key) {
+            self.settle_oldest(summary, bar).await?;
         }
         self.writes.push(batch::Write::restore(key, document));
         self.lines.push(line);
         self.bytes += bytes;
         if self.capacity == 1 {
-            self.flush(store, summary, bar).await?;
+            self.send(summary, bar).await?;
         }
         Ok(())
     }
 
-    /// Writes the queued documents: as one batch, or one by one when the batch is refused.
-    async fn flush(
+    /// Records a line skipped while reading, where one batch at a time would have: after
+    /// the outcomes of every batch sent so far (at once when none is in flight).
+    async fn skip(
         &mut self,
-        store: &dyn Store,
+        skipped: Skipped,
         summary: &mut Summary,
         bar: &ProgressBar,
     ) -> Result<(), CliError> {
+        self.settle_answered(summary, bar).await?;
+        match self.in_flight.back_mut() {
+            Some(last) => last.after.push(skipped),
+            None => skipped.record(summary, bar),
+        }
+        Ok(())
+    }
+
+    /// Sends the queued documents and settles every batch: the end of the run.
+    async fn finish(&mut self, summary: &mut Summary, bar: &ProgressBar) -> Result<(), CliError> {
+        self.send(summary, bar).await?;
+        while !self.in_flight.is_empty() {
+            self.settle_oldest(summary, bar).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends the batch being filled (nothing when it is empty), once fewer than `depth`
+    /// batches are in flight.
+    async fn send(&mut self, summary: &mut Summary, bar: &ProgressBar) -> Result<(), CliError> {
+        if self.writes.is_empty() {
+            return Ok(());
+        }
+        while self.in_flight.len() >= self.depth {
+            self.settle_oldest(summary, bar).await?;
+        }
         let writes = std::mem::take(&mut self.writes);
         let lines = std::mem::take(&mut self.lines);
         self.bytes = 0;
-        if writes.len() > 1 {
-            match store.write_all(&writes, "").await {
-                Ok(outcomes) => {
-                    summary.imported += outcomes.len() as u64;
-                    return Ok(());
-                }
-                Err(err @ Error::Unavailable { .. }) => {
-                    let first = writes[0].key();
-                    return Err(CliError::from(err).context(format!(
-                        "the batch of {} documents starting at {first}",
-                        writes.len()
-                    )));
-                }
-                // Nothing was written: each document on its own says what is wrong.
-                Err(_) => {}
-            }
+        for write in &writes {
+            *self.keys_in_flight.entry(write.key().clone()).or_default() += 1;
         }
-        for (write, line) in writes.into_iter().zip(lines) {
-            let batch::Write::Restore { key, document } = write else {
-                unreachable!("only restores are queued")
-            };
-            restore_one(store, &key, &document, line, self.on_existing, summary, bar).await?;
+        let state = if writes.len() > 1 {
+            let store = self.store;
+            State::Sending(Box::pin(async move {
+                let result = store.write_all(&writes, "").await;
+                (writes, Some(result))
+            }))
+        } else {
+            State::Sent((writes, None))
+        };
+        self.in_flight.push_back(InFlight {
+            state,
+            lines,
+            after: Vec::new(),
+        });
+        // Start it now (and take the answers that came), not when the pipeline is full.
+        self.settle_answered(summary, bar).await
+    }
+
+    /// Polls every batch in flight once, then settles the oldest ones already answered.
+    async fn settle_answered(
+        &mut self,
+        summary: &mut Summary,
+        bar: &ProgressBar,
+    ) -> Result<(), CliError> {
+        std::future::poll_fn(|cx| {
+            poll_in_flight(&mut self.in_flight, cx);
+            Poll::Ready(())
+        })
+        .await;
+        while self
+            .in_flight
+            .front()
+            .is_some_and(|oldest| matches!(oldest.state, State::Sent(_)))
+        {
+            self.settle_oldest(summary, bar).await?;
         }
         Ok(())
+    }
+
+    /// Waits for the oldest batch in flight (polling all of them meanwhile) and settles it:
+    /// counts it, or writes it again document by document when the store refused it, then
+    /// records the lines skipped after it.
+    async fn settle_oldest(
+        &mut self,
+        summary: &mut Summary,
+        bar: &ProgressBar,
+    ) -> Result<(), CliError> {
+        let in_flight = &mut self.in_flight;
+        let oldest = std::future::poll_fn(|cx| {
+            poll_in_flight(in_flight, cx);
+            match in_flight.front() {
+                None => Poll::Ready(None),
+                Some(InFlight {
+                    state: State::Sent(_),
+                    ..
+                }) => Poll::Ready(in_flight.pop_front()),
+                Some(_) => Poll::Pending,
+            }
+        })
+        .await;
+        let Some(InFlight {
+            state: State::Sent((writes, result)),
+            lines,
+            after,
+        }) = oldest
+        else {
+            return Ok(());
+        };
+        match result {
+            Some(Ok(outcomes)) => summary.imported += outcomes.len() as u64,
+            Some(Err(err @ Error::Unavailable { .. })) => {
+                let first = writes[0].key();
+                return Err(CliError::from(err).context(format!(
+                    "the batch of {} documents starting at {first}",
+                    writes.len()
+                )));
+            }
+            // Nothing was written: each document on its own says what is wrong.
+            Some(Err(_)) | None => {
+                for (write, line) in writes.iter().zip(lines) {
+                    let batch::Write::Restore { key, document } = write else {
+                        unreachable!("only restores are queued")
+                    };
+                    restore_one(
+                        self.store,
+                        key,
+                        document,
+                        line,
+                        self.on_existing,
+                        summary,
+                        bar,
+                    )
+                    .await?;
+                }
+            }
+        }
+        for write in &writes {
+            if let Some(count) = self.keys_in_flight.get_mut(write.key()) {
+                *count -= 1;
+                if *count == 0 {
+                    self.keys_in_flight.remove(write.key());
+                }
+            }
+        }
+        for skipped in after {
+            skipped.record(summary, bar);
+        }
+        Ok(())
+    }
+}
+
+/// Polls every batch still being sent, keeping the answers that came.
+fn poll_in_flight(in_flight: &mut VecDeque<InFlight<'_>>, cx: &mut Context<'_>) {
+    for batch in in_flight.iter_mut() {
+        if let State::Sending(sending) = &mut batch.state
+            && let Poll::Ready(sent) = sending.as_mut().poll(cx)
+        {
+            batch.state = State::Sent(sent);
+        }
     }
 }
 
@@ -359,6 +592,9 @@ pub struct ImportOptions {
     pub site: Option<String>,
     /// What to do with an id that is already stored.
     pub on_existing: OnExisting,
+    /// The most batches in flight at once ([`batches_in_flight`]; `--on-existing fail`
+    /// always sends one at a time).
+    pub in_flight: usize,
 }
 
 /// Restores every JSON line of `input` into `store`. A line that is not UTF-8, not a
@@ -380,7 +616,7 @@ async fn import_in_batches(
     options: &ImportOptions,
     per_batch: usize,
 ) -> Result<Summary, CliError> {
-    let mut pending = Pending::new(per_batch, options.on_existing);
+    let mut pending = Pending::new(store, per_batch, options.in_flight, options.on_existing);
     let bar = progress(None, "import");
     let mut summary = Summary::default();
     let mut line_number = 0;
@@ -411,7 +647,8 @@ async fn import_in_batches(
                     "not UTF-8 (invalid byte at byte {} of the line)",
                     err.valid_up_to() + 1
                 ))
-                .record(&mut summary, &bar);
+                .record_in(&mut pending, &mut summary, &bar)
+                .await?;
                 continue;
             }
         };
@@ -421,7 +658,9 @@ async fn import_in_batches(
         let record: Record = match json::parse(text, MAX_LINE_DEPTH) {
             Ok(record) => record,
             Err(err) => {
-                skip(format!("not a document line: {err}")).record(&mut summary, &bar);
+                skip(format!("not a document line: {err}"))
+                    .record_in(&mut pending, &mut summary, &bar)
+                    .await?;
                 continue;
             }
         };
@@ -436,50 +675,54 @@ async fn import_in_batches(
             ));
             skipped.collection = Some(record.collection);
             skipped.id = Some(record.id);
-            skipped.record(&mut summary, &bar);
+            skipped.record_in(&mut pending, &mut summary, &bar).await?;
             continue;
         }
         let (key, document) = match record.into_parts() {
             Ok(parts) => parts,
             Err(err) => {
-                skip(err.to_string()).record(&mut summary, &bar);
+                skip(err.to_string())
+                    .record_in(&mut pending, &mut summary, &bar)
+                    .await?;
                 continue;
             }
         };
         pending
-            .push(store, key, document, Some(line_number), &mut summary, &bar)
+            .push(key, document, Some(line_number), &mut summary, &bar)
             .await?;
         bar.inc(1);
     }
-    pending.flush(store, &mut summary, &bar).await?;
+    pending.finish(&mut summary, &bar).await?;
     bar.finish_and_clear();
     Ok(summary)
 }
 
-/// Copies every document of the site (or of `only`) from `source` to `destination`;
-/// documents whose id exists at the destination are left there as they are.
+/// Copies every document of the site (or of `only`) from `source` to `destination`, up to
+/// `in_flight` batches at once ([`batches_in_flight`]); documents whose id exists at the
+/// destination are left there as they are.
 pub async fn copy(
     source: &dyn Store,
     destination: &dyn Store,
     site: &str,
     only: &[String],
+    in_flight: usize,
 ) -> Result<Summary, CliError> {
     let collections = collections(source, site, only).await?;
     let bar = progress(Some(collections.iter().map(|(_, n)| n).sum()), "copy");
     let mut summary = Summary::default();
-    let mut pending = Pending::new(MAX_BATCH_WRITES, OnExisting::Skip);
+    let mut pending = Pending::new(destination, MAX_BATCH_WRITES, in_flight, OnExisting::Skip);
     for (collection, _) in &collections {
         walk_collection(source, site, collection, async |document| {
             let key = Key::new(site, collection.clone(), document.id.clone())?;
             pending
-                .push(destination, key, document, None, &mut summary, &bar)
+                .push(key, document, None, &mut summary, &bar)
                 .await?;
             bar.inc(1);
             Ok(())
         })
         .await?;
     }
-    pending.flush(destination, &mut summary, &bar).await?;
+    pending.finish(&mut summary, &bar).await?;
     bar.finish_and_clear();
     Ok(summary)
 }
@@ -487,3 +730,7 @@ pub async fn copy(
 #[cfg(test)]
 #[path = "transfer_measure.rs"]
 mod measure;
+
+#[cfg(test)]
+#[path = "transfer_pipeline.rs"]
+mod pipeline;
