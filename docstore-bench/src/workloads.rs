@@ -169,6 +169,7 @@ pub async fn point_workloads(
         "update",
         "update_if",
         "update_if x10 in one batch",
+        "update_if x10 as 10 single calls",
         "update, 16 tasks, distinct docs",
         "update, 16 tasks, same doc",
         "delete",
@@ -179,8 +180,8 @@ pub async fn point_workloads(
         }
         let baseline = figures.pop().expect("two sides");
         let docstore = figures.pop().expect("two sides");
-        let unit = if workload.contains("batch") {
-            "batch"
+        let unit = if workload.contains("x10") {
+            "10 writes"
         } else {
             "op"
         };
@@ -285,6 +286,27 @@ async fn point_workload(
                         .collect();
                     let got = subject.update_if_many(coll, &writes).await?;
                     for (&n, v) in batches[i].iter().zip(got) {
+                        versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
+                    }
+                    Ok(())
+                })
+                .await
+            })
+            .await
+        }
+        "update_if x10 as 10 single calls" => {
+            // The same batches of 10 as the workload above, each write its own call (and on
+            // the baseline its own transaction); one op = ten calls.
+            let ids = order(state.versions.len(), 6);
+            let batches: Vec<&[usize]> = ids.chunks_exact(10).collect();
+            let versions = &mut state.versions;
+            counted(side, async || {
+                timed(batches.len(), max, async |i| {
+                    for (k, &n) in batches[i].iter().enumerate() {
+                        let patch = patch((i * 10 + k) as u64);
+                        let v = subject
+                            .update_if(coll, &data::id(n), &patch, versions[n])
+                            .await?;
                         versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
                     }
                     Ok(())

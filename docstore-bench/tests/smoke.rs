@@ -6,13 +6,14 @@
 use serde_json::Value;
 use std::process::Command;
 
-const WORKLOADS: [&str; 11] = [
+const WORKLOADS: [&str; 12] = [
     "create",
     "get",
     "put",
     "update",
     "update_if",
     "update_if x10 in one batch",
+    "update_if x10 as 10 single calls",
     "update, 4 tasks, distinct docs",
     "update, 4 tasks, same doc",
     "delete",

@@ -255,6 +255,53 @@ impl Connections {
         })
     }
 
+    /// Whether commits are short: `synchronous=NORMAL` (no fsync), so a write takes tens of
+    /// µs and runs on the calling thread ([`Connections::write_on_this_thread`]).
+    pub(crate) fn short_commits(&self) -> bool {
+        self.options.durability == crate::Durability::Normal
+    }
+
+    /// `op` alone in one immediate transaction on the calling thread, waiting for the writer
+    /// connection as a mutex-guarded call would (`synchronous=NORMAL`: other writers of this
+    /// store hold it for tens of µs each). The thread is not handed back to the async runtime
+    /// meanwhile, exactly as with hand-written `rusqlite` behind a mutex: under as many
+    /// concurrent writers as the runtime has threads, at most that many writes are in
+    /// progress, so a write waits for at most a few others (a task switch, a thread hop or a
+    /// group commit would each make it wait for more).
+    ///
+    /// `None` when another process holds the database's write lock: nothing ran, and the
+    /// caller waits for it off the runtime's threads ([`blocking`]), since that wait can last
+    /// the busy timeout.
+    pub(crate) fn write_on_this_thread<T>(
+        &self,
+        op: &mut impl FnMut(&Connection) -> Result<T, Fail>,
+    ) -> Option<Result<T>> {
+        if let Some(reason) = &self.read_only {
+            return Some(Err(read_only_error(reason)));
+        }
+        let mut conn = self.writer.lock();
+        let restore = |conn: &Connection| conn.busy_timeout(self.options.busy_timeout);
+        if let Err(err) = conn.busy_timeout(std::time::Duration::ZERO) {
+            return Some(Err(Fail::from(err).into_error()));
+        }
+        let fail = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => {
+                let result = restore(&tx).map_err(Fail::from).and_then(|()| {
+                    let value = op(&tx)?;
+                    tx.commit()?;
+                    Ok(value)
+                });
+                return Some(result.map_err(Fail::into_error));
+            }
+            Err(err) => Fail::from(err),
+        };
+        match restore(&conn) {
+            Err(err) => Some(Err(Fail::from(err).into_error())),
+            Ok(()) if fail.is_busy() => None,
+            Ok(()) => Some(Err(fail.into_error())),
+        }
+    }
+
     /// Queues `op` for the writer thread and waits for its answer.
     async fn enqueue<T: Send + 'static>(
         &self,

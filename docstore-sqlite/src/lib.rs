@@ -29,15 +29,28 @@
 //!   document reads back identical: `u64::MAX`, `i64::MIN`, `5e-324`, `1` vs `1.0`), the
 //!   metadata as columns; table `collections` holds per-collection counts, kept exact by
 //!   triggers in the writing transaction.
-//! - **Concurrency**: one writer connection. A write call that finds no other write in
-//!   progress runs in place, in its own `BEGIN IMMEDIATE` transaction (a lone writer pays no
-//!   thread hop). Under concurrent writers a call queues its work and its task waits
-//!   (holding no thread); a writer thread takes every write queued meanwhile (up to 64) and
-//!   commits them in one `BEGIN IMMEDIATE` transaction — *group commit* — each write inside
-//!   its own savepoint, so a write whose condition fails is rolled back alone and never
-//!   fails another caller's. A call returns only after the
-//!   commit that holds its write (durability as before: with [`Durability::Full`] that
-//!   commit was flushed). `update` reads, merges and writes inside the transaction, so it
+//! - **Concurrency**: one writer connection; how a write reaches it depends on how long a
+//!   commit takes.
+//!   - [`Durability::Full`] (the default; every commit waits for an fsync): a write call
+//!     that finds no other write in progress runs in place, in its own `BEGIN IMMEDIATE`
+//!     transaction (a lone writer pays no thread hop). Under concurrent writers a call
+//!     queues its work and its task waits (holding no thread); a writer thread takes every
+//!     write queued meanwhile (up to 64) and commits them in one `BEGIN IMMEDIATE`
+//!     transaction — *group commit*, one fsync for the group — each write inside its own
+//!     savepoint, so a write whose condition fails is rolled back alone and never fails
+//!     another caller's.
+//!   - [`Durability::Normal`] (no fsync per commit: a write takes tens of µs): every write
+//!     runs on the calling thread in its own `BEGIN IMMEDIATE` transaction, waiting for the
+//!     writer connection as a mutex-guarded call does, exactly like hand-written `rusqlite`
+//!     behind a mutex. Under concurrent writers at most as many writes as the runtime has
+//!     threads are in progress, so each waits for a few others at most (queueing would make
+//!     it wait for every queued one, and a group commit saves little when commits cost no
+//!     fsync). When another process holds the database's write lock, the call does not
+//!     block the runtime's thread for the busy timeout: it waits off the runtime (as with
+//!     `Full`).
+//!
+//!   Either way a call returns only after the commit that holds its write (with
+//!   [`Durability::Full`] that commit was flushed). `update` reads, merges and writes inside the transaction, so it
 //!   never conflicts. A write whose future is dropped after it was queued still happens.
 //!   Reads use a pool of other connections and, in WAL mode, never wait for the writer —
 //!   neither ours nor another process's. Another process's locks are waited for: the busy

@@ -90,16 +90,29 @@ impl SqliteStore {
         })
     }
 
-    /// Runs `op` inside an immediate transaction and returns after its commit: in place when
-    /// no other write is pending (a lone writer pays no thread hop), else through the writer
-    /// thread, committed with the other queued writes in its own savepoint while the
-    /// caller's task waits without holding a thread.
+    /// Runs `op` inside an immediate transaction and returns after its commit. With short
+    /// commits (`synchronous=NORMAL`) on the calling thread, as a mutex-guarded call would
+    /// (off the runtime only while another process holds the write lock). Otherwise in
+    /// place when no other write is pending (a lone writer pays no thread hop), else through
+    /// the writer thread, committed with the other queued writes in its own savepoint while
+    /// the caller's task waits without holding a thread.
     async fn write<T: Send + 'static>(
         &self,
         mut op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
     ) -> Result<T> {
         let inner = Arc::clone(&self.inner);
         let (_active, alone) = self.inner.conns.begin_write();
+        if self.inner.conns.short_commits() {
+            if let Some(result) = inner
+                .conns
+                .write_on_this_thread(&mut |conn| op(&inner, conn))
+            {
+                return result;
+            }
+            // Another process holds the write lock: wait for it off the runtime's threads.
+            return blocking(move || inner.conns.write_in_place(&mut |conn| op(&inner, conn)))
+                .await;
+        }
         if alone {
             return blocking(move || inner.conns.write_in_place(&mut |conn| op(&inner, conn)))
                 .await;
@@ -189,14 +202,15 @@ impl Inner {
         expected_version: Option<u64>,
         actor: &str,
     ) -> Result<Document, Fail> {
-        let current = rows::load(conn, key)?.ok_or(Error::NotFound)?;
+        let mut current = rows::load(conn, key)?.ok_or(Error::NotFound)?;
         if expected_version.is_some_and(|expected| expected != current.version) {
             return Err(Error::Conflict {
                 current: current.version,
             }
             .into());
         }
-        let mut data = current.data.clone();
+        // Merged in place: `replace` puts the result back into `current`.
+        let mut data = std::mem::take(&mut current.data);
         docstore::merge_patch(&mut data, patch);
         let text = rows::encode(&data, self.options.max_doc_bytes)?;
         self.replace(conn, key, current, data, &text, actor)

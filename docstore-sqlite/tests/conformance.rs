@@ -36,6 +36,36 @@ mod indexed {
     conformance_tests::conformance_suite!(conformance_tests::WithIndexes(SqliteHarness));
 }
 
+/// The suite again with `synchronous=NORMAL`, where writes run on the calling thread
+/// instead of through the writer thread (own shared file).
+mod normal_durability {
+    use super::*;
+    use docstore_sqlite::{Durability, SqliteOptions};
+
+    fn file() -> PathBuf {
+        static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+        DIR.get_or_init(|| tempfile::tempdir().expect("a temporary directory"))
+            .path()
+            .join("normal.db")
+    }
+
+    struct NormalHarness;
+
+    #[async_trait]
+    impl conformance_tests::Harness for NormalHarness {
+        async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
+            let sqlite = SqliteOptions::default().with_durability(Durability::Normal);
+            Arc::new(SqliteStore::open_with(file(), options, sqlite).expect("open the store"))
+        }
+
+        fn capabilities(&self) -> conformance_tests::Capabilities {
+            conformance_tests::Capabilities::default().with_secondary_indexes(true)
+        }
+    }
+
+    conformance_tests::conformance_suite!(NormalHarness);
+}
+
 /// The suite once more on private in-memory databases (one per store).
 mod in_memory {
     use super::*;

@@ -3,7 +3,7 @@
 //! nothing. Plus the schema version rules on open.
 
 use docstore::{Error, Key, Store, StoreOptions};
-use docstore_sqlite::{SqliteOptions, SqliteStore};
+use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
 use rusqlite::Connection;
 use serde_json::json;
 use std::path::Path;
@@ -61,6 +61,45 @@ async fn writes_wait_for_a_foreign_lock_and_reads_do_not() {
         .expect("the write waited for the lock");
     assert_eq!(created.version, 1);
     assert_eq!(store.count("s").await.unwrap(), 2);
+}
+
+/// With `synchronous=NORMAL` a write runs on the calling thread; a foreign lock must not
+/// make it block that thread for the busy timeout: on a current-thread runtime the other task
+/// (a timer here) goes on while the write waits, and the write then succeeds.
+#[tokio::test(flavor = "current_thread")]
+async fn with_normal_durability_a_write_waiting_for_a_foreign_lock_leaves_the_runtime_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("normal.db");
+    let sqlite = SqliteOptions::default()
+        .with_durability(Durability::Normal)
+        .with_busy_timeout(Duration::from_secs(20));
+    let store = SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap();
+    let (release, holder) = hold_write_lock(&db);
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let key = Key::new("s", "c", "k").unwrap();
+            store
+                .create(&key, docstore::object(json!({"n": 1})).unwrap(), "")
+                .await
+        })
+    };
+    let started = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Blocked by the write, the timer would have fired only after the 20 s busy timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the runtime was blocked for {:?}",
+        started.elapsed()
+    );
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    let created = writer
+        .await
+        .unwrap()
+        .expect("the write waited for the lock");
+    assert_eq!(created.version, 1);
+    assert_eq!(store.count("s").await.unwrap(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
