@@ -19,13 +19,12 @@ use crate::attempts::Attempts;
 use crate::backoff::Backoff;
 use crate::history::Stored;
 use crate::item::{check_item_size, data_text, document_pk, is_document, key_of};
-use crate::send::{Expect, TransactionFailure, build_error, condition, counter_update};
+use crate::send::{
+    Expect, Guarded, TransactionFailure, build_error, counter_update, transact_action,
+};
 use crate::store::DynamoStore;
 use crate::writes::indexed_item;
-use aws_sdk_dynamodb::types::{
-    ConditionCheck, Delete, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem,
-};
+use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem};
 use docstore::batch::{self, BatchBytes, Write, WriteOutcome};
 use docstore::clock::next_updated_at;
 use docstore::document::{check_size, data_size};
@@ -351,43 +350,14 @@ impl DynamoStore {
                     }
                 }
             }
-            let (names_condition, names, values) = condition(expect);
             let (action, outcome, puts) = match (write, doc) {
                 (Write::DeleteIf { .. }, _) => (
-                    TransactWriteItem::builder()
-                        .delete(
-                            Delete::builder()
-                                .table_name(&self.table)
-                                .set_key(Some(key_of(key)))
-                                .condition_expression(names_condition)
-                                .set_expression_attribute_names(Some(names))
-                                .set_expression_attribute_values(values)
-                                .return_values_on_condition_check_failure(
-                                    ReturnValuesOnConditionCheckFailure::AllOld,
-                                )
-                                .build()
-                                .map_err(build_error)?,
-                        )
-                        .build(),
+                    transact_action(&self.table, key, Guarded::Delete, expect)?,
                     WriteOutcome::Deleted,
                     false,
                 ),
                 (Write::Check { .. }, _) => (
-                    TransactWriteItem::builder()
-                        .condition_check(
-                            ConditionCheck::builder()
-                                .table_name(&self.table)
-                                .set_key(Some(key_of(key)))
-                                .condition_expression(names_condition)
-                                .set_expression_attribute_names(Some(names))
-                                .set_expression_attribute_values(values)
-                                .return_values_on_condition_check_failure(
-                                    ReturnValuesOnConditionCheckFailure::AllOld,
-                                )
-                                .build()
-                                .map_err(build_error)?,
-                        )
-                        .build(),
+                    transact_action(&self.table, key, Guarded::Check, expect)?,
                     WriteOutcome::Checked,
                     false,
                 ),
@@ -405,21 +375,7 @@ impl DynamoStore {
                     };
                     let item = indexed_item(&registry, key, &doc, &history).map_err(fail)?;
                     (
-                        TransactWriteItem::builder()
-                            .put(
-                                Put::builder()
-                                    .table_name(&self.table)
-                                    .set_item(Some(item))
-                                    .condition_expression(names_condition)
-                                    .set_expression_attribute_names(Some(names))
-                                    .set_expression_attribute_values(values)
-                                    .return_values_on_condition_check_failure(
-                                        ReturnValuesOnConditionCheckFailure::AllOld,
-                                    )
-                                    .build()
-                                    .map_err(build_error)?,
-                            )
-                            .build(),
+                        transact_action(&self.table, key, Guarded::Put(item), expect)?,
                         WriteOutcome::Written(doc),
                         true,
                     )

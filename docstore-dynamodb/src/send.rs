@@ -15,7 +15,8 @@ use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, Delete, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
 };
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use docstore::config::CounterMode;
@@ -183,39 +184,11 @@ impl DynamoStore {
         delta: i64,
         w: &WriteId,
     ) -> Result<Sent> {
-        let (condition, names, values) = condition(expect);
-        let document = match action {
-            Action::Put(item) => TransactWriteItem::builder()
-                .put(
-                    Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(item.clone()))
-                        .condition_expression(condition)
-                        .set_expression_attribute_names(Some(names))
-                        .set_expression_attribute_values(values)
-                        .return_values_on_condition_check_failure(
-                            ReturnValuesOnConditionCheckFailure::AllOld,
-                        )
-                        .build()
-                        .map_err(build_error)?,
-                )
-                .build(),
-            Action::Delete => TransactWriteItem::builder()
-                .delete(
-                    Delete::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(key_of(key)))
-                        .condition_expression(condition)
-                        .set_expression_attribute_names(Some(names))
-                        .set_expression_attribute_values(values)
-                        .return_values_on_condition_check_failure(
-                            ReturnValuesOnConditionCheckFailure::AllOld,
-                        )
-                        .build()
-                        .map_err(build_error)?,
-                )
-                .build(),
+        let guarded = match action {
+            Action::Put(item) => Guarded::Put(item.clone()),
+            Action::Delete => Guarded::Delete,
         };
+        let document = transact_action(&self.table, key, guarded, expect)?;
         let counter = TransactWriteItem::builder()
             .update(counter_update(&self.table, key, delta, Some(w))?)
             .build();
@@ -368,6 +341,67 @@ pub(crate) fn counter_update(
             .expression_attribute_values(":one", num(1));
     }
     update.build().map_err(build_error)
+}
+
+/// What one guarded action of a `TransactWriteItems` does to its document.
+#[derive(Debug)]
+pub(crate) enum Guarded {
+    /// Write this whole item.
+    Put(Item),
+    /// Delete the document.
+    Delete,
+    /// Only check the condition.
+    Check,
+}
+
+/// The `TransactWriteItems` action doing `guarded` at `key` under `expect`, answering a failed
+/// condition with the item as it was (`ALL_OLD`): the one builder of document actions for
+/// single transactional writes and `write_all`.
+pub(crate) fn transact_action(
+    table: &str,
+    key: &Key,
+    guarded: Guarded,
+    expect: Expect<'_>,
+) -> Result<TransactWriteItem> {
+    let (condition, names, values) = condition(expect);
+    let all_old = ReturnValuesOnConditionCheckFailure::AllOld;
+    let action = TransactWriteItem::builder();
+    let action = match guarded {
+        Guarded::Put(item) => action.put(
+            Put::builder()
+                .table_name(table)
+                .set_item(Some(item))
+                .condition_expression(condition)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values(values)
+                .return_values_on_condition_check_failure(all_old)
+                .build()
+                .map_err(build_error)?,
+        ),
+        Guarded::Delete => action.delete(
+            Delete::builder()
+                .table_name(table)
+                .set_key(Some(key_of(key)))
+                .condition_expression(condition)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values(values)
+                .return_values_on_condition_check_failure(all_old)
+                .build()
+                .map_err(build_error)?,
+        ),
+        Guarded::Check => action.condition_check(
+            ConditionCheck::builder()
+                .table_name(table)
+                .set_key(Some(key_of(key)))
+                .condition_expression(condition)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values(values)
+                .return_values_on_condition_check_failure(all_old)
+                .build()
+                .map_err(build_error)?,
+        ),
+    };
+    Ok(action.build())
 }
 
 /// The condition expression of `expect`, its names and values.
