@@ -6,11 +6,15 @@
 //! Value arguments: SQL `NULL` is a missing field, `TEXT` is JSON text (what `data -> path`
 //! gives), `INTEGER` is a number (the integer metadata columns).
 
+use docstore::Data;
+use docstore::index::CompiledIndex;
 use docstore::index::key as sortkey;
+use docstore::query::FieldPath;
 use docstore::query::{range_ordering, values_equal};
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error as SqlError};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -70,7 +74,7 @@ pub(crate) fn register(conn: &Connection) -> rusqlite::Result<()> {
         Ok(sortkey::encode(value_arg(ctx, 0)?.as_ref()))
     })?;
     conn.create_scalar_function(crate::index::INDEX_KEY, 8, flags, |ctx| {
-        let index: Arc<docstore::index::CompiledIndex> = ctx.get_or_create_aux(0, |raw| {
+        let index: Arc<CompiledIndex> = ctx.get_or_create_aux(0, |raw| {
             let text = raw.as_str().map_err(|e| user_error(&e.to_string()))?;
             let fields: Vec<String> =
                 serde_json::from_str(text).map_err(|e| user_error(&e.to_string()))?;
@@ -79,10 +83,11 @@ pub(crate) fn register(conn: &Connection) -> rusqlite::Result<()> {
             let set = docstore::IndexSet::new([index]).map_err(|e| user_error(&e.to_string()))?;
             Ok::<_, SqlError>(set.for_collection("index")[0].clone())
         })?;
-        let data = match parse_text(ctx.get_raw(1))? {
-            Value::Object(map) => map,
-            _ => return Err(user_error("docstore_index_key: data is not an object")),
-        };
+        let text = ctx
+            .get_raw(1)
+            .as_str()
+            .map_err(|e| user_error(&e.to_string()))?;
+        let data = indexed_members(text, &index)?;
         let version: i64 = ctx.get(7)?;
         let doc = docstore::Document {
             id: ctx.get(2)?,
@@ -137,6 +142,58 @@ fn leaf(op: Op, value: Option<&Value>, operand: &Value) -> bool {
     }
 }
 
+/// The members of the JSON object `text` that `index`'s fields start with, parsed; every
+/// other member is only scanned (`IgnoredAny`: nothing built), since a key depends on nothing
+/// else. A trigger computes keys from each written row, old and new, for every index, so this
+/// spares building the whole document each time. A member given twice keeps its last value,
+/// as a parsed object does.
+fn indexed_members(text: &str, index: &CompiledIndex) -> rusqlite::Result<Data> {
+    struct Members<'i>(Vec<&'i str>);
+
+    impl<'de> DeserializeSeed<'de> for Members<'_> {
+        type Value = Data;
+
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Data, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Members<'_> {
+        type Value = Data;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Data, A::Error> {
+            let mut data = Data::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if self.0.contains(&key.as_str()) {
+                    data.insert(key, map.next_value::<Value>()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(data)
+        }
+    }
+
+    let wanted = index
+        .fields()
+        .iter()
+        .filter_map(|(path, _)| match path {
+            FieldPath::Data(segments) => segments.first().map(String::as_str),
+            _ => None,
+        })
+        .collect();
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let data = Members(wanted)
+        .deserialize(&mut deserializer)
+        .and_then(|data| deserializer.end().map(|()| data))
+        .map_err(|e| user_error(&format!("docstore_index_key: data: {e}")))?;
+    Ok(data)
+}
+
 fn value_arg(ctx: &Context<'_>, index: usize) -> rusqlite::Result<Option<Value>> {
     match ctx.get_raw(index) {
         ValueRef::Null => Ok(None),
@@ -152,4 +209,51 @@ fn parse_text(raw: ValueRef<'_>) -> rusqlite::Result<Value> {
 
 fn user_error(message: &str) -> SqlError {
     SqlError::UserFunctionError(message.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docstore::{Document, Index, IndexSet};
+
+    /// The key from the members an index reads equals the key from the whole document, for
+    /// present, missing, null, nested and system fields, with escapes in member names.
+    #[test]
+    fn keys_from_the_indexed_members_equal_keys_from_the_whole_document() {
+        let text = r#"{"status":"open","a":{"b":[1,2],"c":null},"n":12.5,"x":{"deep":{"er":1}},
+            "we\u0069rd.key":"w","body":"long text with \"escapes\" and \\ slashes"}"#;
+        let data: Data = serde_json::from_str(text).unwrap();
+        let doc = Document {
+            id: "doc-1".into(),
+            data,
+            created_at: 5,
+            updated_at: 7,
+            created_by: "me".into(),
+            updated_by: "you".into(),
+            version: 3,
+        };
+        let declarations = [
+            vec!["status", "-n"],
+            vec!["a.b", "a.c", "missing"],
+            vec!["x.deep.er", "-$updated_at"],
+            vec![r"weird\.key", "$version", "$id"],
+            vec!["$created_by", "body"],
+        ];
+        for (i, fields) in declarations.iter().enumerate() {
+            let index = Index::parse("c", format!("i{i}"), fields.iter().copied()).unwrap();
+            let set = IndexSet::new([index]).unwrap();
+            let compiled = &set.for_collection("c")[0];
+            let members = indexed_members(text, compiled).unwrap();
+            assert!(members.len() <= fields.len(), "{fields:?}: {members:?}");
+            let reduced = Document {
+                data: members,
+                ..doc.clone()
+            };
+            assert_eq!(compiled.key(&reduced), compiled.key(&doc), "{fields:?}");
+        }
+        let index = Index::parse("c", "i", ["status"]).unwrap();
+        let set = IndexSet::new([index]).unwrap();
+        assert!(indexed_members("[1]", &set.for_collection("c")[0]).is_err());
+        assert!(indexed_members(r#"{"status":1} x"#, &set.for_collection("c")[0]).is_err());
+    }
 }
