@@ -39,10 +39,11 @@
 //!     transaction — *group commit*, one fsync for the group — each write inside its own
 //!     savepoint, so a write whose condition fails is rolled back alone and never fails
 //!     another caller's.
-//!   - [`Durability::Normal`] (no fsync per commit: a write takes tens of µs): every write
-//!     runs on the calling thread in its own `BEGIN IMMEDIATE` transaction, waiting for the
-//!     writer connection as a mutex-guarded call does, exactly like hand-written `rusqlite`
-//!     behind a mutex. Under concurrent writers at most as many writes as the runtime has
+//!   - [`Durability::Normal`] (no fsync per commit: a write takes tens of µs): every
+//!     single-document write runs on the calling thread in its own `BEGIN IMMEDIATE`
+//!     transaction, waiting for the writer connection as a mutex-guarded call does, exactly
+//!     like hand-written `rusqlite` behind a mutex (a `write_all` batch, whose work grows
+//!     with its size, goes as with `Full`). Under concurrent writers at most as many writes as the runtime has
 //!     threads are in progress, so each waits for a few others at most (queueing would make
 //!     it wait for every queued one, and a group commit saves little when commits cost no
 //!     fsync). When another process holds the database's write lock, the call does not

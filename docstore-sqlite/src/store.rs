@@ -90,19 +90,39 @@ impl SqliteStore {
         })
     }
 
-    /// Runs `op` inside an immediate transaction and returns after its commit. With short
-    /// commits (`synchronous=NORMAL`) on the calling thread, as a mutex-guarded call would
-    /// (off the runtime only while another process holds the write lock). Otherwise in
-    /// place when no other write is pending (a lone writer pays no thread hop), else through
-    /// the writer thread, committed with the other queued writes in its own savepoint while
-    /// the caller's task waits without holding a thread.
+    /// Runs the single-document write `op` inside an immediate transaction and returns after
+    /// its commit. With short commits (`synchronous=NORMAL`) on the calling thread, as a
+    /// mutex-guarded call would (off the runtime only while another process holds the write
+    /// lock); otherwise as [`SqliteStore::write_off_the_runtime`].
     async fn write<T: Send + 'static>(
         &self,
+        op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
+    ) -> Result<T> {
+        let on_this_thread = self.inner.conns.short_commits();
+        self.write_as(op, on_this_thread).await
+    }
+
+    /// Runs `op` inside an immediate transaction and returns after its commit, never on the
+    /// calling thread while other tasks could run: in place when no other write is pending
+    /// (`block_in_place`: a lone writer pays no thread hop), else through the writer thread,
+    /// committed with the other queued writes in its own savepoint while the caller's task
+    /// waits without holding a thread. For batches, whose work grows with their size (up to
+    /// 3 MB), whatever the durability.
+    async fn write_off_the_runtime<T: Send + 'static>(
+        &self,
+        op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
+    ) -> Result<T> {
+        self.write_as(op, false).await
+    }
+
+    async fn write_as<T: Send + 'static>(
+        &self,
         mut op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
+        on_this_thread: bool,
     ) -> Result<T> {
         let inner = Arc::clone(&self.inner);
         let (_active, alone) = self.inner.conns.begin_write();
-        if self.inner.conns.short_commits() {
+        if on_this_thread {
             if let Some(result) = inner
                 .conns
                 .write_on_this_thread(&mut |conn| op(&inner, conn))
@@ -315,8 +335,10 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         let (writes, actor) = (writes.to_vec(), actor.to_owned());
-        self.write(move |inner, conn| crate::batch::apply(inner, conn, &writes, &actor, bytes))
-            .await
+        self.write_off_the_runtime(move |inner, conn| {
+            crate::batch::apply(inner, conn, &writes, &actor, bytes)
+        })
+        .await
     }
 
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
