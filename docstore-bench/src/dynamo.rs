@@ -139,21 +139,17 @@ pub fn item(collection: &str, n: usize) -> HashMap<String, AttributeValue> {
     ])
 }
 
-/// Writes documents `0..count` into `collection` with BatchWriteItem (25 at a time,
-/// unprocessed items sent again) and sets the collection counter; the bytes of data
-/// written (for the minimum number of Query pages).
-pub async fn bulk_load(
+/// Writes `items` into `table` with BatchWriteItem, 25 at a time, sending unprocessed items
+/// again.
+pub async fn put_items(
     client: &Client,
     table: &str,
-    collection: &str,
-    count: usize,
-) -> BenchResult<usize> {
-    let mut bytes = 0;
-    for chunk in (0..count).collect::<Vec<_>>().chunks(25) {
+    items: impl IntoIterator<Item = HashMap<String, AttributeValue>>,
+) -> BenchResult<()> {
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
         let mut requests: Vec<WriteRequest> = Vec::with_capacity(25);
-        for &n in chunk {
-            let item = item(collection, n);
-            bytes += item_size(&item);
+        for item in items.by_ref().take(25) {
             let put = PutRequest::builder().set_item(Some(item)).build()?;
             requests.push(WriteRequest::builder().put_request(put).build());
         }
@@ -168,6 +164,25 @@ pub async fn bulk_load(
             pending.retain(|_, requests| !requests.is_empty());
         }
     }
+    Ok(())
+}
+
+/// Writes documents `0..count` into `collection` with BatchWriteItem ([`put_items`]) and sets
+/// the collection counter; the bytes of data written (for the minimum number of Query
+/// pages).
+pub async fn bulk_load(
+    client: &Client,
+    table: &str,
+    collection: &str,
+    count: usize,
+) -> BenchResult<usize> {
+    let mut bytes = 0;
+    let items = (0..count).map(|n| {
+        let item = item(collection, n);
+        bytes += item_size(&item);
+        item
+    });
+    put_items(client, table, items).await?;
     client
         .put_item()
         .table_name(table)

@@ -26,7 +26,7 @@
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, PutRequest, ScalarAttributeType, WriteRequest,
+    ProjectionType, ScalarAttributeType,
 };
 use clap::Parser;
 use docstore::query::evaluate;
@@ -38,7 +38,7 @@ use docstore_memory::MemoryStore;
 use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
 use parking_lot::RwLock;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -326,6 +326,17 @@ async fn memory(args: &Args, expected: &[String]) -> QueryRow {
 // ---------------------------------------------------------------------------------------
 // SQLite
 
+/// A docstore SQLite store at `path` with the benchmark's indexes, `synchronous=NORMAL` like
+/// the hand-written side.
+fn open_sqlite(path: &std::path::Path) -> SqliteStore {
+    SqliteStore::open_with(
+        path,
+        StoreOptions::default().with_indexes(indexes()),
+        SqliteOptions::default().with_durability(Durability::Normal),
+    )
+    .expect("opens")
+}
+
 /// The hand-written table: docstore-sqlite's columns, data as JSON text, and the
 /// expression index on the same two fields.
 fn raw_sqlite(path: &std::path::Path, n: usize) -> rusqlite::Connection {
@@ -389,12 +400,7 @@ fn raw_query(conn: &rusqlite::Connection, parse: bool) -> Vec<String> {
 async fn sqlite(args: &Args, expected: &[String]) -> QueryRow {
     let n = args.documents;
     let dir = tempfile::tempdir().expect("temporary directory");
-    let store = SqliteStore::open_with(
-        dir.path().join("docstore.db"),
-        StoreOptions::default().with_indexes(indexes()),
-        SqliteOptions::default().with_durability(Durability::Normal),
-    )
-    .expect("opens");
+    let store = open_sqlite(&dir.path().join("docstore.db"));
     load(&store, TICKETS, n).await;
     load(&store, PLAIN, n).await;
     let unindexed = time_docstore(&store, PLAIN, expected, args.runs / 10)
@@ -491,41 +497,21 @@ async fn raw_table(client: &Client, table: &str) {
 }
 
 async fn raw_load(client: &Client, table: &str, n: usize) {
-    for chunk in (0..n).collect::<Vec<_>>().chunks(25) {
-        let requests: Vec<WriteRequest> = chunk
-            .iter()
-            .map(|&i| {
-                let mut item = dynamo::item(TICKETS, i);
-                let data = document(i, 0);
-                item.insert(
-                    "status".to_owned(),
-                    aws_sdk_dynamodb::types::AttributeValue::S(
-                        data["status"].as_str().expect("status").to_owned(),
-                    ),
-                );
-                item.insert(
-                    "score".to_owned(),
-                    aws_sdk_dynamodb::types::AttributeValue::N(data["score"].to_string()),
-                );
-                let put = PutRequest::builder()
-                    .set_item(Some(item))
-                    .build()
-                    .expect("put");
-                WriteRequest::builder().put_request(put).build()
-            })
-            .collect();
-        let mut pending = HashMap::from([(table.to_owned(), requests)]);
-        while !pending.is_empty() {
-            let output = client
-                .batch_write_item()
-                .set_request_items(Some(pending))
-                .send()
-                .await
-                .expect("loads");
-            pending = output.unprocessed_items.unwrap_or_default();
-            pending.retain(|_, requests| !requests.is_empty());
-        }
-    }
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let items = (0..n).map(|i| {
+        let mut item = dynamo::item(TICKETS, i);
+        let data = document(i, 0);
+        let status = data["status"].as_str().expect("status").to_owned();
+        item.insert("status".to_owned(), AttributeValue::S(status));
+        item.insert(
+            "score".to_owned(),
+            AttributeValue::N(data["score"].to_string()),
+        );
+        item
+    });
+    dynamo::put_items(client, table, items)
+        .await
+        .expect("loads");
 }
 
 /// The hand-written served query: the GSI read in descending score order, pages of the
@@ -785,12 +771,7 @@ async fn main() {
     if wants("sqlite") {
         queries.push(sqlite(&args, &expected_local).await);
         let dir = tempfile::tempdir().expect("temporary directory");
-        let store = SqliteStore::open_with(
-            dir.path().join("writes.db"),
-            StoreOptions::default().with_indexes(indexes()),
-            SqliteOptions::default().with_durability(Durability::Normal),
-        )
-        .expect("opens");
+        let store = open_sqlite(&dir.path().join("writes.db"));
         writes.extend(label(
             write_cost(&store, args.write_ops, None).await,
             "SQLite",
