@@ -57,9 +57,22 @@ pub fn check(text: &str, max_depth: usize) -> Result<(), JsonError> {
     while i < bytes.len() {
         match bytes[i] {
             b'"' => {
+                // To the closing quote, skipping escaped characters (memchr: a string's
+                // bytes are most of a document line's).
                 i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                while let Some(at) = bytes
+                    .get(i..)
+                    .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                {
+                    i += at;
+                    if bytes[i] == b'"' {
+                        break;
+                    }
+                    i += 2;
+                }
+                if i >= bytes.len() || bytes[i] != b'"' {
+                    // Unterminated: the parser names the problem.
+                    i = bytes.len();
                 }
                 i += 1;
             }
@@ -211,6 +224,22 @@ mod tests {
         assert!(parse::<Value>(&deep(MAX_LINE_DEPTH), MAX_LINE_DEPTH).is_ok());
         let err = parse::<Value>(&deep(MAX_LINE_DEPTH + 1), MAX_LINE_DEPTH).unwrap_err();
         assert!(err.message.contains("nested more than"), "{err}");
+    }
+
+    /// Strings are skipped whole, escapes included: what looks like nesting or a number
+    /// inside a string is not checked, and what follows a string still is.
+    #[test]
+    fn strings_are_skipped_with_their_escapes() {
+        let nested = format!(r#"{{"s": "a\"{}\\", "t": "\\\"", "n": 1}}"#, "[".repeat(300));
+        assert!(value(&nested).is_ok(), "{:?}", value(&nested));
+        let after = r#"{"s": "x\"y\\", "n": 1e-400}"#;
+        assert!(value(after).unwrap_err().contains("column 22"), "{after}");
+        let deep_after = format!(r#"["\\"{}"#, ",[".repeat(MAX_DEPTH));
+        assert!(value(&deep_after).unwrap_err().contains("nested more than"));
+        // Unterminated strings are the parser's to name.
+        for text in [r#"{"s": "abc"#, r#"{"s": "abc\"#, r#"["\""#] {
+            assert!(value(text).is_err(), "{text}");
+        }
     }
 
     #[test]

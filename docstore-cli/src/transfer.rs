@@ -360,7 +360,8 @@ struct Pending<'s> {
     writes: Vec<batch::Write>,
     /// Their input line numbers.
     lines: Vec<Option<u64>>,
-    /// The bytes the batch writes, as [`MAX_BATCH_BYTES`] counts them.
+    /// The bytes the batch writes, as [`MAX_BATCH_BYTES`] counts them (or more: documents
+    /// are measured by a cheap upper bound while the batch stays far from the limit).
     bytes: usize,
     /// The most writes in one batch; 1 writes every document alone (no `write_all`).
     capacity: usize,
@@ -405,7 +406,11 @@ impl<'s> Pending<'s> {
         summary: &mut Summary,
         bar: &ProgressBar,
     ) -> Result<(), CliError> {
-        let bytes = key_bytes(&key) + document::data_size(&document.data);
+        // A bound (no serialization) unless it would end the batch: exactly measured then.
+        let mut bytes = key_bytes(&key).saturating_add(document::data_size_bound(&document.data));
+        if self.bytes.saturating_add(bytes) > MAX_BATCH_BYTES {
+            bytes = key_bytes(&key) + document::data_size(&document.data);
+        }
         if !self.writes.is_empty()
             && (self.writes.len() >= self.capacity || self.bytes + bytes > MAX_BATCH_BYTES)
         {

@@ -1,34 +1,126 @@
-//! `write_all` and `get_many`: a batch is applied inside one immediate transaction (the
-//! counters move through the same triggers as single writes), several reads in one read
-//! transaction.
+//! `write_all` and `get_many`: a batch is prepared on the calling thread (validated, its data
+//! serialized once), then applied inside one immediate transaction (the counters move through
+//! the same triggers as single writes); several reads run in one read transaction.
 
 use crate::error::Fail;
 use crate::rows;
 use crate::store::Inner;
 use docstore::batch::{self, BatchBytes, Write, WriteOutcome};
-use docstore::{Document, Error, Key};
+use docstore::{Data, Document, Error, Key};
 use rusqlite::Connection;
 
-/// Applies `writes` on `conn`, inside the caller's transaction, in order. The first failing
+/// One write of a batch as the writer needs it: owned (it may run on the writer thread), with
+/// the data it stores already serialized, and no copy of that data.
+pub(crate) enum Step {
+    Create {
+        key: Key,
+        text: String,
+    },
+    Put {
+        key: Key,
+        text: String,
+    },
+    Patch {
+        key: Key,
+        patch: Data,
+        expected_version: Option<u64>,
+    },
+    DeleteIf {
+        key: Key,
+        expected_version: u64,
+    },
+    Check {
+        key: Key,
+        version: Option<u64>,
+    },
+    /// `metadata`: the document to restore without its data.
+    Restore {
+        key: Key,
+        metadata: Document,
+        text: String,
+    },
+}
+
+/// A batch ready for [`apply`]: the checks of [`batch::validate`] with every stored data
+/// serialized once (its text's length is its size), and the byte total so far.
+pub(crate) fn prepare(
+    writes: &[Write],
+    max_doc_bytes: usize,
+) -> docstore::Result<(Vec<Step>, BatchBytes)> {
+    let mut texts = Vec::with_capacity(writes.len());
+    let bytes = batch::validate_with(writes, |_, data| {
+        let text = rows::encode(data, max_doc_bytes)?;
+        let size = text.len();
+        texts.push(text);
+        Ok(size)
+    })?;
+    let mut texts = texts.into_iter();
+    let mut text = || texts.next().expect("one text per write with data");
+    let steps = writes
+        .iter()
+        .map(|write| match write {
+            Write::Create { key, .. } => Step::Create {
+                key: key.clone(),
+                text: text(),
+            },
+            Write::Put { key, .. } => Step::Put {
+                key: key.clone(),
+                text: text(),
+            },
+            Write::Update { key, patch } => Step::Patch {
+                key: key.clone(),
+                patch: patch.clone(),
+                expected_version: None,
+            },
+            Write::UpdateIf {
+                key,
+                patch,
+                expected_version,
+            } => Step::Patch {
+                key: key.clone(),
+                patch: patch.clone(),
+                expected_version: Some(*expected_version),
+            },
+            Write::DeleteIf {
+                key,
+                expected_version,
+            } => Step::DeleteIf {
+                key: key.clone(),
+                expected_version: *expected_version,
+            },
+            Write::Check { key, version } => Step::Check {
+                key: key.clone(),
+                version: *version,
+            },
+            Write::Restore { key, document } => Step::Restore {
+                key: key.clone(),
+                metadata: rows::without_data(document),
+                text: text(),
+            },
+        })
+        .collect();
+    Ok((steps, bytes))
+}
+
+/// Applies `steps` on `conn`, inside the caller's transaction, in order. The first failing
 /// write ends it with [`Error::Batch`] (the caller rolls the transaction back, so nothing
 /// stays written); SQLite failures are returned as they are, so a busy database retries the
-/// whole batch.
+/// whole batch. The documents of `Create`, `Put` and `Restore` come back without their data
+/// (the caller has it: see [`attach_data`]).
 pub(crate) fn apply(
     inner: &Inner,
     conn: &Connection,
-    writes: &[Write],
+    steps: &[Step],
     actor: &str,
     mut bytes: BatchBytes,
 ) -> Result<Vec<WriteOutcome>, Fail> {
-    let mut outcomes = Vec::with_capacity(writes.len());
-    for (index, write) in writes.iter().enumerate() {
-        let outcome = apply_one(inner, conn, write, actor).map_err(|fail| match fail {
+    let mut outcomes = Vec::with_capacity(steps.len());
+    for (index, step) in steps.iter().enumerate() {
+        let outcome = apply_one(inner, conn, step, actor).map_err(|fail| match fail {
             Fail::Store(err) => Fail::Store(batch::failed(index, err)),
             sql => sql,
         })?;
-        if let (Write::Update { .. } | Write::UpdateIf { .. }, WriteOutcome::Written(doc)) =
-            (write, &outcome)
-        {
+        if let (Step::Patch { .. }, WriteOutcome::Written(doc)) = (step, &outcome) {
             bytes.add(index, docstore::document::data_size(&doc.data))?;
         }
         outcomes.push(outcome);
@@ -39,36 +131,23 @@ pub(crate) fn apply(
 fn apply_one(
     inner: &Inner,
     conn: &Connection,
-    write: &Write,
+    step: &Step,
     actor: &str,
 ) -> Result<WriteOutcome, Fail> {
-    let key = write.key();
-    let limit = inner.options.max_doc_bytes;
-    Ok(match write {
-        Write::Create { data, .. } => {
-            let text = rows::encode(data, limit)?;
+    Ok(match step {
+        Step::Create { key, text } => {
             inner.check_absent(conn, key)?;
-            WriteOutcome::Written(inner.insert_new(conn, key, data, &text, actor)?)
+            WriteOutcome::Written(inner.insert_new(conn, key, text, actor)?)
         }
-        Write::Put { data, .. } => {
-            let text = rows::encode(data, limit)?;
-            WriteOutcome::Written(match rows::load(conn, key)? {
-                Some(current) => inner.replace(conn, key, current, data.clone(), &text, actor)?,
-                None => inner.insert_new(conn, key, data, &text, actor)?,
-            })
-        }
-        Write::Update { patch, .. } => {
-            WriteOutcome::Written(inner.patch(conn, key, patch, None, actor)?)
-        }
-        Write::UpdateIf {
+        Step::Put { key, text } => WriteOutcome::Written(inner.put(conn, key, text, actor)?),
+        Step::Patch {
+            key,
             patch,
             expected_version,
-            ..
-        } => {
-            WriteOutcome::Written(inner.patch(conn, key, patch, Some(*expected_version), actor)?)
-        }
-        Write::DeleteIf {
-            expected_version, ..
+        } => WriteOutcome::Written(inner.patch(conn, key, patch, *expected_version, actor)?),
+        Step::DeleteIf {
+            key,
+            expected_version,
         } => {
             let current = rows::version(conn, key)?.ok_or(Error::NotFound)?;
             if current != *expected_version {
@@ -77,7 +156,7 @@ fn apply_one(
             rows::remove(conn, key)?;
             WriteOutcome::Deleted
         }
-        Write::Check { version, .. } => {
+        Step::Check { key, version } => {
             match (version, rows::version(conn, key)?) {
                 (None, Some(_)) => return Err(Error::AlreadyExists.into()),
                 (Some(_), None) => return Err(Error::NotFound.into()),
@@ -88,14 +167,34 @@ fn apply_one(
             }
             WriteOutcome::Checked
         }
-        Write::Restore { document, .. } => {
-            let text = rows::encode(&document.data, usize::MAX)?;
-            inner.check_absent(conn, key)?;
-            inner.check_quota(conn, key.site())?;
-            rows::insert(conn, key, document, &text)?;
-            WriteOutcome::Written(document.clone())
+        Step::Restore {
+            key,
+            metadata,
+            text,
+        } => {
+            inner.restore(conn, key, metadata, text)?;
+            WriteOutcome::Written(metadata.clone())
         }
     })
+}
+
+/// Gives the documents [`apply`] returned for `Create`, `Put` and `Restore` the data of their
+/// writes: the outcomes as the batch's caller gets them.
+pub(crate) fn attach_data(writes: &[Write], outcomes: &mut [WriteOutcome]) {
+    for (write, outcome) in writes.iter().zip(outcomes) {
+        if let (
+            Write::Create { data, .. }
+            | Write::Put { data, .. }
+            | Write::Restore {
+                document: Document { data, .. },
+                ..
+            },
+            WriteOutcome::Written(doc),
+        ) = (write, outcome)
+        {
+            doc.data = data.clone();
+        }
+    }
 }
 
 /// Reads `keys` on `conn` inside one read transaction: one snapshot.

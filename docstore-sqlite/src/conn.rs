@@ -166,6 +166,7 @@ impl Connections {
         let conn = retry_busy(|| {
             let mut conn = Connection::open_in_memory()?;
             schema::configure(&conn, &options)?;
+            schema::configure_writer(&conn)?;
             schema::migrate(&mut conn)?;
             Ok(conn)
         })?;
@@ -545,6 +546,7 @@ fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Opened, Fail> {
         return open_read_only(path, options, cause);
     }
     schema::configure(&conn, options)?;
+    schema::configure_writer(&conn)?;
     match schema::prepare(&mut conn) {
         Ok(()) => {}
         Err(Fail::Sql(err)) if is_permission(&err) => {

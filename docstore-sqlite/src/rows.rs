@@ -54,6 +54,44 @@ pub(crate) fn load(conn: &Connection, key: &Key) -> Result<Option<Document>, Fai
     row.transpose()
 }
 
+/// The stored document at `key` without its data (left empty, and not read), if any.
+pub(crate) fn load_metadata(conn: &Connection, key: &Key) -> Result<Option<Document>, Fail> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT created_at, updated_at, created_by, updated_by, version FROM documents \
+         WHERE site = ?1 AND collection = ?2 AND id = ?3",
+    )?;
+    let row = stmt
+        .query_row(params![key.site(), key.collection(), key.id()], |row| {
+            Ok(Document {
+                id: key.id().to_owned(),
+                data: Data::new(),
+                created_at: row.get(0)?,
+                updated_at: row.get(1)?,
+                created_by: row.get(2)?,
+                updated_by: row.get(3)?,
+                version: u64::try_from(row.get::<_, i64>(4)?).unwrap_or(0),
+            })
+        })
+        .optional()?;
+    match row {
+        Some(doc) if doc.version == 0 => Err(Fail::Store(corrupt("version below 1"))),
+        row => Ok(row),
+    }
+}
+
+/// `document` without its data: what a write needs of a document whose data it has as text.
+pub(crate) fn without_data(document: &Document) -> Document {
+    Document {
+        id: document.id.clone(),
+        data: Data::new(),
+        created_at: document.created_at,
+        updated_at: document.updated_at,
+        created_by: document.created_by.clone(),
+        updated_by: document.updated_by.clone(),
+        version: document.version,
+    }
+}
+
 /// The version of the stored document at `key`, if any (without reading its data).
 pub(crate) fn version(conn: &Connection, key: &Key) -> Result<Option<u64>, Fail> {
     let mut stmt = conn.prepare_cached(

@@ -85,6 +85,18 @@ pub(crate) fn configure(conn: &Connection, options: &SqliteOptions) -> Result<()
     Ok(())
 }
 
+/// What the writer connection adds to [`configure`]: savepoint and statement journals in
+/// memory (`temp_store = MEMORY`). A batch's writes, or a group commit's, each run under a
+/// savepoint, and every statement whose triggers move a counter under a statement journal:
+/// SQLite keeps the pages those change in a journal that spills to a temporary file past
+/// 64 KiB (a batch of 50 one-kilobyte documents does), costing a `write` system call per page.
+/// In memory they cost a copy; their size is bounded by one transaction's changes (a group of
+/// batches of at most 3 MB each). Readers keep the default, so a large sort may spill to disk.
+pub(crate) fn configure_writer(conn: &Connection) -> Result<(), Fail> {
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    Ok(())
+}
+
 /// Switches a file database to WAL (persistent, so once per file is enough).
 pub(crate) fn enable_wal(conn: &Connection) -> Result<(), Fail> {
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;

@@ -8,7 +8,7 @@ use crate::{query, rows};
 use async_trait::async_trait;
 use docstore::batch::{self, Write, WriteOutcome};
 use docstore::clock::next_updated_at;
-use docstore::document::{check_restorable, validate_actor};
+use docstore::document::{check_restorable_metadata, validate_actor};
 use docstore::key::{validate_collection, validate_site};
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store,
@@ -173,11 +173,11 @@ impl Inner {
         Ok(())
     }
 
+    /// Inserts a new document holding `text`; returns it without its data (the caller has it).
     pub(crate) fn insert_new(
         &self,
         conn: &Connection,
         key: &Key,
-        data: &Data,
         text: &str,
         actor: &str,
     ) -> Result<Document, Fail> {
@@ -185,7 +185,7 @@ impl Inner {
         let now = self.now();
         let doc = Document {
             id: key.id().to_owned(),
-            data: data.clone(),
+            data: Data::new(),
             created_at: now,
             updated_at: now,
             created_by: actor.to_owned(),
@@ -194,6 +194,34 @@ impl Inner {
         };
         rows::insert(conn, key, &doc, text)?;
         Ok(doc)
+    }
+
+    /// Stores `text` at `key`, as the next version of the stored document (whose data is not
+    /// read) or as a new one; returns the document without its data (the caller has it).
+    pub(crate) fn put(
+        &self,
+        conn: &Connection,
+        key: &Key,
+        text: &str,
+        actor: &str,
+    ) -> Result<Document, Fail> {
+        match rows::load_metadata(conn, key)? {
+            Some(current) => self.replace(conn, key, current, Data::new(), text, actor),
+            None => self.insert_new(conn, key, text, actor),
+        }
+    }
+
+    /// Restores the document `metadata` (without its data) with the data `text`.
+    pub(crate) fn restore(
+        &self,
+        conn: &Connection,
+        key: &Key,
+        metadata: &Document,
+        text: &str,
+    ) -> Result<(), Fail> {
+        self.check_absent(conn, key)?;
+        self.check_quota(conn, key.site())?;
+        rows::insert(conn, key, metadata, text)
     }
 
     /// Writes `data` as the next version of `current`.
@@ -243,11 +271,13 @@ impl Store for SqliteStore {
         validate_actor(actor)?;
         let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
         let (key, actor) = (key.clone(), actor.to_owned());
-        self.write(move |inner, conn| {
-            inner.check_absent(conn, &key)?;
-            inner.insert_new(conn, &key, &data, &text, &actor)
-        })
-        .await
+        let doc = self
+            .write(move |inner, conn| {
+                inner.check_absent(conn, &key)?;
+                inner.insert_new(conn, &key, &text, &actor)
+            })
+            .await?;
+        Ok(Document { data, ..doc })
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
@@ -259,11 +289,10 @@ impl Store for SqliteStore {
         validate_actor(actor)?;
         let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
         let (key, actor) = (key.clone(), actor.to_owned());
-        self.write(move |inner, conn| match rows::load(conn, &key)? {
-            Some(current) => inner.replace(conn, &key, current, data.clone(), &text, &actor),
-            None => inner.insert_new(conn, &key, &data, &text, &actor),
-        })
-        .await
+        let doc = self
+            .write(move |inner, conn| inner.put(conn, &key, &text, &actor))
+            .await?;
+        Ok(Document { data, ..doc })
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
@@ -307,15 +336,11 @@ impl Store for SqliteStore {
     }
 
     async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
-        check_restorable(key, document, self.inner.options.max_doc_bytes)?;
-        let text = rows::encode(&document.data, usize::MAX)?;
-        let (key, document) = (key.clone(), document.clone());
-        self.write(move |inner, conn| {
-            inner.check_absent(conn, &key)?;
-            inner.check_quota(conn, key.site())?;
-            rows::insert(conn, &key, &document, &text)
-        })
-        .await
+        check_restorable_metadata(key, document)?;
+        let text = rows::encode(&document.data, self.inner.options.max_doc_bytes)?;
+        let (key, metadata) = (key.clone(), rows::without_data(document));
+        self.write(move |inner, conn| inner.restore(conn, &key, &metadata, &text))
+            .await
     }
 
     /// One read transaction on one connection: the answer is one snapshot.
@@ -330,15 +355,18 @@ impl Store for SqliteStore {
     /// triggers; the first failing write rolls everything back.
     async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
         validate_actor(actor)?;
-        let bytes = batch::validate(writes, self.inner.options.max_doc_bytes)?;
-        if writes.is_empty() {
+        let (steps, bytes) = crate::batch::prepare(writes, self.inner.options.max_doc_bytes)?;
+        if steps.is_empty() {
             return Ok(Vec::new());
         }
-        let (writes, actor) = (writes.to_vec(), actor.to_owned());
-        self.write_off_the_runtime(move |inner, conn| {
-            crate::batch::apply(inner, conn, &writes, &actor, bytes)
-        })
-        .await
+        let actor = actor.to_owned();
+        let mut outcomes = self
+            .write_off_the_runtime(move |inner, conn| {
+                crate::batch::apply(inner, conn, &steps, &actor, bytes)
+            })
+            .await?;
+        crate::batch::attach_data(writes, &mut outcomes);
+        Ok(outcomes)
     }
 
     async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {

@@ -74,7 +74,7 @@
 //!
 //! An empty batch is accepted and does nothing (it returns no outcomes).
 
-use crate::document::{Data, Document, check_restorable, check_size, data_size};
+use crate::document::{Data, Document, check_restorable_metadata, check_size, data_size};
 use crate::key::Key;
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -355,7 +355,7 @@ pub fn key_bytes(key: &Key) -> usize {
 /// [`Error::InvalidArgument`]); then, write by write, its own input as the single call checks
 /// it — data of `Create` and `Put` within `max_doc_bytes` and [`MAX_DEPTH`](crate::document::MAX_DEPTH)
 /// ([`Error::TooLarge`], [`Error::InvalidArgument`]), patches within the depth limit, a
-/// `Restore` document consistent with its key ([`check_restorable`]) — wrapped as
+/// `Restore` document consistent with its key ([`check_restorable`](crate::document::check_restorable)) — wrapped as
 /// [`Error::Batch`] with its index; and the running byte total, which it returns for the
 /// backend to add merged data to.
 ///
@@ -375,6 +375,41 @@ pub fn key_bytes(key: &Key) -> usize {
 /// assert!(validate(&too_many[1..], 1000).is_ok());
 /// ```
 pub fn validate(writes: &[Write], max_doc_bytes: usize) -> Result<BatchBytes> {
+    validate_with(writes, |_, data| {
+        check_size(data, max_doc_bytes)?;
+        Ok(data_size(data))
+    })
+}
+
+/// [`validate`] for a backend that serializes the stored data anyway: `measure(index, data)`
+/// is called for the data of every `Create`, `Put` and `Restore`, in order, and must refuse it
+/// as [`check_size`] would with the store's `max_doc_bytes` (too deep:
+/// [`Error::InvalidArgument`]; too large: [`Error::TooLarge`] with the exact size) or return
+/// its exact size ([`data_size`](crate::document::data_size): the compact serialization's
+/// length). The checks, their order and the errors are those of [`validate`]; the data is
+/// serialized once instead of measured twice.
+///
+/// ```
+/// use docstore::batch::{Write, validate_with};
+/// use docstore::{Error, Key};
+///
+/// let data = docstore::object(serde_json::json!({"a": 1})).unwrap();
+/// let writes = [Write::create(Key::new("s", "c", "x").unwrap(), data)];
+/// let mut texts = Vec::new();
+/// let bytes = validate_with(&writes, |_, data| {
+///     let text = serde_json::to_string(data).unwrap();
+///     let size = text.len();
+///     texts.push(text);
+///     Ok(size)
+/// })
+/// .unwrap();
+/// assert_eq!(texts, [r#"{"a":1}"#]);
+/// assert_eq!(bytes.total(), "s".len() + "c".len() + "x".len() + 7);
+/// ```
+pub fn validate_with(
+    writes: &[Write],
+    mut measure: impl FnMut(usize, &Data) -> Result<usize>,
+) -> Result<BatchBytes> {
     if writes.len() > MAX_BATCH_WRITES {
         return Err(Error::invalid(format!(
             "a batch holds at most {MAX_BATCH_WRITES} writes (this one has {})",
@@ -386,16 +421,15 @@ pub fn validate(writes: &[Write], max_doc_bytes: usize) -> Result<BatchBytes> {
     for (index, write) in writes.iter().enumerate() {
         let data_bytes = match write {
             Write::Create { data, .. } | Write::Put { data, .. } => {
-                check_size(data, max_doc_bytes).map_err(|err| failed(index, err))?;
-                data_size(data)
+                measure(index, data).map_err(|err| failed(index, err))?
             }
             Write::Update { patch, .. } | Write::UpdateIf { patch, .. } => {
                 crate::document::check_depth(patch).map_err(|err| failed(index, err))?;
                 0
             }
             Write::Restore { key, document } => {
-                check_restorable(key, document, max_doc_bytes).map_err(|err| failed(index, err))?;
-                data_size(&document.data)
+                check_restorable_metadata(key, document).map_err(|err| failed(index, err))?;
+                measure(index, &document.data).map_err(|err| failed(index, err))?
             }
             Write::DeleteIf { .. } | Write::Check { .. } => 0,
         };

@@ -82,6 +82,20 @@ pub fn merged_fits(data: &Data, patch: &Data, limit: usize) -> bool {
     }
 }
 
+/// An upper bound of [`data_size`], in one pass that does not look inside strings (every
+/// string byte may become a 6-byte escape, a number takes at most 24 characters): for a
+/// caller that only needs to stay under a limit and measures exactly only near it.
+/// `usize::MAX` for data nested deeper than [`MAX_DEPTH`].
+///
+/// ```
+/// let data = docstore::object(serde_json::json!({"a": "b", "n": [1, 2.5]})).unwrap();
+/// let bound = docstore::document::data_size_bound(&data);
+/// assert!(bound >= docstore::document::data_size(&data));
+/// ```
+pub fn data_size_bound(data: &Data) -> usize {
+    size_bound(data).unwrap_or(usize::MAX)
+}
+
 /// Refuses data nested deeper than [`MAX_DEPTH`] ([`Error::InvalidArgument`]), without
 /// recursion (a hostile value cannot exhaust the stack here). [`check_size`] includes it;
 /// a backend that serializes the data anyway can call this and compare the text's length.
@@ -173,6 +187,32 @@ pub fn validate_actor(actor: &str) -> Result<()> {
 /// updated_at`, `created_by` and `updated_by` valid actors ([`validate_actor`]; all these are
 /// [`Error::InvalidArgument`]), and data within `max_doc_bytes` ([`Error::TooLarge`]).
 pub fn check_restorable(key: &crate::Key, document: &Document, max_doc_bytes: usize) -> Result<()> {
+    check_restorable_metadata(key, document)?;
+    check_size(&document.data, max_doc_bytes)
+}
+
+/// [`check_restorable`] without the data: the id, version, timestamps and actors only, for a
+/// backend that checks the data's size itself while serializing it.
+///
+/// ```
+/// use docstore::{Document, Key};
+/// use docstore::document::check_restorable_metadata;
+///
+/// let key = Key::new("s", "c", "a").unwrap();
+/// let mut doc = Document {
+///     id: "a".into(),
+///     data: Default::default(),
+///     created_at: 1,
+///     updated_at: 2,
+///     created_by: "ann".into(),
+///     updated_by: "bob".into(),
+///     version: 3,
+/// };
+/// assert!(check_restorable_metadata(&key, &doc).is_ok());
+/// doc.version = 0;
+/// assert!(check_restorable_metadata(&key, &doc).is_err());
+/// ```
+pub fn check_restorable_metadata(key: &crate::Key, document: &Document) -> Result<()> {
     for (field, actor) in [
         ("created_by", &document.created_by),
         ("updated_by", &document.updated_by),
@@ -203,7 +243,7 @@ pub fn check_restorable(key: &crate::Key, document: &Document, max_doc_bytes: us
             "document created_at must not be after its updated_at",
         ));
     }
-    check_size(&document.data, max_doc_bytes)
+    Ok(())
 }
 
 /// Turns a JSON value into document data; anything but an object is
