@@ -6,7 +6,7 @@ use crate::error::Fail;
 use crate::rows;
 use crate::store::Inner;
 use docstore::batch::{self, BatchBytes, Write, WriteOutcome};
-use docstore::{Data, Document, Error, Key};
+use docstore::{Document, Error, Key};
 use rusqlite::Connection;
 
 /// One write of a batch as the writer needs it: owned (it may run on the writer thread), with
@@ -22,7 +22,7 @@ pub(crate) enum Step {
     },
     Patch {
         key: Key,
-        patch: Data,
+        patch: rows::Patch,
         expected_version: Option<u64>,
     },
     DeleteIf {
@@ -58,47 +58,49 @@ pub(crate) fn prepare(
     let mut text = || texts.next().expect("one text per write with data");
     let steps = writes
         .iter()
-        .map(|write| match write {
-            Write::Create { key, .. } => Step::Create {
-                key: key.clone(),
-                text: text(),
-            },
-            Write::Put { key, .. } => Step::Put {
-                key: key.clone(),
-                text: text(),
-            },
-            Write::Update { key, patch } => Step::Patch {
-                key: key.clone(),
-                patch: patch.clone(),
-                expected_version: None,
-            },
-            Write::UpdateIf {
-                key,
-                patch,
-                expected_version,
-            } => Step::Patch {
-                key: key.clone(),
-                patch: patch.clone(),
-                expected_version: Some(*expected_version),
-            },
-            Write::DeleteIf {
-                key,
-                expected_version,
-            } => Step::DeleteIf {
-                key: key.clone(),
-                expected_version: *expected_version,
-            },
-            Write::Check { key, version } => Step::Check {
-                key: key.clone(),
-                version: *version,
-            },
-            Write::Restore { key, document } => Step::Restore {
-                key: key.clone(),
-                metadata: rows::without_data(document),
-                text: text(),
-            },
+        .map(|write| {
+            Ok(match write {
+                Write::Create { key, .. } => Step::Create {
+                    key: key.clone(),
+                    text: text(),
+                },
+                Write::Put { key, .. } => Step::Put {
+                    key: key.clone(),
+                    text: text(),
+                },
+                Write::Update { key, patch } => Step::Patch {
+                    key: key.clone(),
+                    patch: rows::Patch::new(patch)?,
+                    expected_version: None,
+                },
+                Write::UpdateIf {
+                    key,
+                    patch,
+                    expected_version,
+                } => Step::Patch {
+                    key: key.clone(),
+                    patch: rows::Patch::new(patch)?,
+                    expected_version: Some(*expected_version),
+                },
+                Write::DeleteIf {
+                    key,
+                    expected_version,
+                } => Step::DeleteIf {
+                    key: key.clone(),
+                    expected_version: *expected_version,
+                },
+                Write::Check { key, version } => Step::Check {
+                    key: key.clone(),
+                    version: *version,
+                },
+                Write::Restore { key, document } => Step::Restore {
+                    key: key.clone(),
+                    metadata: rows::without_data(document),
+                    text: text(),
+                },
+            })
         })
-        .collect();
+        .collect::<docstore::Result<_>>()?;
     Ok((steps, bytes))
 }
 
@@ -116,25 +118,26 @@ pub(crate) fn apply(
 ) -> Result<Vec<WriteOutcome>, Fail> {
     let mut outcomes = Vec::with_capacity(steps.len());
     for (index, step) in steps.iter().enumerate() {
-        let outcome = apply_one(inner, conn, step, actor).map_err(|fail| match fail {
+        let (outcome, merged) = apply_one(inner, conn, step, actor).map_err(|fail| match fail {
             Fail::Store(err) => Fail::Store(batch::failed(index, err)),
             sql => sql,
         })?;
-        if let (Step::Patch { .. }, WriteOutcome::Written(doc)) = (step, &outcome) {
-            bytes.add(index, docstore::document::data_size(&doc.data))?;
-        }
+        // The batch's own limit: an error of the batch, not of this write.
+        bytes.add(index, merged)?;
         outcomes.push(outcome);
     }
     Ok(outcomes)
 }
 
+/// Applies one write; with the size of a patch's merged data (0 for the others, whose data
+/// [`prepare`] counted).
 fn apply_one(
     inner: &Inner,
     conn: &Connection,
     step: &Step,
     actor: &str,
-) -> Result<WriteOutcome, Fail> {
-    Ok(match step {
+) -> Result<(WriteOutcome, usize), Fail> {
+    let outcome = match step {
         Step::Create { key, text } => {
             inner.check_absent(conn, key)?;
             WriteOutcome::Written(inner.insert_new(conn, key, text, actor)?)
@@ -144,7 +147,11 @@ fn apply_one(
             key,
             patch,
             expected_version,
-        } => WriteOutcome::Written(inner.patch(conn, key, patch, *expected_version, actor)?),
+        } => {
+            let merged = inner.patch(conn, key, patch, *expected_version, actor)?;
+            let size = merged.size();
+            return Ok((WriteOutcome::Written(merged.into_document()?), size));
+        }
         Step::DeleteIf {
             key,
             expected_version,
@@ -175,7 +182,8 @@ fn apply_one(
             inner.restore(conn, key, metadata, text)?;
             WriteOutcome::Written(metadata.clone())
         }
-    })
+    };
+    Ok((outcome, 0))
 }
 
 /// Gives the documents [`apply`] returned for `Create`, `Put` and `Restore` the data of their

@@ -51,8 +51,14 @@
 //!     `Full`).
 //!
 //!   Either way a call returns only after the commit that holds its write (with
-//!   [`Durability::Full`] that commit was flushed). `update` reads, merges and writes inside the transaction, so it
-//!   never conflicts. A write whose future is dropped after it was queued still happens.
+//!   [`Durability::Full`] that commit was flushed). `update` merges inside its transaction,
+//!   so it never conflicts: one `UPDATE` in which SQLite's `jsonb_patch` (RFC 7386, exactly
+//!   `docstore::merge_patch`) merges the patch into the stored JSONB and `RETURNING` gives
+//!   the merged text, whose length is the size held to `max_doc_bytes` (a merge over the
+//!   limit is rolled back); the document is parsed after the commit, outside the writer's
+//!   lock. (A patch nested deeper than the depth limit, whose merge may still be shallow
+//!   enough, is merged in Rust.) A write whose future is dropped after it was queued still
+//!   happens.
 //!   Reads use a pool of other connections and, in WAL mode, never wait for the writer —
 //!   neither ours nor another process's. Another process's locks are waited for: the busy
 //!   timeout (default 5 s, see [`SqliteOptions`]), then up to four attempts of the whole
@@ -72,9 +78,10 @@
 //!   there cannot be read and is an error saying so. [`SqliteOptions::read_only`] asks for
 //!   read-only explicitly. A read-only open of a file whose schema needs migrating fails
 //!   with a message saying why.
-//! - **Batches**: `write_all` applies its writes in order inside one immediate transaction
-//!   (the counters move through the same triggers); the first failing write rolls it all
-//!   back. `get_many` reads every key inside one read transaction on one connection, so its
+//! - **Batches**: `write_all` checks the batch and serializes its data on the calling
+//!   thread (once: the text's length is the size the limits count), then applies its writes
+//!   in order inside one immediate transaction (the counters move through the same
+//!   triggers); the first failing write rolls it all back. `get_many` reads every key inside one read transaction on one connection, so its
 //!   answer is one snapshot (of the last commit when it began).
 //! - **Async**: the store needs a Tokio runtime. Writes wait for the writer thread as
 //!   parked tasks. On a multi-threaded runtime a read runs SQLite in place through

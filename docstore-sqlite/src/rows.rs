@@ -41,6 +41,127 @@ pub(crate) fn document(row: &Row<'_>) -> Result<Document, Fail> {
     })
 }
 
+/// A merge patch as a write applies it.
+pub(crate) enum Patch {
+    /// Its JSON text, merged by SQLite into the stored JSONB ([`merge`]).
+    Text(String),
+    /// A patch nested deeper than [`docstore::document::MAX_DEPTH`] (its merge may still
+    /// be shallow enough, since `null` removes): merged in Rust, and the result checked.
+    Deep(Data),
+}
+
+impl Patch {
+    pub(crate) fn new(patch: &Data) -> Result<Self, Error> {
+        Ok(match docstore::document::check_depth(patch) {
+            Ok(()) => Patch::Text(
+                serde_json::to_string(patch)
+                    .map_err(|err| Error::backend("serializing a patch", err))?,
+            ),
+            Err(_) => Patch::Deep(patch.clone()),
+        })
+    }
+}
+
+/// A document a merge wrote: its data still as text when SQLite merged it (see
+/// [`Merged::into_document`]).
+pub(crate) struct Merged {
+    doc: Document,
+    text: Option<String>,
+    size: usize,
+}
+
+impl Merged {
+    /// A merged document whose data is at hand, `size` bytes serialized.
+    pub(crate) fn parsed(doc: Document, size: usize) -> Self {
+        Merged {
+            doc,
+            text: None,
+            size,
+        }
+    }
+
+    /// The merged data's size (`docstore::document::data_size`).
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The document with its data: parsing the text is left to here so that a single write
+    /// does it after its commit, outside the writer connection's lock.
+    pub(crate) fn into_document(self) -> Result<Document, Error> {
+        let mut doc = self.doc;
+        if let Some(text) = self.text {
+            doc.data =
+                serde_json::from_str(&text).map_err(|err| corrupt(format!("data: {err}")))?;
+        }
+        Ok(doc)
+    }
+}
+
+/// Merges the patch `patch` (JSON text, nested at most `MAX_DEPTH`) into the stored document
+/// at `key` as its next version, written at `now` by `actor`, when its version is
+/// `expected_version` (any version for `None`): one statement, SQLite's `jsonb_patch` (RFC
+/// 7386, as `docstore::merge_patch`) on the stored JSONB, so the document is neither parsed
+/// nor serialized again before it is written. `None` when nothing was written (no document,
+/// another version, or a version that cannot grow).
+///
+/// The merge of data stored within `MAX_DEPTH` with a patch within it is within it too, and
+/// its text is what serde_json would write (the stored and the patch's strings and numbers
+/// are serde_json's own text, kept verbatim by JSONB), so its length is the exact size.
+pub(crate) fn merge(
+    conn: &Connection,
+    key: &Key,
+    patch: &str,
+    expected_version: Option<u64>,
+    now: i64,
+    actor: &str,
+) -> Result<Option<Merged>, Fail> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE documents SET data = jsonb_patch(data, ?4), updated_at = max(updated_at, ?5), \
+         updated_by = ?6, version = version + 1 \
+         WHERE site = ?1 AND collection = ?2 AND id = ?3 AND (?7 IS NULL OR version = ?7) \
+         AND version < 9223372036854775807 \
+         RETURNING json(data), created_at, updated_at, created_by, updated_by, version",
+    )?;
+    let expected = match expected_version.map(i64::try_from) {
+        None => None,
+        Some(Ok(version)) => Some(version),
+        // No stored version is that large.
+        Some(Err(_)) => return Ok(None),
+    };
+    let merged = stmt
+        .query_row(
+            params![
+                key.site(),
+                key.collection(),
+                key.id(),
+                patch,
+                now,
+                actor,
+                expected
+            ],
+            |row| {
+                let text: String = row.get(0)?;
+                let version: i64 = row.get(5)?;
+                let doc = Document {
+                    id: key.id().to_owned(),
+                    data: Data::new(),
+                    created_at: row.get(1)?,
+                    updated_at: row.get(2)?,
+                    created_by: row.get(3)?,
+                    updated_by: row.get(4)?,
+                    version: version as u64,
+                };
+                Ok(Merged {
+                    doc,
+                    size: text.len(),
+                    text: Some(text),
+                })
+            },
+        )
+        .optional()?;
+    Ok(merged)
+}
+
 /// The stored document at `key`, if any.
 pub(crate) fn load(conn: &Connection, key: &Key) -> Result<Option<Document>, Fail> {
     let sql =

@@ -242,14 +242,55 @@ impl Inner {
         Ok(current)
     }
 
+    /// Merges `patch` into the document at `key` as its next version (when at
+    /// `expected_version`); the merged document and its data's size.
     pub(crate) fn patch(
+        &self,
+        conn: &Connection,
+        key: &Key,
+        patch: &rows::Patch,
+        expected_version: Option<u64>,
+        actor: &str,
+    ) -> Result<rows::Merged, Fail> {
+        let text = match patch {
+            rows::Patch::Text(text) => text,
+            rows::Patch::Deep(patch) => {
+                return self.patch_in_rust(conn, key, patch, expected_version, actor);
+            }
+        };
+        let limit = self.options.max_doc_bytes;
+        match rows::merge(conn, key, text, expected_version, self.now(), actor)? {
+            // Written, and undone with the transaction (or the write's savepoint).
+            Some(merged) if merged.size() > limit => Err(Error::TooLarge {
+                size: merged.size(),
+                limit,
+            }
+            .into()),
+            Some(merged) => Ok(merged),
+            None => match rows::version(conn, key)? {
+                None => Err(Error::NotFound.into()),
+                Some(current) if expected_version.is_some_and(|v| v != current) => {
+                    Err(Error::Conflict { current }.into())
+                }
+                Some(current) => Err(Error::Backend {
+                    message: format!("version {} does not fit SQLite's INTEGER", current + 1),
+                    source: None,
+                }
+                .into()),
+            },
+        }
+    }
+
+    /// [`Inner::patch`] for a patch nested too deep for [`rows::merge`]: read, merged in
+    /// place, checked (depth and size) and written.
+    fn patch_in_rust(
         &self,
         conn: &Connection,
         key: &Key,
         patch: &Data,
         expected_version: Option<u64>,
         actor: &str,
-    ) -> Result<Document, Fail> {
+    ) -> Result<rows::Merged, Fail> {
         let mut current = rows::load(conn, key)?.ok_or(Error::NotFound)?;
         if expected_version.is_some_and(|expected| expected != current.version) {
             return Err(Error::Conflict {
@@ -261,8 +302,21 @@ impl Inner {
         let mut data = std::mem::take(&mut current.data);
         docstore::merge_patch(&mut data, patch);
         let text = rows::encode(&data, self.options.max_doc_bytes)?;
-        self.replace(conn, key, current, data, &text, actor)
+        let doc = self.replace(conn, key, current, data, &text, actor)?;
+        Ok(rows::Merged::parsed(doc, text.len()))
     }
+}
+
+/// The document a single update wrote, its data parsed after the commit (outside the writer
+/// connection's lock). Failing here takes data SQLite holds and serde_json cannot read (a
+/// row edited by hand), and the error says that the write happened.
+fn written(merged: rows::Merged) -> Result<Document> {
+    merged.into_document().map_err(|err| Error::Backend {
+        message: format!(
+            "the update was committed, but the document it wrote cannot be read back: {err}"
+        ),
+        source: None,
+    })
 }
 
 #[async_trait]
@@ -297,9 +351,11 @@ impl Store for SqliteStore {
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
         validate_actor(actor)?;
-        let (key, patch, actor) = (key.clone(), patch.clone(), actor.to_owned());
-        self.write(move |inner, conn| inner.patch(conn, &key, &patch, None, &actor))
-            .await
+        let (key, patch, actor) = (key.clone(), rows::Patch::new(patch)?, actor.to_owned());
+        let merged = self
+            .write(move |inner, conn| inner.patch(conn, &key, &patch, None, &actor))
+            .await?;
+        written(merged)
     }
 
     async fn update_if(
@@ -310,11 +366,13 @@ impl Store for SqliteStore {
         actor: &str,
     ) -> Result<Document> {
         validate_actor(actor)?;
-        let (key, patch, actor) = (key.clone(), patch.clone(), actor.to_owned());
-        self.write(move |inner, conn| {
-            inner.patch(conn, &key, &patch, Some(expected_version), &actor)
-        })
-        .await
+        let (key, patch, actor) = (key.clone(), rows::Patch::new(patch)?, actor.to_owned());
+        let merged = self
+            .write(move |inner, conn| {
+                inner.patch(conn, &key, &patch, Some(expected_version), &actor)
+            })
+            .await?;
+        written(merged)
     }
 
     async fn delete(&self, key: &Key) -> Result<bool> {
