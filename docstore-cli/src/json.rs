@@ -230,7 +230,10 @@ mod tests {
     /// inside a string is not checked, and what follows a string still is.
     #[test]
     fn strings_are_skipped_with_their_escapes() {
-        let nested = format!(r#"{{"s": "a\"{}\\", "t": "\\\"", "n": 1}}"#, "[".repeat(300));
+        let nested = format!(
+            r#"{{"s": "a\"{}\\", "t": "\\\"", "n": 1}}"#,
+            "[".repeat(300)
+        );
         assert!(value(&nested).is_ok(), "{:?}", value(&nested));
         let after = r#"{"s": "x\"y\\", "n": 1e-400}"#;
         assert!(value(after).unwrap_err().contains("column 22"), "{after}");
