@@ -385,7 +385,7 @@ pub fn validate(writes: &[Write], max_doc_bytes: usize) -> Result<BatchBytes> {
 /// is called for the data of every `Create`, `Put` and `Restore`, in order, and must refuse it
 /// as [`check_size`] would with the store's `max_doc_bytes` (too deep:
 /// [`Error::InvalidArgument`]; too large: [`Error::TooLarge`] with the exact size) or return
-/// its exact size ([`data_size`](crate::document::data_size): the compact serialization's
+/// its exact size ([`data_size`]: the compact serialization's
 /// length). The checks, their order and the errors are those of [`validate`]; the data is
 /// serialized once instead of measured twice.
 ///
