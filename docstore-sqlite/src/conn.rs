@@ -3,6 +3,7 @@
 //! waiting instead of errors, and the open path (no write lock when the schema is current;
 //! read-only when the file or its directory cannot be written).
 
+use crate::checkpoint::Checkpointer;
 use crate::error::Fail;
 use crate::options::SqliteOptions;
 use crate::schema;
@@ -43,6 +44,8 @@ pub(crate) struct Connections {
     /// Why the store is read-only, when it is.
     read_only: Option<String>,
     options: SqliteOptions,
+    /// Runs the WAL checkpoints beside the writes (a writable file database only).
+    _checkpointer: Option<Checkpointer>,
 }
 
 #[derive(Debug)]
@@ -146,11 +149,25 @@ impl Connections {
     pub(crate) fn open_file(path: PathBuf, options: SqliteOptions) -> Result<Self> {
         let opened = retry_busy(|| open_writer(&path, &options))?;
         let Opened {
-            conn,
+            mut conn,
             read_only,
             readers,
         } = opened;
-        Ok(Self::start(
+        // Short commits only: see the `checkpoint` module for why not with fsync per commit.
+        let checkpointer = match read_only {
+            None if options.durability == crate::options::Durability::Normal => {
+                let (how, options) = (readers.clone(), options.clone());
+                let open = move || -> Result<Connection> {
+                    let conn = how.open().map_err(|err| Fail::from(err).into_error())?;
+                    schema::configure(&conn, &options).map_err(Fail::into_error)?;
+                    Ok(conn)
+                };
+                let started = Checkpointer::start(&mut conn, open);
+                Some(started.map_err(|err| Fail::from(err).into_error())?)
+            }
+            _ => None,
+        };
+        let mut connections = Self::start(
             conn,
             Some(Readers {
                 open: readers,
@@ -158,7 +175,9 @@ impl Connections {
             }),
             read_only,
             options,
-        ))
+        );
+        connections._checkpointer = checkpointer;
+        Ok(connections)
     }
 
     /// A private in-memory database (gone when the store is dropped).
@@ -202,6 +221,7 @@ impl Connections {
             readers,
             read_only,
             options,
+            _checkpointer: None,
         }
     }
 
