@@ -157,11 +157,7 @@ impl Connections {
         let checkpointer = match read_only {
             None if options.durability == crate::options::Durability::Normal => {
                 let (how, options) = (readers.clone(), options.clone());
-                let open = move || -> Result<Connection> {
-                    let conn = how.open().map_err(|err| Fail::from(err).into_error())?;
-                    schema::configure(&conn, &options).map_err(Fail::into_error)?;
-                    Ok(conn)
-                };
+                let open = move || open_configured(&how, &options);
                 let started = Checkpointer::start(&mut conn, open);
                 Some(started.map_err(|err| Fail::from(err).into_error())?)
             }
@@ -372,11 +368,7 @@ impl Connections {
     }
 
     fn open_reader(&self, how: &ReaderOpen) -> Result<Connection> {
-        retry_busy(|| {
-            let conn = how.open()?;
-            schema::configure(&conn, &self.options)?;
-            Ok(conn)
-        })
+        open_configured(how, &self.options)
     }
 }
 
@@ -528,6 +520,16 @@ fn run_alone(conn: &mut Connection, job: &mut dyn Job) -> Result<(), Option<Erro
         }
         tracing::debug!(attempt, "sqlite busy, retrying the write");
     }
+}
+
+/// Another connection to the database (a reader, the checkpointer's), opened as `how` says
+/// and configured like every connection.
+fn open_configured(how: &ReaderOpen, options: &SqliteOptions) -> Result<Connection> {
+    retry_busy(|| {
+        let conn = how.open()?;
+        schema::configure(&conn, options)?;
+        Ok(conn)
+    })
 }
 
 /// The writer connection as opened, and how readers open theirs.

@@ -141,25 +141,40 @@ pub(crate) fn merge(
             ],
             |row| {
                 let text: String = row.get(0)?;
-                let version: i64 = row.get(5)?;
-                let doc = Document {
-                    id: key.id().to_owned(),
-                    data: Data::new(),
-                    created_at: row.get(1)?,
-                    updated_at: row.get(2)?,
-                    created_by: row.get(3)?,
-                    updated_by: row.get(4)?,
-                    version: version as u64,
-                };
                 Ok(Merged {
-                    doc,
+                    doc: metadata(row, key, 1)?,
                     size: text.len(),
                     text: Some(text),
                 })
             },
         )
         .optional()?;
-    Ok(merged)
+    merged
+        .map(|merged| checked(merged.doc).map(|doc| Merged { doc, ..merged }))
+        .transpose()
+}
+
+/// The document at `key` without its data, from the five write-metadata columns starting at
+/// `first` (`created_at, updated_at, created_by, updated_by, version`); a version below 1
+/// reads as 0, for [`checked`] to refuse.
+fn metadata(row: &Row<'_>, key: &Key, first: usize) -> rusqlite::Result<Document> {
+    Ok(Document {
+        id: key.id().to_owned(),
+        data: Data::new(),
+        created_at: row.get(first)?,
+        updated_at: row.get(first + 1)?,
+        created_by: row.get(first + 2)?,
+        updated_by: row.get(first + 3)?,
+        version: u64::try_from(row.get::<_, i64>(first + 4)?).unwrap_or(0),
+    })
+}
+
+/// `doc`, unless its version is below 1: a corrupt row.
+fn checked(doc: Document) -> Result<Document, Fail> {
+    match doc.version {
+        0 => Err(Fail::Store(corrupt("version below 1"))),
+        _ => Ok(doc),
+    }
 }
 
 /// The stored document at `key`, if any.
@@ -183,21 +198,10 @@ pub(crate) fn load_metadata(conn: &Connection, key: &Key) -> Result<Option<Docum
     )?;
     let row = stmt
         .query_row(params![key.site(), key.collection(), key.id()], |row| {
-            Ok(Document {
-                id: key.id().to_owned(),
-                data: Data::new(),
-                created_at: row.get(0)?,
-                updated_at: row.get(1)?,
-                created_by: row.get(2)?,
-                updated_by: row.get(3)?,
-                version: u64::try_from(row.get::<_, i64>(4)?).unwrap_or(0),
-            })
+            metadata(row, key, 0)
         })
         .optional()?;
-    match row {
-        Some(doc) if doc.version == 0 => Err(Fail::Store(corrupt("version below 1"))),
-        row => Ok(row),
-    }
+    row.map(checked).transpose()
 }
 
 /// `document` without its data: what a write needs of a document whose data it has as text.
