@@ -14,7 +14,6 @@ use crate::{Capabilities, Harness};
 use async_trait::async_trait;
 use docstore::index::{Index, IndexSet};
 use docstore::{Store, StoreOptions};
-use std::sync::Arc;
 
 /// The collections the query cases write and query.
 const COLLECTIONS: [&str; 6] = ["c", "f", "p", "q", "side", "tickets"];
@@ -49,7 +48,7 @@ pub struct WithIndexes<H>(pub H);
 
 #[async_trait]
 impl<H: Harness> Harness for WithIndexes<H> {
-    async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
+    async fn open(&self, options: StoreOptions) -> Store {
         let options = if options.indexes.is_empty() {
             options.with_indexes(suite_indexes())
         } else {

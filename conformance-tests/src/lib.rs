@@ -1,16 +1,19 @@
 //! # conformance-tests
 //!
-//! The one suite every docstore backend runs: the contract (`docs/contract.md`) turned into tests. A backend
-//! implements [`Harness`] (how to open a store with given options) and stamps out the whole
-//! suite, one `#[tokio::test]` per case, with [`conformance_suite!`]:
+//! For backend authors: the one suite every docstore driver runs, the contract
+//! (`docs/contract.md`) turned into tests, run through the front end ([`docstore::Store`])
+//! over the driver as applications use it. (Application authors testing their own code
+//! want `docstore-testing` instead.) A backend implements [`Harness`] (how to open a store
+//! over its driver with given options) and stamps out the whole suite, one `#[tokio::test]`
+//! per case, with [`conformance_suite!`]:
 //!
 //! ```ignore
 //! struct MyHarness;
 //!
 //! #[async_trait::async_trait]
 //! impl conformance_tests::Harness for MyHarness {
-//!     async fn open(&self, options: docstore::StoreOptions) -> std::sync::Arc<dyn docstore::Store> {
-//!         std::sync::Arc::new(MyStore::with_options(options))
+//!     async fn open(&self, options: docstore::StoreOptions) -> docstore::Store {
+//!         docstore::Store::new(MyDriver::with_options(options))
 //!     }
 //! }
 //!
@@ -32,14 +35,13 @@ pub use support::{Ctx, property_cases, unique_site};
 
 use async_trait::async_trait;
 use docstore::{Store, StoreOptions};
-use std::sync::Arc;
 
 /// How the suite gets stores from a backend.
 #[async_trait]
 pub trait Harness: Send + Sync {
     /// A store with `options`. It may share its database with every other store the harness
     /// opened: cases never look outside their own site.
-    async fn open(&self, options: StoreOptions) -> Arc<dyn Store>;
+    async fn open(&self, options: StoreOptions) -> Store;
 
     /// What the backend can and cannot do; the defaults describe an exact backend.
     fn capabilities(&self) -> Capabilities {
@@ -207,11 +209,31 @@ macro_rules! conformance_suite {
                 restore_refuses_bad_documents,
                 restore_respects_the_quota,
             ],
+            sites: [
+                a_site_reaches_only_its_own_documents,
+                a_batch_stays_in_its_site,
+                cursors_are_refused_across_sites_and_collections,
+                handles_are_built_valid,
+            ],
             sorting: [
                 mixed_kinds_sort_in_the_total_order,
                 several_sort_keys,
                 default_order_is_by_id,
                 sort_by_system_fields,
+            ],
+            streams: [
+                streams_give_every_match_in_order,
+                streams_are_exact_under_writes_between_pages,
+                counts_of_a_collection_and_of_a_filter,
+            ],
+            typed: [
+                typed_values_round_trip,
+                awkward_values_round_trip_through_a_struct,
+                a_document_that_does_not_fit_is_a_decode_error,
+                values_that_are_not_objects_are_refused,
+                replace_if_stores_the_value_whole,
+                filters_take_any_serializable_value,
+                modify_under_contention_loses_nothing,
             ],
         }
     };

@@ -2,7 +2,6 @@
 
 use crate::Harness;
 use docstore::{Data, Key, Store, StoreOptions};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A site name no other case (in this run or any earlier one) uses: `tag`, a random part and
@@ -35,7 +34,7 @@ pub fn property_cases(default: u32) -> u32 {
 /// A store and a fresh site for one case.
 pub struct Ctx {
     /// The store under test.
-    pub store: Arc<dyn Store>,
+    pub store: Store,
     /// This case's own site.
     pub site: String,
 }

@@ -1,14 +1,116 @@
-//! Quick start: a few documents in a SQLite file (or any store: set DOCSTORE_URL), one
-//! optimistic update, one query.
+//! Quick start: a small ticket service over any store — SQLite in `./quickstart.db` by
+//! default, any other by URL (`DOCSTORE_URL=memory:`, `dynamodb://table?...`).
 //!
 //! ```sh
 //! cargo run -p docstore-any --example quickstart
 //! DOCSTORE_URL=memory: cargo run -p docstore-any --example quickstart
 //! ```
+//!
+//! It shows the shape of an app: its own `Ticket` type, one `Site` per request (the tenant
+//! and the user come from the request, and nothing reachable from the site can touch another
+//! tenant), `modify` for a read-change-write that retries on conflicts, a retry of a call
+//! that ended `Unavailable`, and a streamed listing.
 
-use docstore::Key;
-use docstore::query::{Filter, Query};
-use serde_json::json;
+use docstore::{Collection, Error, Query, Site, Store};
+use futures_util::TryStreamExt;
+use serde::{Deserialize, Serialize};
+
+/// What the app stores: its own type, no JSON maps in sight.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Ticket {
+    title: String,
+    status: Status,
+    priority: u8,
+    assignee: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Open,
+    InProgress,
+    Closed,
+}
+
+/// What a request handler gets: the tenant's site, writing as the request's user.
+fn tickets_for(store: &Store, tenant: &str, user: &str) -> docstore::Result<Collection<Ticket>> {
+    store
+        .site(tenant)?
+        .with_actor(user)?
+        .collection::<Ticket>("tickets")
+}
+
+/// Retries a call that ended `Unavailable` (a timeout, throttling) a few times. Only for
+/// calls that are safe to repeat: `put` of a whole value is; `create` may answer
+/// `AlreadyExists` the second time, which `open_ticket` takes as done.
+async fn with_retries<T, F, Fut>(mut call: F) -> docstore::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = docstore::Result<T>>,
+{
+    let mut tries = 0;
+    loop {
+        match call().await {
+            Err(Error::Unavailable { .. }) if tries < 3 => tries += 1,
+            other => return other,
+        }
+    }
+}
+
+/// Opens a ticket unless it exists already (so running the example twice is fine).
+async fn open_ticket(
+    tickets: &Collection<Ticket>,
+    id: &str,
+    title: &str,
+    priority: u8,
+) -> docstore::Result<()> {
+    let ticket = Ticket {
+        title: title.into(),
+        status: Status::Open,
+        priority,
+        assignee: None,
+    };
+    match with_retries(|| tickets.create(id, &ticket)).await {
+        Ok(created) => println!("opened {id} (version {})", created.version),
+        Err(Error::AlreadyExists) => println!("{id} exists already"),
+        Err(err) => return Err(err),
+    }
+    Ok(())
+}
+
+/// Takes a ticket: read, change, write back if nobody wrote in between, else again.
+async fn take(tickets: &Collection<Ticket>, id: &str, user: &str) -> docstore::Result<()> {
+    let taken = tickets
+        .modify(id, |ticket| {
+            ticket.status = Status::InProgress;
+            ticket.assignee = Some(user.to_owned());
+        })
+        .await?;
+    println!(
+        "{id} taken by {} (version {}, by {})",
+        user, taken.version, taken.updated_by
+    );
+    Ok(())
+}
+
+/// Every open ticket of the tenant, most urgent first, page by page however many there are.
+async fn list_open(site: &Site) -> docstore::Result<()> {
+    let tickets = site.collection::<Ticket>("tickets")?;
+    let open = Query::parse(r#"status != "closed" order by priority desc"#)?;
+    let mut stream = tickets.stream(&open);
+    while let Some(ticket) = stream.try_next().await? {
+        let who = ticket.value.assignee.as_deref().unwrap_or("nobody");
+        println!(
+            "{:>4}  p{}  {:<12} {:<8} {}",
+            ticket.id,
+            ticket.value.priority,
+            format!("{:?}", ticket.value.status),
+            who,
+            ticket.value.title
+        );
+    }
+    Ok(())
+}
 
 #[tokio::main]
 async fn main() -> docstore::Result<()> {
@@ -16,53 +118,20 @@ async fn main() -> docstore::Result<()> {
     let store = docstore_any::open_url(&url).await?;
     println!("store: {url}");
 
-    // put is an upsert, so running the example twice is fine.
-    let tickets = [
-        (
-            "T-1",
-            json!({"title": "Printer on fire", "status": "open", "priority": 5}),
-        ),
-        (
-            "T-2",
-            json!({"title": "Coffee machine empty", "status": "open", "priority": 3}),
-        ),
-        (
-            "T-3",
-            json!({"title": "Update the wiki", "status": "closed", "priority": 1}),
-        ),
-    ];
-    for (id, data) in tickets {
-        let key = Key::new("acme", "tickets", id)?;
-        let doc = store
-            .put(&key, docstore::object(data)?, "quickstart")
-            .await?;
-        println!("put {id} -> version {}", doc.version);
-    }
+    // A request from alice at tenant acme.
+    let tickets = tickets_for(&store, "acme", "alice")?;
+    open_ticket(&tickets, "T-1", "Printer on fire", 5).await?;
+    open_ticket(&tickets, "T-2", "Coffee machine empty", 3).await?;
+    open_ticket(&tickets, "T-3", "Update the wiki", 1).await?;
 
-    // An optimistic update: only applies if nobody wrote T-2 since we read it.
-    let key = Key::new("acme", "tickets", "T-2")?;
-    let read = store.get(&key).await?.expect("just written");
-    let patch = docstore::object(json!({"status": "in progress", "assignee": "sam"}))?;
-    let updated = store.update_if(&key, &patch, read.version, "sam").await?;
-    println!(
-        "T-2 is now {} (version {})",
-        updated.data["status"], updated.version
-    );
+    // A request from sam: he takes T-2.
+    take(&tickets_for(&store, "acme", "sam")?, "T-2", "sam").await?;
 
-    // Open tickets with priority >= 3, newest change first.
-    let query = Query::new()
-        .filter(Filter::ne("status", "closed").and(Filter::gte("priority", 3)))
-        .order_by_desc("$updated_at")
-        .limit(20);
-    let page = store.query("acme", "tickets", &query).await?;
-    for doc in &page.documents {
-        println!(
-            "{:>4}  {:<12} {}",
-            doc.id,
-            doc.data["status"].as_str().unwrap_or(""),
-            doc.data["title"]
-        );
-    }
-    println!("{} documents in site acme", store.count("acme").await?);
+    // Another tenant's request sees none of acme's tickets.
+    let globex = tickets_for(&store, "globex", "gina")?;
+    assert!(globex.get("T-1").await?.is_none());
+
+    list_open(tickets.site()).await?;
+    println!("{} documents in site acme", tickets.site().count().await?);
     Ok(())
 }

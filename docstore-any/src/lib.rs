@@ -1,18 +1,26 @@
 //! # docstore-any
 //!
-//! Opens the backend an application's configuration names, as an `Arc<dyn Store>`, so the
+//! Opens the backend an application's configuration names, as a [`docstore::Store`], so the
 //! application never names a backend in code. Each backend is a cargo feature (`memory`,
 //! `sqlite`, `dynamodb`; all on by default).
 //!
-//! From configuration (the [`Config`] struct nests in an application's own config file):
+//! From configuration: [`DatabaseConfig`] is the `[database]` table, to nest in an
+//! application's own config struct:
 //!
 //! ```
+//! #[derive(serde::Deserialize)]
+//! struct AppConfig {
+//!     listen: String,
+//!     database: docstore::config::DatabaseConfig,
+//! }
+//!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! let config: docstore::config::Config = serde_json::from_value(serde_json::json!({
+//! let config: AppConfig = serde_json::from_value(serde_json::json!({
+//!     "listen": "127.0.0.1:8080",
 //!     "database": { "backend": "memory", "max_doc_bytes": 100000 }
 //! })).unwrap();
-//! let store = docstore_any::open(&config).await?;
-//! assert_eq!(store.count("acme").await?, 0);
+//! let store = docstore_any::open(&config.database).await?;
+//! assert_eq!(store.site("acme")?.count().await?, 0);
 //! # Ok::<(), docstore::Error>(())
 //! # }).unwrap();
 //! ```
@@ -30,24 +38,20 @@
 //!
 //! ```
 //! let config = docstore_any::parse_url("dynamodb://docs?region=eu-west-1&max_scan=500").unwrap();
-//! let dynamodb = config.database.dynamodb.unwrap();
+//! let dynamodb = config.dynamodb.unwrap();
 //! assert_eq!((dynamodb.table.as_str(), dynamodb.max_scan), ("docs", 500));
 //! assert!(docstore_any::parse_url("sqlite:x.db?max_scan=5").is_err());
 //! ```
 
-use docstore::config::{
-    Backend, Config, CounterMode, DatabaseConfig, DynamoDbConfig, SqliteConfig,
-};
+use docstore::config::{Backend, CounterMode, DatabaseConfig, DynamoDbConfig, SqliteConfig};
 use docstore::{DEFAULT_MAX_DOC_BYTES, Error, Result, Store};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// The SQLite path that means "a private in-memory database".
 pub const SQLITE_IN_MEMORY: &str = ":memory:";
 
-/// Opens the store `config` describes.
-pub async fn open(config: &Config) -> Result<Arc<dyn Store>> {
-    let database = &config.database;
+/// Opens the store the `[database]` settings describe.
+pub async fn open(database: &DatabaseConfig) -> Result<Store> {
     let options = database.store_options();
     match database.backend {
         Backend::Memory => open_memory(options),
@@ -71,12 +75,12 @@ pub async fn open(config: &Config) -> Result<Arc<dyn Store>> {
 }
 
 /// Opens the store a URL names (see the [crate docs](crate)).
-pub async fn open_url(url: &str) -> Result<Arc<dyn Store>> {
+pub async fn open_url(url: &str) -> Result<Store> {
     open(&parse_url(url)?).await
 }
 
-/// The configuration a URL stands for.
-pub fn parse_url(url: &str) -> Result<Config> {
+/// The `[database]` settings a URL stands for.
+pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
     let (scheme, rest) = url.split_once(':').ok_or_else(|| {
         Error::invalid(format!(
             "store URL {url:?} has no scheme (expected memory:, sqlite:PATH or dynamodb://TABLE)"
@@ -203,7 +207,7 @@ pub fn parse_url(url: &str) -> Result<Config> {
             }
         }
     }
-    Ok(Config { database })
+    Ok(database)
 }
 
 #[cfg(not(all(feature = "memory", feature = "sqlite", feature = "dynamodb")))]
@@ -214,47 +218,40 @@ fn disabled(backend: &str) -> Error {
 }
 
 #[cfg(feature = "memory")]
-fn open_memory(options: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
-    Ok(Arc::new(docstore_memory::MemoryStore::with_options(
+fn open_memory(options: docstore::StoreOptions) -> Result<Store> {
+    Ok(Store::new(docstore_memory::MemoryStore::with_options(
         options,
     )))
 }
 
 #[cfg(not(feature = "memory"))]
-fn open_memory(_: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
+fn open_memory(_: docstore::StoreOptions) -> Result<Store> {
     Err(disabled("memory"))
 }
 
 #[cfg(feature = "sqlite")]
-fn open_sqlite(path: &std::path::Path, options: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
-    Ok(if path.as_os_str() == SQLITE_IN_MEMORY {
-        Arc::new(docstore_sqlite::SqliteStore::in_memory_with_options(
-            options,
-        )?)
+fn open_sqlite(path: &std::path::Path, options: docstore::StoreOptions) -> Result<Store> {
+    Ok(Store::new(if path.as_os_str() == SQLITE_IN_MEMORY {
+        docstore_sqlite::SqliteStore::in_memory_with_options(options)?
     } else {
-        Arc::new(docstore_sqlite::SqliteStore::open_with_options(
-            path, options,
-        )?)
-    })
+        docstore_sqlite::SqliteStore::open_with_options(path, options)?
+    }))
 }
 
 #[cfg(not(feature = "sqlite"))]
-fn open_sqlite(_: &std::path::Path, _: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
+fn open_sqlite(_: &std::path::Path, _: docstore::StoreOptions) -> Result<Store> {
     Err(disabled("sqlite"))
 }
 
 #[cfg(feature = "dynamodb")]
-async fn open_dynamodb(
-    config: &DynamoDbConfig,
-    options: docstore::StoreOptions,
-) -> Result<Arc<dyn Store>> {
-    Ok(Arc::new(
+async fn open_dynamodb(config: &DynamoDbConfig, options: docstore::StoreOptions) -> Result<Store> {
+    Ok(Store::new(
         docstore_dynamodb::DynamoStore::connect(config, options).await?,
     ))
 }
 
 #[cfg(not(feature = "dynamodb"))]
-async fn open_dynamodb(_: &DynamoDbConfig, _: docstore::StoreOptions) -> Result<Arc<dyn Store>> {
+async fn open_dynamodb(_: &DynamoDbConfig, _: docstore::StoreOptions) -> Result<Store> {
     Err(disabled("dynamodb"))
 }
 
@@ -271,22 +268,16 @@ mod tests {
 
     #[test]
     fn urls_map_to_configs() {
-        assert_eq!(
-            parse_url("memory:").unwrap().database.backend,
-            Backend::Memory
-        );
-        let sqlite = parse_url("sqlite:dir/my file.db?max_doc_bytes=1000")
-            .unwrap()
-            .database;
+        assert_eq!(parse_url("memory:").unwrap().backend, Backend::Memory);
+        let sqlite = parse_url("sqlite:dir/my file.db?max_doc_bytes=1000").unwrap();
         assert_eq!(sqlite.sqlite.unwrap().path, PathBuf::from("dir/my file.db"));
         assert_eq!(sqlite.max_doc_bytes, 1000);
-        let absolute = parse_url("sqlite:///tmp/x.db").unwrap().database;
+        let absolute = parse_url("sqlite:///tmp/x.db").unwrap();
         assert_eq!(absolute.sqlite.unwrap().path, PathBuf::from("/tmp/x.db"));
         let dynamo = parse_url(
             "dynamodb://docs?region=eu-west-1&endpoint=http%3A%2F%2F127.0.0.1%3A8000&max_scan=7&max_docs_per_site=9",
         )
-        .unwrap()
-        .database;
+        .unwrap();
         assert_eq!(dynamo.max_docs_per_site, Some(9));
         let d = dynamo.dynamodb.unwrap();
         assert_eq!(d.table, "docs");
@@ -358,8 +349,8 @@ mod tests {
     #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn missing_backend_sections_are_named() {
-        let config: Config =
-            serde_json::from_value(serde_json::json!({"database": {"backend": "sqlite"}})).unwrap();
+        let config: DatabaseConfig =
+            serde_json::from_value(serde_json::json!({"backend": "sqlite"})).unwrap();
         let err = open(&config).await.unwrap_err();
         assert!(err.to_string().contains("database.sqlite.path"), "{err}");
     }

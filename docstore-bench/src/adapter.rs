@@ -1,23 +1,22 @@
 //! A docstore [`Store`] as a benchmark [`Subject`]: each call is what an application writes,
-//! a [`Key`] built from its three names and one trait call through `Arc<dyn Store>`.
+//! a [`Key`] built from its three names and one trait call through `Store`.
 
 use crate::BenchResult;
 use crate::data::{ACTOR, SITE, TOP, selective_query};
 use crate::subject::{Subject, WalkPage, WalkPosition};
 use async_trait::async_trait;
 use docstore::{Cursor, Data, Key, Query, Store};
-use std::sync::Arc;
 
-/// Any docstore backend, driven through the `Store` trait object.
+/// Any docstore backend, driven through the front end's [`Store`].
 #[derive(Clone, Debug)]
 pub struct DocstoreSubject {
-    store: Arc<dyn Store>,
+    store: Store,
     top: Query,
 }
 
 impl DocstoreSubject {
     /// Wraps `store`.
-    pub fn new(store: Arc<dyn Store>) -> Self {
+    pub fn new(store: Store) -> Self {
         DocstoreSubject {
             store,
             top: selective_query(),
@@ -25,7 +24,7 @@ impl DocstoreSubject {
     }
 
     /// The wrapped store.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    pub fn store(&self) -> &Store {
         &self.store
     }
 }

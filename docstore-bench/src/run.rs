@@ -202,7 +202,7 @@ async fn load_through(subject: &dyn Subject, count: usize) -> BenchResult<()> {
 }
 
 async fn memory(spec: &Spec) -> BenchResult<Section> {
-    let store = Arc::new(DocstoreSubject::new(Arc::new(MemoryStore::new())));
+    let store = Arc::new(DocstoreSubject::new(Store::new(MemoryStore::new())));
     let baseline = Arc::new(MemoryBaseline::new());
     load_through(store.as_ref(), spec.query_docs).await?;
     load_through(baseline.as_ref(), spec.query_docs).await?;
@@ -259,7 +259,7 @@ async fn sqlite_section(
     let rows = both(
         spec,
         &side(
-            Arc::new(DocstoreSubject::new(Arc::new(store))),
+            Arc::new(DocstoreSubject::new(store.clone())),
             "docstore",
             None,
         ),
@@ -279,7 +279,7 @@ async fn sqlite_section(
 }
 
 /// A fresh SqliteStore file in `dir`.
-fn fresh_sqlite(dir: &Path, name: &str, sync: SyncName) -> BenchResult<(SqliteStore, PathBuf)> {
+fn fresh_sqlite(dir: &Path, name: &str, sync: SyncName) -> BenchResult<(Store, PathBuf)> {
     let path = dir.join(name);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -293,7 +293,7 @@ fn fresh_sqlite(dir: &Path, name: &str, sync: SyncName) -> BenchResult<(SqliteSt
         StoreOptions::default(),
         SqliteOptions::default().with_durability(durability),
     )?;
-    Ok((store, path))
+    Ok((Store::new(store), path))
 }
 
 #[cfg(feature = "polodb")]
@@ -308,7 +308,7 @@ async fn polodb_section(spec: &Spec, dir: &Path, sync: SyncName) -> BenchResult<
     let rows = both(
         spec,
         &side(
-            Arc::new(DocstoreSubject::new(Arc::new(store))),
+            Arc::new(DocstoreSubject::new(store.clone())),
             "docstore",
             None,
         ),
@@ -361,14 +361,15 @@ async fn dynamodb(spec: &Spec, endpoint: &str) -> BenchResult<Section> {
     let counter = RequestCounter::default();
     let client = dynamo::client(endpoint, &counter).await;
     let table = dynamo::fresh_table_name();
-    let store = dynamo::store(client.clone(), &table)?;
-    store.create_table().await?;
+    let driver = dynamo::store(client.clone(), &table)?;
+    driver.create_table().await?;
+    let store = Store::new(driver);
     let query_bytes = dynamo::bulk_load(&client, &table, QUERY_COLLECTION, spec.query_docs).await?;
     let baseline = DynamoBaseline::new(client.clone(), &table);
     let mut rows = both(
         spec,
         &side(
-            Arc::new(DocstoreSubject::new(Arc::new(store))),
+            Arc::new(DocstoreSubject::new(store.clone())),
             "docstore",
             Some(counter.clone()),
         ),

@@ -18,10 +18,10 @@
 //! key) with the exit code of its kind.
 
 use crate::exit::CliError;
-use crate::json;
 use crate::output::Out;
 use docstore::batch::{Write, WriteOutcome};
 use docstore::document::MAX_DEPTH;
+use docstore::json;
 use docstore::{Data, Error, Key, Store};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -131,7 +131,7 @@ fn write(text: WriteText, site: &str) -> Result<Write, Error> {
 
 /// Applies `writes` atomically and prints the outcomes.
 pub async fn run(
-    store: &dyn Store,
+    store: &Store,
     writes: &[Write],
     actor: &str,
     out: &mut Out,
@@ -161,7 +161,7 @@ pub async fn run(
 /// Reads `ids` of `collection` at once and prints a JSON array of the documents, `null` where
 /// there is none, in the ids' order.
 pub async fn get_many(
-    store: &dyn Store,
+    store: &Store,
     site: &str,
     collection: &str,
     ids: &[String],

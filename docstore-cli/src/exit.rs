@@ -88,6 +88,7 @@ pub fn code_of(err: &Error) -> i32 {
         Error::QuotaExceeded { .. } => 8,
         Error::Unavailable { .. } => 9,
         Error::Batch { source, .. } => code_of(source),
+        Error::PartialAnswer(_) => 11,
         _ => 1,
     }
 }

@@ -5,18 +5,16 @@
 //! query plans, and `create-table` and `index list|add|build|drop` for DynamoDB. Run
 //! `docstore --help`.
 //!
-//! The library part holds the text query language ([`text_query`]) so that applications can
-//! accept the same short queries their developers type.
+//! Queries are typed in the core's text language ([`docstore::Query::parse`]), which
+//! applications can accept too.
 
 pub mod args;
 mod batch;
 mod exit;
 mod indexes;
-mod json;
 mod output;
 mod record;
 mod run;
-pub mod text_query;
 mod timefmt;
 mod transfer;
 

@@ -2,13 +2,12 @@
 
 use crate::args::{Cli, Command, DEFAULT_SITE, DEFAULT_STORE, STORE_ENV};
 use crate::exit::CliError;
-use crate::json;
 use crate::output::Out;
-use crate::text_query;
 use crate::timefmt;
 use crate::transfer::{self, ImportOptions, Summary};
 use docstore::config::{Backend, Config};
 use docstore::document::MAX_DEPTH;
+use docstore::json;
 use docstore::{Data, Filter, Key, Query, RecountMode, Store};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -35,21 +34,16 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if !cli.command.creates_database() {
         refuse_missing_sqlite(&config)?;
     }
-    let store = docstore_any::open(&config).await?;
+    let store = docstore_any::open(&config.database).await?;
     let mut out = Out::new(cli.time);
-    let result = execute(cli, &config, store.as_ref(), &mut out).await;
+    let result = execute(cli, &config, &store, &mut out).await;
     let flushed = out.flush();
     result
         .and(flushed)
         .map_err(|err| explain_missing_table(err, &config))
 }
 
-async fn execute(
-    cli: Cli,
-    config: &Config,
-    store: &dyn Store,
-    out: &mut Out,
-) -> Result<(), CliError> {
+async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Result<(), CliError> {
     if let Command::Import {
         all_sites: false, ..
     } = cli.command
@@ -229,13 +223,12 @@ async fn execute(
         }
         Command::Copy { to, collection } => {
             let to = docstore_any::parse_url(&to)?;
-            if to.database.backend == Backend::Memory {
+            if to.backend == Backend::Memory {
                 warn_memory("the --to store");
             }
             let destination = docstore_any::open(&to).await?;
-            let in_flight = transfer::batches_in_flight(to.database.max_docs_per_site);
-            let summary =
-                transfer::copy(store, destination.as_ref(), site, &collection, in_flight).await?;
+            let in_flight = transfer::batches_in_flight(to.max_docs_per_site);
+            let summary = transfer::copy(store, &destination, site, &collection, in_flight).await?;
             finish(summary, out)?;
         }
         Command::Fsck { repair } => {
@@ -375,13 +368,20 @@ fn load_config(cli: &Cli) -> Result<Config, CliError> {
             "--store and --config both choose the store: give one of them",
         )),
         (None, Some(path)) => config_file(path),
-        (Some(url), None) => Ok(docstore_any::parse_url(url)?),
+        (Some(url), None) => from_url(url),
         (None, None) => match std::env::var(STORE_ENV) {
-            Ok(url) if !url.is_empty() => docstore_any::parse_url(&url)
-                .map_err(|e| CliError::from(e).context(format!("${STORE_ENV}"))),
-            _ => Ok(docstore_any::parse_url(DEFAULT_STORE)?),
+            Ok(url) if !url.is_empty() => {
+                from_url(&url).map_err(|e| e.context(format!("${STORE_ENV}")))
+            }
+            _ => from_url(DEFAULT_STORE),
         },
     }
+}
+
+fn from_url(url: &str) -> Result<Config, CliError> {
+    Ok(Config {
+        database: docstore_any::parse_url(url)?,
+    })
 }
 
 /// The `[database]` table of a TOML file, whatever else the file holds.
@@ -470,7 +470,7 @@ fn parse_query(text: Option<&str>) -> Result<Query, CliError> {
                     .map_err(|e| CliError::invalid(format!("query is not a valid JSON query: {e}")))
             })?
     } else {
-        text_query::parse(text).map_err(|e| {
+        Query::parse(text).map_err(|e| {
             let line = text.lines().nth(e.line - 1).unwrap_or("");
             let pad = " ".repeat(e.column - 1);
             let place = if text.contains('\n') {
@@ -537,7 +537,7 @@ struct QueryOutput {
 
 /// Prints one page, or every page as it arrives (`--all`): memory holds one page at a time.
 async fn run_query(
-    store: &dyn Store,
+    store: &Store,
     site: &str,
     collection: &str,
     mut query: Query,
@@ -688,6 +688,7 @@ fn finish(summary: Summary, out: &mut Out) -> Result<(), CliError> {
 }
 
 async fn create_table(config: &Config, out: &mut Out) -> Result<(), CliError> {
+    use docstore::driver::Driver as _;
     let database = &config.database;
     let dynamodb = match (database.backend, &database.dynamodb) {
         (Backend::Dynamodb, Some(dynamodb)) => dynamodb,
@@ -716,8 +717,7 @@ mod tests {
     #[test]
     fn the_suggested_index_has_the_equalities_then_the_order() {
         let query =
-            text_query::parse(r#"status = "open" and p > 1 order by $updated_at desc, $id"#)
-                .unwrap();
+            Query::parse(r#"status = "open" and p > 1 order by $updated_at desc, $id"#).unwrap();
         let text = suggested_index("tickets", &query).unwrap();
         assert!(
             text.contains(r#"fields = ["status", "-$updated_at"]"#),

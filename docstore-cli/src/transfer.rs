@@ -6,9 +6,10 @@
 
 use crate::args::OnExisting;
 use crate::exit::CliError;
-use crate::json::{self, MAX_LINE_DEPTH};
 use crate::record::Record;
 use docstore::batch::{self, MAX_BATCH_BYTES, MAX_BATCH_WRITES, key_bytes};
+use docstore::document::MAX_DEPTH;
+use docstore::json;
 use docstore::{Document, Error, Key, Query, RecountMode, Store, WriteOutcome, document};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -16,6 +17,9 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+
+/// The deepest nesting an export line may have: the line object, then the data.
+const MAX_LINE_DEPTH: usize = MAX_DEPTH + 1;
 
 /// How many documents one page of a walk reads.
 const PAGE: usize = 500;
@@ -102,7 +106,7 @@ fn progress(total: Option<u64>, verb: &str) -> ProgressBar {
 /// ([`Store::recount`]), never from the counters, so a drifted or missing counter cannot
 /// hide a collection.
 async fn collections(
-    store: &dyn Store,
+    store: &Store,
     site: &str,
     only: &[String],
 ) -> Result<Vec<(String, u64)>, CliError> {
@@ -121,7 +125,7 @@ async fn collections(
 
 /// Calls `each` with every document of `collection`, in id order, page by page.
 async fn walk_collection(
-    store: &dyn Store,
+    store: &Store,
     site: &str,
     collection: &str,
     mut each: impl AsyncFnMut(Document) -> Result<(), CliError>,
@@ -150,7 +154,7 @@ async fn walk_collection(
 
 /// Writes every document of the site (or of `only`) as JSON lines; returns how many.
 pub async fn export(
-    store: &dyn Store,
+    store: &Store,
     site: &str,
     only: &[String],
     out: &mut dyn Write,
@@ -194,7 +198,7 @@ enum Outcome {
 /// again. Someone else writing the document meanwhile makes this [`Error::Conflict`] or
 /// [`Error::AlreadyExists`] and nothing of theirs is lost.
 async fn write_one(
-    store: &dyn Store,
+    store: &Store,
     key: &Key,
     document: &Document,
     on_existing: OnExisting,
@@ -227,7 +231,7 @@ async fn write_one(
 /// (invalid, too large, over quota, changed meanwhile) are skipped; `--on-existing fail`
 /// and transient or backend errors stop the run (it can be resumed).
 async fn restore_one(
-    store: &dyn Store,
+    store: &Store,
     key: &Key,
     document: &Document,
     line: Option<u64>,
@@ -355,7 +359,7 @@ enum State<'s> {
 /// written one after the other, still correctly.
 struct Pending<'s> {
     /// Where the batches go.
-    store: &'s dyn Store,
+    store: &'s Store,
     /// The restores of the batch being filled.
     writes: Vec<batch::Write>,
     /// Their input line numbers.
@@ -378,7 +382,7 @@ struct Pending<'s> {
 impl<'s> Pending<'s> {
     /// Batches of up to `capacity` documents into `store`, up to `depth` of them in flight
     /// (one with `--on-existing fail`).
-    fn new(store: &'s dyn Store, capacity: usize, depth: usize, on_existing: OnExisting) -> Self {
+    fn new(store: &'s Store, capacity: usize, depth: usize, on_existing: OnExisting) -> Self {
         let depth = match on_existing {
             OnExisting::Fail => 1,
             _ => depth.clamp(1, MAX_BATCHES_IN_FLIGHT),
@@ -606,7 +610,7 @@ pub struct ImportOptions {
 /// document, of another site or refused by the store is skipped with its line number and the
 /// import goes on.
 pub async fn import(
-    store: &dyn Store,
+    store: &Store,
     input: &mut dyn BufRead,
     options: &ImportOptions,
 ) -> Result<Summary, CliError> {
@@ -616,7 +620,7 @@ pub async fn import(
 /// [`import`] writing at most `per_batch` documents per `write_all` (1: one `restore` per
 /// document, the path before batches; kept for the speed comparison in `transfer_measure`).
 async fn import_in_batches(
-    store: &dyn Store,
+    store: &Store,
     input: &mut dyn BufRead,
     options: &ImportOptions,
     per_batch: usize,
@@ -706,8 +710,8 @@ async fn import_in_batches(
 /// `in_flight` batches at once ([`batches_in_flight`]); documents whose id exists at the
 /// destination are left there as they are.
 pub async fn copy(
-    source: &dyn Store,
-    destination: &dyn Store,
+    source: &Store,
+    destination: &Store,
     site: &str,
     only: &[String],
     in_flight: usize,

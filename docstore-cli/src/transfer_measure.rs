@@ -68,7 +68,7 @@ async fn resumed_import_skips_what_is_stored() {
         .flatten()
         .copied()
         .collect();
-    let summary = import(store.as_ref(), &mut Cursor::new(first), &options())
+    let summary = import(&store, &mut Cursor::new(first), &options())
         .await
         .unwrap();
     assert_eq!(summary.imported, 70);
@@ -77,7 +77,7 @@ async fn resumed_import_skips_what_is_stored() {
     let repeated = input.split(|b| *b == b'\n').nth(199).unwrap().to_vec();
     again.extend_from_slice(&repeated);
     again.push(b'\n');
-    let summary = import(store.as_ref(), &mut Cursor::new(again), &options())
+    let summary = import(&store, &mut Cursor::new(again), &options())
         .await
         .unwrap();
     assert_eq!(
@@ -104,7 +104,7 @@ async fn a_refused_document_does_not_sink_its_batch() {
     let store = docstore_any::open_url("memory:?max_doc_bytes=3000")
         .await
         .unwrap();
-    let summary = import(store.as_ref(), &mut Cursor::new(input), &options())
+    let summary = import(&store, &mut Cursor::new(input), &options())
         .await
         .unwrap();
     let skipped: Vec<u64> = summary.skipped.iter().filter_map(|s| s.line).collect();
@@ -145,14 +145,9 @@ async fn measure_import_speed() {
             in_flight,
             ..options()
         };
-        let summary = import_in_batches(
-            store.as_ref(),
-            &mut Cursor::new(&input),
-            &options,
-            per_batch,
-        )
-        .await
-        .unwrap();
+        let summary = import_in_batches(&store, &mut Cursor::new(&input), &options, per_batch)
+            .await
+            .unwrap();
         let elapsed = started.elapsed().as_secs_f64();
         assert_eq!(summary.imported, n as u64);
         assert_eq!(store.count("s").await.unwrap(), n as u64);
@@ -221,10 +216,11 @@ async fn measure_dynamodb_import_speed() {
             counters,
             ..docstore::config::DynamoDbConfig::new(table)
         };
-        let store = docstore_dynamodb::DynamoStore::connect(&config, Default::default())
+        let driver = docstore_dynamodb::DynamoStore::connect(&config, Default::default())
             .await
             .unwrap();
-        store.create_table().await.unwrap();
+        driver.create_table().await.unwrap();
+        let store = docstore::Store::new(driver);
         let started = Instant::now();
         let options = ImportOptions {
             in_flight,

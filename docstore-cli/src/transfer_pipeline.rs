@@ -7,6 +7,8 @@
 use super::*;
 use crate::args::OnExisting;
 use async_trait::async_trait;
+use docstore::driver::Driver;
+use docstore::query::CompiledQuery;
 use docstore::{Data, Explain, Page, Recount};
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};
@@ -32,12 +34,12 @@ struct Seen {
 /// A store passing every call to `inner`, watching the keys of the calls under way.
 #[derive(Debug)]
 struct Watch {
-    inner: Arc<dyn Store>,
+    inner: Store,
     seen: Mutex<Seen>,
 }
 
 impl Watch {
-    fn new(inner: Arc<dyn Store>) -> Self {
+    fn new(inner: Store) -> Self {
         Watch {
             inner,
             seen: Mutex::default(),
@@ -83,18 +85,24 @@ impl Watch {
 }
 
 #[async_trait]
-impl Store for Watch {
+impl Driver for Watch {
+    fn options(&self) -> &docstore::StoreOptions {
+        self.inner.driver().options()
+    }
     async fn create(&self, key: &Key, data: Data, actor: &str) -> docstore::Result<Document> {
-        self.single(key, self.inner.create(key, data, actor)).await
+        self.single(key, self.inner.driver().create(key, data, actor))
+            .await
     }
     async fn get(&self, key: &Key) -> docstore::Result<Option<Document>> {
-        self.single(key, self.inner.get(key)).await
+        self.single(key, self.inner.driver().get(key)).await
     }
     async fn put(&self, key: &Key, data: Data, actor: &str) -> docstore::Result<Document> {
-        self.single(key, self.inner.put(key, data, actor)).await
+        self.single(key, self.inner.driver().put(key, data, actor))
+            .await
     }
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> docstore::Result<Document> {
-        self.single(key, self.inner.update(key, patch, actor)).await
+        self.single(key, self.inner.driver().update(key, patch, actor))
+            .await
     }
     async fn update_if(
         &self,
@@ -103,21 +111,38 @@ impl Store for Watch {
         expected_version: u64,
         actor: &str,
     ) -> docstore::Result<Document> {
-        let call = self.inner.update_if(key, patch, expected_version, actor);
+        let call = self
+            .inner
+            .driver()
+            .update_if(key, patch, expected_version, actor);
+        self.single(key, call).await
+    }
+    async fn replace_if(
+        &self,
+        key: &Key,
+        data: Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> docstore::Result<Document> {
+        let call = self
+            .inner
+            .driver()
+            .replace_if(key, data, expected_version, actor);
         self.single(key, call).await
     }
     async fn delete(&self, key: &Key) -> docstore::Result<bool> {
-        self.single(key, self.inner.delete(key)).await
+        self.single(key, self.inner.driver().delete(key)).await
     }
     async fn delete_if(&self, key: &Key, expected_version: u64) -> docstore::Result<()> {
-        self.single(key, self.inner.delete_if(key, expected_version))
+        self.single(key, self.inner.driver().delete_if(key, expected_version))
             .await
     }
     async fn restore(&self, key: &Key, document: &Document) -> docstore::Result<()> {
-        self.single(key, self.inner.restore(key, document)).await
+        self.single(key, self.inner.driver().restore(key, document))
+            .await
     }
     async fn get_many(&self, keys: &[Key]) -> docstore::Result<Vec<Option<Document>>> {
-        self.inner.get_many(keys).await
+        self.inner.driver().get_many(keys).await
     }
     /// Holds the batch until two later batches have started, or for [`HOLD`].
     async fn write_all(
@@ -139,30 +164,35 @@ impl Store for Watch {
         {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let answer = self.inner.write_all(writes, actor).await;
+        let answer = self.inner.driver().write_all(writes, actor).await;
         self.seen.lock().unwrap().active -= 1;
         self.leave(keys());
         answer
     }
-    async fn query(&self, site: &str, collection: &str, query: &Query) -> docstore::Result<Page> {
-        self.inner.query(site, collection, query).await
+    async fn query(
+        &self,
+        site: &str,
+        collection: &str,
+        query: &CompiledQuery,
+    ) -> docstore::Result<Page> {
+        self.inner.driver().query(site, collection, query).await
     }
     async fn explain(
         &self,
         site: &str,
         collection: &str,
-        query: &Query,
+        query: &CompiledQuery,
     ) -> docstore::Result<Explain> {
-        self.inner.explain(site, collection, query).await
+        self.inner.driver().explain(site, collection, query).await
     }
     async fn collections(&self, site: &str) -> docstore::Result<Vec<(String, u64)>> {
-        self.inner.collections(site).await
+        self.inner.driver().collections(site).await
     }
     async fn count(&self, site: &str) -> docstore::Result<u64> {
-        self.inner.count(site).await
+        self.inner.driver().count(site).await
     }
     async fn recount(&self, site: &str, mode: RecountMode) -> docstore::Result<Recount> {
-        self.inner.recount(site, mode).await
+        self.inner.driver().recount(site, mode).await
     }
 }
 
@@ -202,15 +232,16 @@ async fn run(
         .await
         .unwrap();
     let before = import(
-        inner.as_ref(),
+        &inner,
         &mut Cursor::new(stored),
         &self::options(OnExisting::Skip, 1),
     )
     .await
     .unwrap();
     assert!(before.skipped.is_empty(), "{before:?}");
-    let watch = Watch::new(inner.clone());
-    let seen = match import(&watch, &mut Cursor::new(input), options).await {
+    let watch = Arc::new(Watch::new(inner.clone()));
+    let watched = Store::from_driver(watch.clone());
+    let seen = match import(&watched, &mut Cursor::new(input), options).await {
         Ok(summary) => serde_json::to_string(&summary).unwrap(),
         Err(err) => format!("exit {}: {err}", err.code),
     };
@@ -270,11 +301,16 @@ async fn the_pipeline_decides_everything_as_one_batch_at_a_time() {
     let mut input = String::new();
     for i in 0..460_i64 {
         let id = match i {
-            _ if i % 41 == 40 => format!("doc-{}", (i - 1) % 130),
+            // The previous line's id again: a batch holding one key twice, which the front
+            // end refuses before any driver call (then the lines go one at a time).
+            _ if i % 141 == 140 => format!("doc-{}", (i - 1) % 130),
             _ => format!("doc-{}", i % 130),
         };
         let version = 1 + (i / 130) as u64;
-        let body = if i % 97 == 50 { 4_000 } else { 200 };
+        // Two lines too large for the store: their batches are refused by the front end
+        // before any driver call and fall back to one line at a time; the batches between
+        // them still overlap.
+        let body = if i % 197 == 50 { 4_000 } else { 200 };
         input += &line(&id, version, i, body);
         input.push('\n');
         if i % 37 == 36 {
@@ -305,7 +341,12 @@ async fn the_pipeline_decides_everything_as_one_batch_at_a_time() {
             many.3.first()
         );
         if on_existing != OnExisting::Fail {
-            assert!(many.2 > 1, "{on_existing:?}: one batch at a time");
+            assert!(
+                many.2 > 1,
+                "{on_existing:?}: one batch at a time ({} at most, summary {})",
+                many.2,
+                many.0
+            );
             assert!(one.0.contains(r#""line":52,"#), "{}", one.0);
         }
     }

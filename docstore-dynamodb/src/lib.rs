@@ -1,7 +1,9 @@
 //! # docstore-dynamodb
 //!
-//! [`DynamoStore`]: the docstore [`Store`](docstore::Store) on one Amazon DynamoDB table (or a
-//! DynamoDB-compatible service), exactly as seed 001 describes it.
+//! [`DynamoStore`]: the docstore [`Driver`](docstore::driver::Driver) on one Amazon DynamoDB
+//! table (or a DynamoDB-compatible service), in the single-table layout `docs/contract.md`
+//! states. Applications open it through `docstore_any` and hold the front end's
+//! [`Store`](docstore::Store) over it.
 //!
 //! ```no_run
 //! use docstore::config::DynamoDbConfig;
@@ -14,8 +16,9 @@
 //!     endpoint: None, // e.g. Some("http://127.0.0.1:8000") for an emulator
 //!     ..DynamoDbConfig::new("docs")
 //! };
-//! let store = DynamoStore::connect(&config, StoreOptions::default()).await?;
-//! store.create_table().await?; // development only
+//! let driver = DynamoStore::connect(&config, StoreOptions::default()).await?;
+//! driver.create_table().await?; // development only
+//! let store = Store::new(driver);
 //! let key = Key::new("acme", "tickets", "T-1")?;
 //! let doc = store
 //!     .create(&key, docstore::object(serde_json::json!({"title": "hello"}))?, "alice")

@@ -4,6 +4,7 @@
 use crate::errors::map_sdk_error;
 use crate::index::{IndexState, gsi_pk, gsi_sk};
 use crate::item::{MAX_DOC_BYTES_LIMIT, PK, SK};
+use crate::writes::Edit;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
@@ -14,10 +15,10 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use docstore::config::{CounterMode, DynamoDbConfig};
-use docstore::key::{validate_collection, validate_site};
+use docstore::driver::Driver;
+use docstore::query::CompiledQuery;
 use docstore::{
-    Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store,
-    StoreOptions,
+    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -276,9 +277,12 @@ fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()>
 }
 
 #[async_trait]
-impl Store for DynamoStore {
+impl Driver for DynamoStore {
+    fn options(&self) -> &StoreOptions {
+        &self.options
+    }
+
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        docstore::document::validate_actor(actor)?;
         self.create_document(key, data, actor).await
     }
 
@@ -287,12 +291,10 @@ impl Store for DynamoStore {
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        docstore::document::validate_actor(actor)?;
         self.put_document(key, data, actor).await
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
-        docstore::document::validate_actor(actor)?;
         self.update_document(key, patch, actor).await
     }
 
@@ -303,8 +305,18 @@ impl Store for DynamoStore {
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
-        docstore::document::validate_actor(actor)?;
-        self.update_document_if(key, patch, expected_version, actor)
+        self.update_document_if(key, Edit::Merge(patch), expected_version, actor)
+            .await
+    }
+
+    async fn replace_if(
+        &self,
+        key: &Key,
+        data: Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document> {
+        self.update_document_if(key, Edit::Replace(data), expected_version, actor)
             .await
     }
 
@@ -323,32 +335,28 @@ impl Store for DynamoStore {
         self.restore_document(key, document).await
     }
 
-    async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
-        validate_site(site)?;
-        validate_collection(collection)?;
-        let compiled = query.compile()?;
-        self.run_query(site, collection, &compiled).await
+    async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {
+        self.run_query(site, collection, query).await
     }
 
-    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
-        validate_site(site)?;
-        validate_collection(collection)?;
-        let compiled = query.compile()?;
-        self.explain_query(site, collection, &compiled).await
+    async fn explain(
+        &self,
+        site: &str,
+        collection: &str,
+        query: &CompiledQuery,
+    ) -> Result<Explain> {
+        self.explain_query(site, collection, query).await
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
-        validate_site(site)?;
         self.read_counters(site).await
     }
 
     async fn count(&self, site: &str) -> Result<u64> {
-        validate_site(site)?;
         Ok(self.read_counters(site).await?.iter().map(|(_, n)| n).sum())
     }
 
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
-        validate_site(site)?;
         self.recount_site(site, mode).await
     }
 
@@ -361,7 +369,6 @@ impl Store for DynamoStore {
         writes: &[docstore::Write],
         actor: &str,
     ) -> Result<Vec<docstore::WriteOutcome>> {
-        docstore::document::validate_actor(actor)?;
         self.write_all_items(writes, actor).await
     }
 }

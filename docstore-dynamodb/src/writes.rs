@@ -26,6 +26,28 @@ use docstore::{Data, Document, Error, Key, Result, WriteId};
 /// `Conflict` only under contention that lasts for many seconds.
 const MAX_TRIES: u32 = 100;
 
+/// What a conditional write does to the data it read.
+pub(crate) enum Edit<'a> {
+    /// Merges an RFC 7386 patch into it (`update_if`).
+    Merge(&'a Data),
+    /// Replaces it whole (`replace_if`).
+    Replace(Data),
+}
+
+impl Edit<'_> {
+    /// The data after the edit of `current`.
+    fn apply(&self, current: &Data) -> Data {
+        match self {
+            Edit::Merge(patch) => {
+                let mut data = current.clone();
+                docstore::merge_patch(&mut data, patch);
+                data
+            }
+            Edit::Replace(data) => data.clone(),
+        }
+    }
+}
+
 impl DynamoStore {
     /// Whether the site holds its quota of documents (always false without a quota).
     async fn quota_reached(&self, site: &str) -> Result<bool> {
@@ -238,7 +260,8 @@ impl DynamoStore {
             seen = read.doc.version;
             let w = WriteId::random();
             let registry = self.registry().await?;
-            let (doc, action) = self.patched(&registry, key, &read, patch, actor, &w)?;
+            let (doc, action) =
+                self.patched(&registry, key, &read, &Edit::Merge(patch), actor, &w)?;
             match self
                 .send_write(key, &action, Expect::Revision(&read), 0, &w)
                 .await?
@@ -271,12 +294,12 @@ impl DynamoStore {
         Err(Error::Conflict { current: seen })
     }
 
-    /// `update_if`: read, check the version, merge, and one write conditioned on the
-    /// revision read.
+    /// `update_if` and `replace_if`: read, check the version, edit, and one write
+    /// conditioned on the revision read.
     pub(crate) async fn update_document_if(
         &self,
         key: &Key,
-        patch: &Data,
+        edit: Edit<'_>,
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
@@ -290,7 +313,7 @@ impl DynamoStore {
         }
         let w = WriteId::random();
         let registry = self.registry().await?;
-        let (doc, action) = self.patched(&registry, key, &read, patch, actor, &w)?;
+        let (doc, action) = self.patched(&registry, key, &read, &edit, actor, &w)?;
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
             match self
@@ -410,19 +433,18 @@ impl DynamoStore {
         Err(busy("delete", key))
     }
 
-    /// `read` with `patch` merged as the next revision by `actor` with write identity `w`.
+    /// `read` with `edit` applied as the next revision by `actor` with write identity `w`.
     fn patched(
         &self,
         registry: &Registry,
         key: &Key,
         read: &Stored,
-        patch: &Data,
+        edit: &Edit<'_>,
         actor: &str,
         w: &WriteId,
     ) -> Result<(Document, Action)> {
         let current = &read.doc;
-        let mut data = current.data.clone();
-        docstore::merge_patch(&mut data, patch);
+        let data = edit.apply(&current.data);
         check_size(&data, self.options.max_doc_bytes)?;
         check_item_size(
             key,

@@ -4,7 +4,7 @@
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use docstore::config::DynamoDbConfig;
-use docstore::{Error, Key, Store, StoreOptions};
+use docstore::{Error, Key, StoreOptions};
 use docstore_dynamodb::DynamoStore;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -76,7 +76,7 @@ fn black_hole_for_writes() -> String {
     format!("http://{address}")
 }
 
-fn store(endpoint: &str) -> DynamoStore {
+fn store(endpoint: &str) -> docstore::Store {
     let client = aws_sdk_dynamodb::Client::from_conf(
         aws_sdk_dynamodb::Config::builder()
             .behavior_version(BehaviorVersion::latest())
@@ -91,7 +91,9 @@ fn store(endpoint: &str) -> DynamoStore {
         connect_timeout_ms: 200,
         ..DynamoDbConfig::new("t")
     };
-    DynamoStore::from_client(client, &config, StoreOptions::default()).unwrap()
+    docstore::Store::new(
+        DynamoStore::from_client(client, &config, StoreOptions::default()).unwrap(),
+    )
 }
 
 /// Generous against the 1 s operation deadline: the point is that the call ends, not how fast.

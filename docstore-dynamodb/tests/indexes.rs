@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use docstore::index::{Index, IndexSet};
 use docstore::query::{Filter, Query};
 use docstore::{Document, Error, Key, Store, StoreOptions};
-use docstore_dynamodb::{DynamoStore, IndexState};
+use docstore_dynamodb::IndexState;
 use serde_json::{Value, json};
 use support::{Emulator, fresh_table, obj, site, store_on};
 
@@ -18,7 +18,7 @@ fn with_indexes(indexes: Vec<Index>) -> StoreOptions {
 }
 
 /// Every document of the collection, read one by one (the reference's input).
-async fn all_docs(store: &DynamoStore, site: &str, ids: &[String]) -> Vec<Document> {
+async fn all_docs(store: &Store, site: &str, ids: &[String]) -> Vec<Document> {
     let mut docs = Vec::new();
     for id in ids {
         if let Some(doc) = store.get(&Key::new(site, "c", id).unwrap()).await.unwrap() {
@@ -29,7 +29,7 @@ async fn all_docs(store: &DynamoStore, site: &str, ids: &[String]) -> Vec<Docume
 }
 
 /// Walks every page of `query` and checks it against the reference evaluator page by page.
-async fn assert_exact(store: &DynamoStore, site: &str, docs: &[Document], query: Query) {
+async fn assert_exact(store: &Store, site: &str, docs: &[Document], query: Query) {
     let mut cursor = None;
     for _ in 0..1_000 {
         let mut page_query = query.clone();
@@ -58,8 +58,9 @@ async fn served_beyond_max_scan(emulator: Emulator) {
         Index::parse("c", "open_by_priority", ["status", "priority"]).unwrap(),
     ]);
     // max_scan 5: without the index these queries would stop early.
-    let store = store_on(emulator.client(), &table, 5, options);
-    store.create_table().await.unwrap();
+    let driver = store_on(emulator.client(), &table, 5, options);
+    driver.create_table().await.unwrap();
+    let store = Store::new(driver);
     let site = site("idx");
     let mut ids = Vec::new();
     for n in 0..60 {
@@ -171,8 +172,9 @@ async fn keys_past_the_sort_key_limit(emulator: Emulator) {
         Index::parse("c", "by_s", ["s"]).unwrap(),
         Index::parse("c", "by_a", ["-a", "k"]).unwrap(),
     ]);
-    let store = store_on(emulator.client(), &table, 10_000, options);
-    store.create_table().await.unwrap();
+    let driver = store_on(emulator.client(), &table, 10_000, options);
+    driver.create_table().await.unwrap();
+    let store = Store::new(driver);
     let site = site("long");
     let prefix = "p".repeat(1_500);
     let mut ids = Vec::new();
@@ -221,6 +223,7 @@ async fn added_and_built_while_writing(emulator: Emulator) {
     let site = site("build");
     let plain = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
     plain.create_table().await.unwrap();
+    let plain = Store::new(plain);
     let mut ids = Vec::new();
     for n in 0..30 {
         let id = format!("d{n:02}");
@@ -241,22 +244,23 @@ async fn added_and_built_while_writing(emulator: Emulator) {
         10_000,
         with_indexes(vec![index.clone()]),
     );
+    let indexed_docs = Store::new(indexed.clone());
     let top = Query::new().order_by_desc("n").limit(3);
     assert_eq!(
-        indexed.explain(&site, "c", &top).await.unwrap().index,
+        indexed_docs.explain(&site, "c", &top).await.unwrap().index,
         None,
         "not on the table yet"
     );
     let added = indexed.add_index(&index).await.unwrap();
     assert_eq!((added.slot, added.state), (1, IndexState::Building));
     assert_eq!(
-        indexed.explain(&site, "c", &top).await.unwrap().index,
+        indexed_docs.explain(&site, "c", &top).await.unwrap().index,
         None,
         "not built yet"
     );
     // Writes go on during the build, through a store that knows the index.
     let writer = {
-        let store = indexed.clone();
+        let store = indexed_docs.clone();
         let site = site.clone();
         tokio::spawn(async move {
             for n in 30..45 {
@@ -290,14 +294,14 @@ async fn added_and_built_while_writing(emulator: Emulator) {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].state, IndexState::Built);
     ids.extend((30..45).map(|n| format!("d{n:02}")));
-    let docs = all_docs(&indexed, &site, &ids).await;
-    let explain = indexed.explain(&site, "c", &top).await.unwrap();
+    let docs = all_docs(&indexed_docs, &site, &ids).await;
+    let explain = indexed_docs.explain(&site, "c", &top).await.unwrap();
     assert_eq!(explain.index.as_deref(), Some("by_n"), "{explain}");
-    let page = indexed.query(&site, "c", &top).await.unwrap();
+    let page = indexed_docs.query(&site, "c", &top).await.unwrap();
     let ns: Vec<Value> = page.documents.iter().map(|d| d.data["n"].clone()).collect();
     assert_eq!(ns, vec![json!(100), json!(44), json!(43)]);
     assert_exact(
-        &indexed,
+        &indexed_docs,
         &site,
         &docs,
         Query::new().order_by_desc("n").limit(8),
@@ -305,12 +309,12 @@ async fn added_and_built_while_writing(emulator: Emulator) {
     .await;
 
     // A declaration that contradicts the table is refused, naming the index.
-    let contradicting = store_on(
+    let contradicting = Store::new(store_on(
         emulator.client(),
         &table,
         10_000,
         with_indexes(vec![Index::parse("c", "by_n", ["n"]).unwrap()]),
-    );
+    ));
     let err = contradicting
         .query(&site, "c", &Query::new())
         .await
@@ -323,7 +327,10 @@ async fn added_and_built_while_writing(emulator: Emulator) {
     // Dropped: no longer used.
     indexed.drop_index("c", "by_n").await.unwrap();
     assert!(indexed.list_indexes().await.unwrap().is_empty());
-    assert_eq!(indexed.explain(&site, "c", &top).await.unwrap().index, None);
+    assert_eq!(
+        indexed_docs.explain(&site, "c", &top).await.unwrap().index,
+        None
+    );
 }
 
 /// A build interrupted after its first page goes on from where it stopped: the table records
@@ -333,6 +340,7 @@ async fn an_interrupted_build_resumes(emulator: Emulator) {
     let site = site("resume");
     let plain = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
     plain.create_table().await.unwrap();
+    let plain = Store::new(plain);
     let writes: Vec<docstore::Write> = (0..450)
         .map(|n| {
             docstore::Write::create(
@@ -345,18 +353,19 @@ async fn an_interrupted_build_resumes(emulator: Emulator) {
         plain.write_all(chunk, "").await.unwrap();
     }
     let index = Index::parse("c", "by_n", ["-n"]).unwrap();
-    let store = store_on(
+    let driver = store_on(
         emulator.client(),
         &table,
         10_000,
         with_indexes(vec![index.clone()]),
     );
-    store.add_index(&index).await.unwrap();
+    let store = Store::new(driver.clone());
+    driver.add_index(&index).await.unwrap();
     let (sender, receiver) = std::sync::mpsc::channel();
     let first = {
-        let store = store.clone();
+        let driver = driver.clone();
         tokio::spawn(async move {
-            store
+            driver
                 .build_index("c", "by_n", move |progress| {
                     let _ = sender.send(progress);
                     // Slow down so the test can interrupt it after the first page.
@@ -378,10 +387,10 @@ async fn an_interrupted_build_resumes(emulator: Emulator) {
         first_page.updated > 0 && first_page.updated < 450,
         "{first_page:?}"
     );
-    let held = store.list_indexes().await.unwrap();
+    let held = driver.list_indexes().await.unwrap();
     assert_eq!(held[0].state, IndexState::Building, "interrupted");
     let mut reports = Vec::new();
-    let built = store
+    let built = driver
         .build_index("c", "by_n", |progress| reports.push(progress))
         .await
         .unwrap();
@@ -419,8 +428,9 @@ async fn dynoxide_served_queries_cost_their_page_at_20000_documents() {
     let requests = Requests::default();
     let client = emulator.client_with(|config| config.interceptor(requests.clone()));
     let options = with_indexes(vec![Index::parse("c", "by_n", ["-n"]).unwrap()]);
-    let store = store_on(client.clone(), &table, 1_000, options);
-    store.create_table().await.unwrap();
+    let driver = store_on(client.clone(), &table, 1_000, options);
+    driver.create_table().await.unwrap();
+    let store = Store::new(driver);
     let site = site("scale");
     let ids: Vec<String> = (0..N).map(|i| format!("d{i:05}")).collect();
     for chunk in ids.chunks(50) {
@@ -449,7 +459,12 @@ async fn dynoxide_served_queries_cost_their_page_at_20000_documents() {
         "served: one request"
     );
 
-    let unindexed = store_on(client.clone(), &table, 1_000, StoreOptions::default());
+    let unindexed = Store::new(store_on(
+        client.clone(),
+        &table,
+        1_000,
+        StoreOptions::default(),
+    ));
     // (The table holds the index; a store that does not declare it still uses it when it is
     // built, so the unindexed figure comes from a consistent query, which never reads a GSI.)
     let partial = unindexed

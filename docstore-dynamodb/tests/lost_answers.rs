@@ -12,9 +12,7 @@ mod support;
 
 use docstore::config::CounterMode;
 use docstore::{Document, Error, Key, RecountMode, Store, StoreOptions};
-use docstore_dynamodb::DynamoStore;
 use serde_json::json;
-use std::sync::Arc;
 use support::faults::{Faults, Loss, Refusal};
 use support::{Emulator, ensure_table, obj, site, store_for, store_on, store_with_counters};
 use tokio::sync::OnceCell;
@@ -29,8 +27,8 @@ const MODES: [CounterMode; 2] = [CounterMode::Exact, CounterMode::Fast];
 /// fresh site.
 struct Setup {
     emulator: Emulator,
-    lossy: DynamoStore,
-    clean: Arc<DynamoStore>,
+    lossy: Store,
+    clean: Store,
     faults: Faults,
     site: String,
     mode: CounterMode,
@@ -50,8 +48,13 @@ impl Setup {
         let faults = Faults::default();
         Setup {
             emulator,
-            lossy: store_with_counters(emulator, emulator.faulty_client(&faults), &table, mode),
-            clean: Arc::new(store_with_counters(
+            lossy: Store::new(store_with_counters(
+                emulator,
+                emulator.faulty_client(&faults),
+                &table,
+                mode,
+            )),
+            clean: Store::new(store_with_counters(
                 emulator,
                 emulator.client(),
                 &table,
@@ -82,7 +85,7 @@ impl Setup {
     /// Loses the next answer of `operation` after `then` ran on the clean store.
     fn lose_then<F, Fut>(&self, operation: &str, loss: Loss, then: F)
     where
-        F: FnOnce(Arc<DynamoStore>) -> Fut,
+        F: FnOnce(Store) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
         self.faults
@@ -674,7 +677,7 @@ async fn racing_writers_with_losses_never_both_win(
         .map(|task| {
             let faults = Faults::default();
             faults.lose_randomly(0.5, 0x7ace + task);
-            let store = store_for(emulator, emulator.faulty_client(&faults), &table);
+            let store = Store::new(store_for(emulator, emulator.faulty_client(&faults), &table));
             let (site, ids) = (site.clone(), ids.clone());
             tokio::spawn(async move {
                 let actor = format!("t{task}");
@@ -702,7 +705,12 @@ async fn racing_writers_with_losses_never_both_win(
         results.push(task.await.unwrap());
     }
     assert!(results.iter().all(|(_, lost)| *lost > 5), "losses happened");
-    let clean = store_on(emulator.client(), &table, 10, StoreOptions::default());
+    let clean = Store::new(store_on(
+        emulator.client(),
+        &table,
+        10,
+        StoreOptions::default(),
+    ));
     for (i, id) in ids.iter().enumerate() {
         let (a, b) = (results[0].0[i], results[1].0[i]);
         let doc = clean
@@ -763,7 +771,7 @@ fn ops(seed: u64, count: usize) -> Vec<Op> {
 }
 
 /// What a call answered, in a form two runs can compare (versions only when asked).
-async fn apply(store: &DynamoStore, site: &str, op: &Op, versions: bool) -> String {
+async fn apply(store: &Store, site: &str, op: &Op, versions: bool) -> String {
     let key = |id: &str| Key::new(site, "c", id).unwrap();
     let show = |result: docstore::Result<Document>| match result {
         Ok(doc) => format!(
@@ -948,7 +956,7 @@ fn doc_shape(doc: &Document) -> Shape {
 /// and deletes by everyone).
 async fn task_run(
     tokens: bool,
-    store: DynamoStore,
+    store: Store,
     faults: Faults,
     site: String,
     task: u64,
@@ -1156,7 +1164,12 @@ async fn concurrent_writers_with_losses_match_the_model(
     for seed in [0xc0ffee_u64, 0xbadcafe] {
         let table = ensure_table(cell, emulator, "lost").await;
         let site = site("model");
-        let clean = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
+        let clean = Store::new(store_on(
+            emulator.client(),
+            &table,
+            10_000,
+            StoreOptions::default(),
+        ));
         for i in 0..3 {
             let key = Key::new(&site, "shared", format!("s{i}")).unwrap();
             clean
@@ -1168,7 +1181,8 @@ async fn concurrent_writers_with_losses_match_the_model(
             .map(|task| {
                 let faults = Faults::default();
                 faults.lose_randomly(0.3, seed ^ ((task + 1) * 0x9e37_79b9));
-                let store = store_for(emulator, emulator.faulty_client(&faults), &table);
+                let store =
+                    Store::new(store_for(emulator, emulator.faulty_client(&faults), &table));
                 let site = site.clone();
                 let tokens = emulator.honours_request_tokens();
                 tokio::spawn(task_run(

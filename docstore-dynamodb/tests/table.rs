@@ -87,7 +87,7 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
     let table = ensure_table(cell, emulator, "table").await;
     let clock = Arc::new(ManualClock::new(1_700_000_000_000_000_123));
     let options = StoreOptions::default().with_clock(clock.clone());
-    let store = store_on(emulator.client(), &table, 10_000, options);
+    let store = Store::new(store_on(emulator.client(), &table, 10_000, options));
     let raw = emulator.client();
     let site = site("layout");
     let pk = format!("{site}#tickets");
@@ -225,7 +225,12 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
     let requests = Requests::default();
     let client = emulator.client_with(|config| config.interceptor(requests.clone()));
     for mode in [CounterMode::Exact, CounterMode::Fast] {
-        let store = support::store_with_counters(emulator, client.clone(), &table, mode);
+        let store = Store::new(support::store_with_counters(
+            emulator,
+            client.clone(),
+            &table,
+            mode,
+        ));
         let site = site("costs");
         let key = |id: &str| Key::new(&site, "c", id).unwrap();
         let exact = mode == CounterMode::Exact;
@@ -292,12 +297,14 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
             counters: mode,
             ..support::config(&table, 10_000)
         };
-        let quota = DynamoStore::from_client(
-            client.clone(),
-            &config,
-            StoreOptions::default().with_max_docs_per_site(Some(100)),
-        )
-        .unwrap();
+        let quota = Store::new(
+            DynamoStore::from_client(
+                client.clone(),
+                &config,
+                StoreOptions::default().with_max_docs_per_site(Some(100)),
+            )
+            .unwrap(),
+        );
         quota.create(&key("q"), obj(json!({})), "").await.unwrap();
         let mut expected = counts(counted);
         expected.insert("Query".into(), 1);
@@ -317,7 +324,7 @@ async fn id_order_queries_read_only_the_pages_they_need(
     let requests = Requests::default();
     let client = emulator.client_with(|config| config.interceptor(requests.clone()));
     // max_scan 4: id-order queries are not bounded by it.
-    let store = store_on(client, &table, 4, StoreOptions::default());
+    let store = Store::new(store_on(client, &table, 4, StoreOptions::default()));
     let site = site("pages");
     for i in 0..30 {
         let key = Key::new(&site, "c", format!("d{i:02}")).unwrap();
@@ -444,7 +451,12 @@ async fn id_order_cursor_survives_deleting_its_document(
     cell: &'static OnceCell<String>,
 ) {
     let table = ensure_table(cell, emulator, "table").await;
-    let store = store_on(emulator.client(), &table, 10, StoreOptions::default());
+    let store = Store::new(store_on(
+        emulator.client(),
+        &table,
+        10,
+        StoreOptions::default(),
+    ));
     let site = site("cursor");
     for i in 0..9 {
         let key = Key::new(&site, "c", format!("d{i}")).unwrap();
@@ -507,7 +519,12 @@ async fn max_scan_stops_other_orders_with_a_warning(
     cell: &'static OnceCell<String>,
 ) {
     let table = ensure_table(cell, emulator, "table").await;
-    let store = store_on(emulator.client(), &table, 10, StoreOptions::default());
+    let store = Store::new(store_on(
+        emulator.client(),
+        &table,
+        10,
+        StoreOptions::default(),
+    ));
     let site = site("scan");
     for i in 0..25 {
         let key = Key::new(&site, "big", format!("d{i:02}")).unwrap();
@@ -566,7 +583,12 @@ async fn max_scan_stops_other_orders_with_a_warning(
 /// 180 documents of 390 000 bytes: a query in another order stops after reading 64 MiB.
 async fn scans_stop_after_64_mib(emulator: Emulator, cell: &'static OnceCell<String>) {
     let table = ensure_table(cell, emulator, "table").await;
-    let store = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
+    let store = Store::new(store_on(
+        emulator.client(),
+        &table,
+        10_000,
+        StoreOptions::default(),
+    ));
     let site = site("mib");
     let pad = "x".repeat(389_990);
     for i in 0..180 {
@@ -594,7 +616,7 @@ async fn scans_stop_after_64_mib(emulator: Emulator, cell: &'static OnceCell<Str
 async fn the_largest_document_fits_in_an_item(emulator: Emulator, cell: &'static OnceCell<String>) {
     let table = ensure_table(cell, emulator, "table").await;
     let options = StoreOptions::default().with_max_doc_bytes(MAX_DOC_BYTES_LIMIT);
-    let store = store_on(emulator.client(), &table, 10, options);
+    let store = Store::new(store_on(emulator.client(), &table, 10, options));
     let site = format!("{}{}", site("big"), "s".repeat(64))
         .chars()
         .take(64)
@@ -642,7 +664,12 @@ async fn the_largest_document_fits_in_an_item(emulator: Emulator, cell: &'static
 async fn recount_finds_and_repairs_drift(emulator: Emulator, cell: &'static OnceCell<String>) {
     use docstore::{CounterChange, RecountMode};
     let table = ensure_table(cell, emulator, "table").await;
-    let store = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
+    let store = Store::new(store_on(
+        emulator.client(),
+        &table,
+        10_000,
+        StoreOptions::default(),
+    ));
     let raw = emulator.client();
     let site = site("recount");
     for (collection, n) in [("a", 3), ("b", 2)] {
@@ -726,12 +753,12 @@ async fn recount_finds_and_repairs_drift(emulator: Emulator, cell: &'static Once
 }
 
 async fn a_missing_table_is_named(emulator: Emulator, _cell: &'static OnceCell<String>) {
-    let store = store_on(
+    let store = Store::new(store_on(
         emulator.client(),
         "docstore-no-such-table",
         10,
         StoreOptions::default(),
-    );
+    ));
     let key = Key::new("s", "c", "i").unwrap();
     for err in [
         store.get(&key).await.unwrap_err(),
@@ -755,11 +782,12 @@ async fn connect_uses_the_standard_chain(emulator: Emulator, _cell: &'static Onc
         max_scan: 10,
         ..DynamoDbConfig::new(support::fresh_table("connect"))
     };
-    let store = DynamoStore::connect(&config, StoreOptions::default())
+    let driver = DynamoStore::connect(&config, StoreOptions::default())
         .await
         .unwrap();
-    store.create_table().await.unwrap();
-    store.create_table().await.unwrap(); // idempotent
+    driver.create_table().await.unwrap();
+    driver.create_table().await.unwrap(); // idempotent
+    let store = Store::new(driver);
     let key = Key::new("s", "c", "i").unwrap();
     let doc = store.create(&key, obj(json!({"a": 1})), "").await.unwrap();
     assert_eq!(store.get(&key).await.unwrap(), Some(doc));

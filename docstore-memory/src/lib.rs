@@ -1,6 +1,6 @@
 //! # docstore-memory
 //!
-//! [`MemoryStore`]: the in-memory [`Store`]. Every call takes one lock, so every operation is
+//! [`MemoryStore`]: the in-memory [`Driver`]. Every call takes one lock, so every operation is
 //! atomic and linearizable, counters are exact, and `update` never conflicts. Queries run the
 //! reference evaluator; a query in id order reads only from its cursor to the end of its page.
 //!
@@ -16,7 +16,7 @@
 //! use docstore_memory::MemoryStore;
 //!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! let store = MemoryStore::new();
+//! let store = Store::new(MemoryStore::new());
 //! let key = Key::new("acme", "tickets", "T-1")?;
 //! store.create(&key, docstore::object(serde_json::json!({"title": "hello"}))?, "alice").await?;
 //! let doc = store.get(&key).await?.expect("just created");
@@ -29,13 +29,12 @@
 use async_trait::async_trait;
 use docstore::batch::{self, Write, WriteOutcome};
 use docstore::clock::next_updated_at;
-use docstore::document::{check_restorable, check_size, merged_fits, validate_actor};
+use docstore::document::{check_size, merged_fits};
+use docstore::driver::Driver;
 use docstore::index::{CompiledIndex, Step};
-use docstore::key::{validate_collection, validate_site};
 use docstore::query::CompiledQuery;
 use docstore::{
-    Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store,
-    StoreOptions,
+    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
@@ -220,12 +219,14 @@ impl MemoryStore {
         current.clone()
     }
 
-    fn patch(
+    /// Changes the existing document at `key` in place under the write lock (moving its
+    /// index keys); [`Error::NotFound`] when there is none, [`Error::Conflict`] when it is
+    /// not at `expected_version`.
+    fn change_existing(
         &self,
         key: &Key,
-        patch: &Data,
         expected_version: Option<u64>,
-        actor: &str,
+        change: impl FnOnce(&mut Document) -> Result<Document>,
     ) -> Result<Document> {
         let mut sites = self.sites.write();
         let defs = self.defs(key.collection());
@@ -240,18 +241,30 @@ impl MemoryStore {
                         current: current.version,
                     });
                 }
-                let limit = self.options.max_doc_bytes;
-                if merged_fits(&current.data, patch, limit) {
-                    // Cannot fail: merge in place, no copy to fall back on needed.
-                    docstore::merge_patch(&mut current.data, patch);
-                    return Ok(self.stamp(current, actor));
-                }
-                let mut data = current.data.clone();
-                docstore::merge_patch(&mut data, patch);
-                check_size(&data, limit)?;
-                Ok(self.rewrite(current, data, actor))
+                change(current)
             })
             .ok_or(Error::NotFound)?
+    }
+
+    fn patch(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: Option<u64>,
+        actor: &str,
+    ) -> Result<Document> {
+        let limit = self.options.max_doc_bytes;
+        self.change_existing(key, expected_version, |current| {
+            if merged_fits(&current.data, patch, limit) {
+                // Cannot fail: merge in place, no copy to fall back on needed.
+                docstore::merge_patch(&mut current.data, patch);
+                return Ok(self.stamp(current, actor));
+            }
+            let mut data = current.data.clone();
+            docstore::merge_patch(&mut data, patch);
+            check_size(&data, limit)?;
+            Ok(self.rewrite(current, data, actor))
+        })
     }
 
     fn remove(&self, key: &Key, expected_version: Option<u64>) -> Result<bool> {
@@ -469,10 +482,12 @@ impl MemoryStore {
 }
 
 #[async_trait]
-impl Store for MemoryStore {
+impl Driver for MemoryStore {
+    fn options(&self) -> &StoreOptions {
+        &self.options
+    }
+
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        validate_actor(actor)?;
-        check_size(&data, self.options.max_doc_bytes)?;
         let mut sites = self.sites.write();
         self.insert_new(&mut sites, key, self.new_document(key, data, actor))
     }
@@ -487,8 +502,6 @@ impl Store for MemoryStore {
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        validate_actor(actor)?;
-        check_size(&data, self.options.max_doc_bytes)?;
         let mut sites = self.sites.write();
         let defs = self.defs(key.collection());
         let existing = sites
@@ -506,7 +519,6 @@ impl Store for MemoryStore {
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
-        validate_actor(actor)?;
         self.patch(key, patch, None, actor)
     }
 
@@ -517,8 +529,19 @@ impl Store for MemoryStore {
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
-        validate_actor(actor)?;
         self.patch(key, patch, Some(expected_version), actor)
+    }
+
+    async fn replace_if(
+        &self,
+        key: &Key,
+        data: Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document> {
+        self.change_existing(key, Some(expected_version), |current| {
+            Ok(self.rewrite(current, data, actor))
+        })
     }
 
     async fn delete(&self, key: &Key) -> Result<bool> {
@@ -533,25 +556,21 @@ impl Store for MemoryStore {
     }
 
     async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
-        check_restorable(key, document, self.options.max_doc_bytes)?;
         let mut sites = self.sites.write();
         self.insert_new(&mut sites, key, document.clone()).map(drop)
     }
 
-    async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
-        validate_site(site)?;
-        validate_collection(collection)?;
-        let compiled = query.compile()?;
+    async fn query(&self, site: &str, collection: &str, compiled: &CompiledQuery) -> Result<Page> {
         let sites = self.sites.read();
         let Some(docs) = sites.get(site).and_then(|s| s.get(collection)) else {
             return Ok(Page::default());
         };
         let defs = self.defs(collection);
-        if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, &compiled) {
-            return Ok(evaluate_by_index(&compiled, &plan, defs, docs));
+        if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, compiled) {
+            return Ok(evaluate_by_index(compiled, &plan, defs, docs));
         }
         Ok(match compiled.id_order() {
-            Some(descending) => evaluate_in_id_order(&compiled, &docs.docs, descending),
+            Some(descending) => evaluate_in_id_order(compiled, &docs.docs, descending),
             None => compiled.evaluate(docs.docs.values()),
         })
     }
@@ -559,17 +578,19 @@ impl Store for MemoryStore {
     /// Index plans read the declared index's ordered map over the plan's key ranges; other
     /// queries in id order walk the ids from the cursor; the rest read the collection. Always
     /// strongly consistent (one lock).
-    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
-        validate_site(site)?;
-        validate_collection(collection)?;
-        let compiled = query.compile()?;
+    async fn explain(
+        &self,
+        site: &str,
+        collection: &str,
+        compiled: &CompiledQuery,
+    ) -> Result<Explain> {
         let sites = self.sites.read();
         let size = sites
             .get(site)
             .and_then(|s| s.get(collection))
             .map_or(0, Collection::len) as u64;
         let page = compiled.limit().map(|l| (l as u64).saturating_add(1));
-        if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, &compiled) {
+        if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, compiled) {
             let reads = match page {
                 Some(page) => size.min(page.saturating_mul(plan.ranges.len() as u64)),
                 None => size,
@@ -602,7 +623,6 @@ impl Store for MemoryStore {
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
-        validate_site(site)?;
         let sites = self.sites.read();
         Ok(sites.get(site).map_or_else(Vec::new, |collections| {
             collections
@@ -613,7 +633,6 @@ impl Store for MemoryStore {
     }
 
     async fn count(&self, site: &str) -> Result<u64> {
-        validate_site(site)?;
         let sites = self.sites.read();
         Ok(sites
             .get(site)
@@ -622,7 +641,6 @@ impl Store for MemoryStore {
 
     /// One read lock: the answer is one snapshot.
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
-        batch::check_distinct(keys, "key")?;
         let sites = self.sites.read();
         Ok(keys
             .iter()
@@ -633,11 +651,9 @@ impl Store for MemoryStore {
     /// One write lock for the whole batch: every write is decided first, then all are
     /// applied, so a failing one leaves the store untouched.
     async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
-        validate_actor(actor)?;
+        // Checked by the front end already; this gives the running byte total that merged
+        // data is added to.
         let bytes = batch::validate(writes, self.options.max_doc_bytes)?;
-        if writes.is_empty() {
-            return Ok(Vec::new());
-        }
         let mut sites = self.sites.write();
         self.apply_batch(&mut sites, writes, actor, bytes)
     }
@@ -748,8 +764,8 @@ mod tests {
 
     #[async_trait]
     impl conformance_tests::Harness for MemoryHarness {
-        async fn open(&self, options: StoreOptions) -> std::sync::Arc<dyn Store> {
-            std::sync::Arc::new(MemoryStore::with_options(options))
+        async fn open(&self, options: StoreOptions) -> docstore::Store {
+            docstore::Store::new(MemoryStore::with_options(options))
         }
 
         fn capabilities(&self) -> conformance_tests::Capabilities {

@@ -1,6 +1,7 @@
 //! # docstore-sqlite
 //!
-//! [`SqliteStore`]: the SQLite [`Store`](docstore::Store). One database file in WAL mode
+//! [`SqliteStore`]: the SQLite [`Driver`](docstore::driver::Driver) under the front end's
+//! [`Store`](docstore::Store). One database file in WAL mode
 //! (or a private in-memory database), SQLite bundled so a new machine needs nothing
 //! installed.
 //!
@@ -10,7 +11,7 @@
 //!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! let dir = tempfile::tempdir().unwrap();
-//! let store = SqliteStore::open(dir.path().join("docs.db"))?;
+//! let store = Store::new(SqliteStore::open(dir.path().join("docs.db"))?);
 //! let key = Key::new("acme", "tickets", "T-1")?;
 //! store.create(&key, docstore::object(serde_json::json!({"title": "hello"}))?, "alice").await?;
 //! assert_eq!(store.get(&key).await?.expect("just created").version, 1);

@@ -6,7 +6,7 @@ use crate::error::Fail;
 use crate::rows::{self, COLUMNS};
 use crate::sql::Sql;
 use docstore::query::{CompiledQuery, FieldPath};
-use docstore::{Document, Page, Query, Result};
+use docstore::{Document, Page, Result};
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
 
@@ -24,10 +24,9 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Compiles `query` (an invalid query is `InvalidArgument` before any I/O) and builds its
-    /// statement.
-    pub(crate) fn new(site: &str, collection: &str, query: &Query) -> Result<Self> {
-        let compiled = query.compile()?;
+    /// Builds the statement of `compiled` (checked by the front end).
+    pub(crate) fn new(site: &str, collection: &str, compiled: &CompiledQuery) -> Self {
+        let compiled = compiled.clone();
         let mut sql = Sql::default();
         // `sql.text` first collects the WHERE clause.
         let (s, c) = (
@@ -104,13 +103,13 @@ impl Plan {
             // and the evaluator does the rest.
             _ => format!("SELECT {COLUMNS} FROM documents WHERE {filter}"),
         };
-        Ok(Plan {
+        Plan {
             compiled,
             sql,
             filter_pushed,
             cursor_pushed,
             enough,
-        })
+        }
     }
 
     /// How the statement reads, for `explain`, given the collection's size.

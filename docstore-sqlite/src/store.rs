@@ -1,4 +1,4 @@
-//! `SqliteStore` and its `Store` implementation: the write rules (versions, timestamps, quota,
+//! `SqliteStore` and its `Driver` implementation: the write rules (versions, timestamps, quota,
 //! size, conditions), each write one immediate transaction.
 
 use crate::conn::{Connections, blocking};
@@ -6,13 +6,12 @@ use crate::error::Fail;
 use crate::options::SqliteOptions;
 use crate::{query, rows};
 use async_trait::async_trait;
-use docstore::batch::{self, Write, WriteOutcome};
+use docstore::batch::{Write, WriteOutcome};
 use docstore::clock::next_updated_at;
-use docstore::document::{check_restorable_metadata, validate_actor};
-use docstore::key::{validate_collection, validate_site};
+use docstore::driver::Driver;
+use docstore::query::CompiledQuery;
 use docstore::{
-    Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store,
-    StoreOptions,
+    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
 use rusqlite::Connection;
 use std::path::Path;
@@ -320,9 +319,12 @@ fn written(merged: rows::Merged) -> Result<Document> {
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl Driver for SqliteStore {
+    fn options(&self) -> &StoreOptions {
+        &self.inner.options
+    }
+
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        validate_actor(actor)?;
         let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
         let (key, actor) = (key.clone(), actor.to_owned());
         let doc = self
@@ -340,7 +342,6 @@ impl Store for SqliteStore {
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        validate_actor(actor)?;
         let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
         let (key, actor) = (key.clone(), actor.to_owned());
         let doc = self
@@ -350,7 +351,6 @@ impl Store for SqliteStore {
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
-        validate_actor(actor)?;
         let (key, patch, actor) = (key.clone(), rows::Patch::new(patch)?, actor.to_owned());
         let merged = self
             .write(move |inner, conn| inner.patch(conn, &key, &patch, None, &actor))
@@ -365,7 +365,6 @@ impl Store for SqliteStore {
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
-        validate_actor(actor)?;
         let (key, patch, actor) = (key.clone(), rows::Patch::new(patch)?, actor.to_owned());
         let merged = self
             .write(move |inner, conn| {
@@ -373,6 +372,30 @@ impl Store for SqliteStore {
             })
             .await?;
         written(merged)
+    }
+
+    async fn replace_if(
+        &self,
+        key: &Key,
+        data: Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document> {
+        let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
+        let (key, actor) = (key.clone(), actor.to_owned());
+        let doc = self
+            .write(move |inner, conn| {
+                let current = rows::load_metadata(conn, &key)?.ok_or(Error::NotFound)?;
+                if current.version != expected_version {
+                    return Err(Error::Conflict {
+                        current: current.version,
+                    }
+                    .into());
+                }
+                inner.replace(conn, &key, current, Data::new(), &text, &actor)
+            })
+            .await?;
+        Ok(Document { data, ..doc })
     }
 
     async fn delete(&self, key: &Key) -> Result<bool> {
@@ -394,7 +417,6 @@ impl Store for SqliteStore {
     }
 
     async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
-        check_restorable_metadata(key, document)?;
         let text = rows::encode(&document.data, self.inner.options.max_doc_bytes)?;
         let (key, metadata) = (key.clone(), rows::without_data(document));
         self.write(move |inner, conn| inner.restore(conn, &key, &metadata, &text))
@@ -403,7 +425,6 @@ impl Store for SqliteStore {
 
     /// One read transaction on one connection: the answer is one snapshot.
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
-        batch::check_distinct(keys, "key")?;
         let keys = keys.to_vec();
         self.read(move |conn| crate::batch::load_many(conn, &keys))
             .await
@@ -412,7 +433,6 @@ impl Store for SqliteStore {
     /// One immediate transaction: the writes in order, the counters through the same
     /// triggers; the first failing write rolls everything back.
     async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
-        validate_actor(actor)?;
         let (steps, bytes) = crate::batch::prepare(writes, self.inner.options.max_doc_bytes)?;
         if steps.is_empty() {
             return Ok(Vec::new());
@@ -427,31 +447,32 @@ impl Store for SqliteStore {
         Ok(outcomes)
     }
 
-    async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
-        validate_site(site)?;
-        validate_collection(collection)?;
-        let compiled = query.compile()?;
-        if let Some(plan) = docstore::index::plan(&self.inner.indexes.usable, collection, &compiled)
+    async fn query(&self, site: &str, collection: &str, compiled: &CompiledQuery) -> Result<Page> {
+        if let Some(plan) = docstore::index::plan(&self.inner.indexes.usable, collection, compiled)
         {
             let inner = Arc::clone(&self.inner);
             let (site, collection) = (site.to_owned(), collection.to_owned());
+            let compiled = compiled.clone();
             return self
                 .read(move |conn| {
                     crate::index::run(conn, &inner.indexes, &site, &collection, &plan, &compiled)
                 })
                 .await;
         }
-        let plan = query::Plan::new(site, collection, query)?;
+        let plan = query::Plan::new(site, collection, compiled);
         self.read(move |conn| plan.run(conn)).await
     }
 
     /// Always strongly consistent (reads see the last commit).
-    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
-        validate_site(site)?;
-        validate_collection(collection)?;
-        let plan = query::Plan::new(site, collection, query)?;
-        let compiled = query.compile()?;
-        let served = docstore::index::plan(&self.inner.indexes.usable, collection, &compiled);
+    async fn explain(
+        &self,
+        site: &str,
+        collection: &str,
+        compiled: &CompiledQuery,
+    ) -> Result<Explain> {
+        let plan = query::Plan::new(site, collection, compiled);
+        let served = docstore::index::plan(&self.inner.indexes.usable, collection, compiled);
+        let limit = compiled.limit();
         let (site, collection) = (site.to_owned(), collection.to_owned());
         self.read(move |conn| {
             let size = rows::collections(conn, &site)?
@@ -460,7 +481,7 @@ impl Store for SqliteStore {
                 .map_or(0, |(_, n)| n);
             Ok(match &served {
                 Some(index_plan) => {
-                    let page = compiled.limit().map(|l| (l as u64).saturating_add(1));
+                    let page = limit.map(|l| (l as u64).saturating_add(1));
                     let reads = page.map_or(size, |p| {
                         size.min(p.saturating_mul(index_plan.ranges.len() as u64))
                     });
@@ -479,13 +500,11 @@ impl Store for SqliteStore {
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
-        validate_site(site)?;
         let site = site.to_owned();
         self.read(move |conn| rows::collections(conn, &site)).await
     }
 
     async fn count(&self, site: &str) -> Result<u64> {
-        validate_site(site)?;
         let site = site.to_owned();
         self.read(move |conn| rows::site_count(conn, &site)).await
     }
@@ -494,7 +513,6 @@ impl Store for SqliteStore {
     /// state. The triggers keep the counters exact; differences only come from outside
     /// (a hand-edited file).
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
-        validate_site(site)?;
         let site = site.to_owned();
         self.write(move |_, conn| {
             let collections = rows::counted_collections(conn, &site)?;

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 const PAGE: u64 = 4096;
 const FRAME: u64 = 24 + PAGE;
 
-fn open(db: &Path) -> SqliteStore {
+fn open(db: &Path) -> Store {
     let sqlite = SqliteOptions::default().with_durability(Durability::Normal);
-    SqliteStore::open_with(db, StoreOptions::default(), sqlite).unwrap()
+    Store::new(SqliteStore::open_with(db, StoreOptions::default(), sqlite).unwrap())
 }
 
 fn size(path: &Path) -> u64 {
@@ -29,7 +29,7 @@ fn wal(db: &Path) -> PathBuf {
 }
 
 /// Writes `count` new documents of about 3 KB (each commit logs at least one page).
-async fn fill(store: &SqliteStore, from: usize, count: usize) {
+async fn fill(store: &Store, from: usize, count: usize) {
     let body = "x".repeat(3_000);
     for i in from..from + count {
         let key = Key::new("s", "c", format!("doc-{i:06}")).unwrap();

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use docstore::{Store, StoreOptions};
 use docstore_sqlite::SqliteStore;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 fn shared_file() -> PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
@@ -19,8 +19,8 @@ struct SqliteHarness;
 
 #[async_trait]
 impl conformance_tests::Harness for SqliteHarness {
-    async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
-        Arc::new(SqliteStore::open_with_options(shared_file(), options).expect("open the store"))
+    async fn open(&self, options: StoreOptions) -> Store {
+        Store::new(SqliteStore::open_with_options(shared_file(), options).expect("open the store"))
     }
 
     fn capabilities(&self) -> conformance_tests::Capabilities {
@@ -53,9 +53,9 @@ mod normal_durability {
 
     #[async_trait]
     impl conformance_tests::Harness for NormalHarness {
-        async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
+        async fn open(&self, options: StoreOptions) -> Store {
             let sqlite = SqliteOptions::default().with_durability(Durability::Normal);
-            Arc::new(SqliteStore::open_with(file(), options, sqlite).expect("open the store"))
+            Store::new(SqliteStore::open_with(file(), options, sqlite).expect("open the store"))
         }
 
         fn capabilities(&self) -> conformance_tests::Capabilities {
@@ -74,8 +74,8 @@ mod in_memory {
 
     #[async_trait]
     impl conformance_tests::Harness for MemoryHarness {
-        async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
-            Arc::new(SqliteStore::in_memory_with_options(options).expect("open the store"))
+        async fn open(&self, options: StoreOptions) -> Store {
+            Store::new(SqliteStore::in_memory_with_options(options).expect("open the store"))
         }
 
         fn capabilities(&self) -> conformance_tests::Capabilities {

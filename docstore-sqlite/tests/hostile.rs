@@ -59,7 +59,7 @@ fn path_of(key: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_paths_and_values_answer_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("hostile.db")).unwrap();
+    let store = Store::new(SqliteStore::open(dir.path().join("hostile.db")).unwrap());
 
     // A bystander in another site and another collection: must never change.
     let bystander_key = Key::new("bystander", "docs", "b").unwrap();
@@ -137,7 +137,10 @@ async fn hostile_paths_and_values_answer_exactly() {
                 // Walk every page.
                 loop {
                     let got = store.query("hostile", "docs", &query).await.unwrap();
-                    let want = query.compile().unwrap().evaluate(&docs);
+                    let want = query
+                        .compile_for("hostile", "docs")
+                        .unwrap()
+                        .evaluate(&docs);
                     assert_eq!(got, want, "{query:?}");
                     checked += 1;
                     match got.next {

@@ -11,7 +11,7 @@ fn options(indexes: Vec<Index>) -> StoreOptions {
     StoreOptions::default().with_indexes(IndexSet::new(indexes).unwrap())
 }
 
-async fn walk(store: &SqliteStore, stored: &[Document], query: &Query) {
+async fn walk(store: &Store, stored: &[Document], query: &Query) {
     let mut cursor = None;
     let mut walked = Vec::new();
     loop {
@@ -19,7 +19,11 @@ async fn walk(store: &SqliteStore, stored: &[Document], query: &Query) {
         let got = store.query("s", "c", &paged).await.unwrap();
         assert_eq!(
             got.documents,
-            evaluate(stored, &paged).unwrap().documents,
+            paged
+                .compile_for("s", "c")
+                .unwrap()
+                .evaluate(stored)
+                .documents,
             "{paged:?}"
         );
         walked.extend(got.documents);
@@ -45,7 +49,7 @@ async fn indexes_are_built_at_open_and_used() {
     let db = dir.path().join("idx.db");
     let mut stored = Vec::new();
     {
-        let store = SqliteStore::open(&db).unwrap();
+        let store = Store::new(SqliteStore::open(&db).unwrap());
         for i in 0..200 {
             let status = ["open", "closed"][i % 2];
             let data = json!({"status": status, "priority": i % 100, "score": (i * 7) % 31});
@@ -59,7 +63,8 @@ async fn indexes_are_built_at_open_and_used() {
         }
     }
     let index = Index::parse("c", "by_status_score", ["status", "-score"]).unwrap();
-    let store = SqliteStore::open_with_options(&db, options(vec![index.clone()])).unwrap();
+    let store =
+        Store::new(SqliteStore::open_with_options(&db, options(vec![index.clone()])).unwrap());
     let query = Query::new()
         .filter(Filter::eq("status", "open").and(Filter::gte("priority", 50)))
         .order_by_desc("score")
@@ -95,7 +100,7 @@ async fn indexes_are_built_at_open_and_used() {
     drop(store);
     // Reopening with the same declaration builds nothing and serves the same answers;
     // the same name with other fields is refused, naming the index.
-    let store = SqliteStore::open_with_options(&db, options(vec![index])).unwrap();
+    let store = Store::new(SqliteStore::open_with_options(&db, options(vec![index])).unwrap());
     walk(&store, &stored, &query).await;
     drop(store);
     let other = Index::parse("c", "by_status_score", ["status", "score"]).unwrap();
@@ -106,7 +111,7 @@ async fn indexes_are_built_at_open_and_used() {
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
     // Without the declaration the index is not read (it stays maintained in the file).
-    let store = SqliteStore::open(&db).unwrap();
+    let store = Store::new(SqliteStore::open(&db).unwrap());
     assert_eq!(store.explain("s", "c", &query).await.unwrap().index, None);
     walk(&store, &stored, &query).await;
 }
@@ -128,7 +133,7 @@ async fn hostile_paths_stay_inside_literals() {
         .enumerate()
         .map(|(i, p)| Index::new("c", format!("h{i}"), [docstore::Order::desc(*p)]))
         .collect();
-    let store = SqliteStore::open_with_options(&db, options(indexes.clone())).unwrap();
+    let store = Store::new(SqliteStore::open_with_options(&db, options(indexes.clone())).unwrap());
     let mut stored = Vec::new();
     for i in 0..30 {
         let data = json!({
@@ -151,7 +156,7 @@ async fn hostile_paths_stay_inside_literals() {
     }
     drop(store);
     // The file is intact and the declarations were recorded verbatim.
-    let store = SqliteStore::open_with_options(&db, options(indexes)).unwrap();
+    let store = Store::new(SqliteStore::open_with_options(&db, options(indexes)).unwrap());
     walk(
         &store,
         &stored,

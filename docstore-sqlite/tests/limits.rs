@@ -17,7 +17,7 @@ fn nested(depth: usize) -> Data {
 #[tokio::test(flavor = "multi_thread")]
 async fn deepest_readable_nesting_round_trips_and_deeper_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("limits.db")).unwrap();
+    let store = Store::new(SqliteStore::open(dir.path().join("limits.db")).unwrap());
     let key = Key::new("s", "c", "deep").unwrap();
     let ok = store.create(&key, nested(127), "").await.unwrap();
     assert_eq!(store.get(&key).await.unwrap(), Some(ok.clone()));
@@ -40,7 +40,7 @@ async fn deepest_readable_nesting_round_trips_and_deeper_is_refused() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn versions_beyond_i64_are_refused_by_restore() {
-    let store = SqliteStore::in_memory().unwrap();
+    let store = Store::new(SqliteStore::in_memory().unwrap());
     let key = Key::new("s", "c", "v").unwrap();
     let doc = Document {
         id: "v".into(),
@@ -67,7 +67,7 @@ async fn versions_beyond_i64_are_refused_by_restore() {
 #[tokio::test(flavor = "multi_thread")]
 async fn special_memory_names_open_a_private_in_memory_store() {
     for name in [":memory:", ""] {
-        let store = SqliteStore::open(name).unwrap();
+        let store = Store::new(SqliteStore::open(name).unwrap());
         let key = Key::new("s", "c", "k").unwrap();
         store
             .create(&key, docstore::object(json!({"a": 1})).unwrap(), "")

@@ -30,7 +30,7 @@ fn hold_write_lock(db: &Path) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>)
 async fn writes_wait_for_a_foreign_lock_and_reads_do_not() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lock.db");
-    let store = SqliteStore::open(&db).unwrap();
+    let store = Store::new(SqliteStore::open(&db).unwrap());
     let first = Key::new("s", "c", "first").unwrap();
     store
         .create(&first, docstore::object(json!({"n": 1})).unwrap(), "")
@@ -73,7 +73,7 @@ async fn with_normal_durability_a_write_waiting_for_a_foreign_lock_leaves_the_ru
     let sqlite = SqliteOptions::default()
         .with_durability(Durability::Normal)
         .with_busy_timeout(Duration::from_secs(20));
-    let store = SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap();
+    let store = Store::new(SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap());
     let (release, holder) = hold_write_lock(&db);
     let writer = {
         let store = store.clone();
@@ -107,7 +107,7 @@ async fn a_lock_held_past_every_retry_is_unavailable_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("held.db");
     let sqlite = SqliteOptions::default().with_busy_timeout(Duration::from_millis(20));
-    let store = SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap();
+    let store = Store::new(SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap());
     let key = Key::new("s", "c", "k").unwrap();
 
     let (release, holder) = hold_write_lock(&db);
@@ -137,7 +137,7 @@ async fn reopening_keeps_data_and_a_newer_schema_is_refused() {
     let db = dir.path().join("schema.db");
     let key = Key::new("s", "c", "k").unwrap();
     let doc = {
-        let store = SqliteStore::open(&db).unwrap();
+        let store = Store::new(SqliteStore::open(&db).unwrap());
         store
             .create(
                 &key,
@@ -147,7 +147,7 @@ async fn reopening_keeps_data_and_a_newer_schema_is_refused() {
             .await
             .unwrap()
     };
-    let store = SqliteStore::open(&db).unwrap();
+    let store = Store::new(SqliteStore::open(&db).unwrap());
     assert_eq!(store.get(&key).await.unwrap(), Some(doc));
     drop(store);
 

@@ -69,7 +69,7 @@ async fn sqlite_merge_is_merge_patch_with_the_exact_size() {
         // At the limit the update is written; one byte under, refused with the exact size.
         for (limit, fits) in [(size, true), (size - 1, false)] {
             let options = StoreOptions::default().with_max_doc_bytes(limit.max(data_size(&stored)));
-            let store = SqliteStore::in_memory_with_options(options).unwrap();
+            let store = Store::new(SqliteStore::in_memory_with_options(options).unwrap());
             let key = Key::new("s", "c", format!("case-{i}")).unwrap();
             store.create(&key, stored.clone(), "a").await.unwrap();
             let merged = store.update(&key, &patch, "b").await;
@@ -106,7 +106,7 @@ async fn sqlite_merge_is_merge_patch_with_the_exact_size() {
 /// The same through `write_all` (`Update` and `UpdateIf` in one batch).
 #[tokio::test]
 async fn batch_merges_are_merge_patch() {
-    let store = SqliteStore::in_memory().unwrap();
+    let store = Store::new(SqliteStore::in_memory().unwrap());
     let mut writes = Vec::new();
     let mut expected = Vec::new();
     for (i, (stored, patch)) in cases().into_iter().enumerate() {

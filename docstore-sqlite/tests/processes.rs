@@ -32,7 +32,7 @@ fn child_entry() {
     let path = std::env::var(DB).expect("the parent names the database");
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let store = SqliteStore::open(&path).expect("open");
+        let store = Store::new(SqliteStore::open(&path).expect("open"));
         match role.split_once(':') {
             Some(("update", tag)) => {
                 // Start together with the other writer: wait for the parent's go file.
@@ -87,7 +87,7 @@ fn spawn(role: &str, db: &Path, stdout: Stdio) -> Child {
 async fn two_processes_updating_one_document_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shared.db");
-    let store = SqliteStore::open(&db).unwrap();
+    let store = Store::new(SqliteStore::open(&db).unwrap());
     store
         .create(
             &shared_key(),
@@ -157,7 +157,7 @@ async fn killed_writer_keeps_every_acknowledged_write() {
     assert_eq!(check, "ok");
     drop(conn);
 
-    let store = SqliteStore::open(&db).unwrap();
+    let store = Store::new(SqliteStore::open(&db).unwrap());
     for i in &acked {
         let doc = store.get(&numbered_key(*i)).await.unwrap();
         let doc = doc.unwrap_or_else(|| panic!("acknowledged write {i} lost"));

@@ -31,7 +31,7 @@ fn hold_write_transaction(db: &Path) -> (mpsc::Sender<()>, std::thread::JoinHand
 }
 
 async fn seed(db: &Path) -> Key {
-    let store = SqliteStore::open(db).unwrap();
+    let store = Store::new(SqliteStore::open(db).unwrap());
     let key = Key::new("s", "c", "k").unwrap();
     store
         .create(&key, docstore::object(json!({"n": 1})).unwrap(), "")
@@ -41,12 +41,14 @@ async fn seed(db: &Path) -> Key {
 }
 
 /// Every read a CLI `get`/`count`/`query` does, on a store opened from scratch.
-async fn open_and_read(db: PathBuf, sqlite: SqliteOptions, key: Key) -> SqliteStore {
-    let store = tokio::task::spawn_blocking(move || {
-        SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap()
-    })
-    .await
-    .unwrap();
+async fn open_and_read(db: PathBuf, sqlite: SqliteOptions, key: Key) -> Store {
+    let store = Store::new(
+        tokio::task::spawn_blocking(move || {
+            SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap()
+        })
+        .await
+        .unwrap(),
+    );
     assert_eq!(store.get(&key).await.unwrap().unwrap().data["n"], json!(1));
     assert_eq!(store.count("s").await.unwrap(), 1);
     let page = store.query("s", "c", &Query::new()).await.unwrap();

@@ -127,6 +127,8 @@ pub enum Injected {
         /// Documents the store returned.
         of: usize,
     },
+    /// [`Fault::PartialPage`]: the page was marked partial.
+    PartialPage,
 }
 
 impl Injected {
@@ -138,6 +140,7 @@ impl Injected {
             Injected::ConcurrentWrite { .. } => Fault::ConcurrentWrite,
             Injected::Latency(delay) => Fault::Latency(*delay),
             Injected::ShortPage { .. } => Fault::ShortPage,
+            Injected::PartialPage => Fault::PartialPage,
         }
     }
 }
@@ -190,7 +193,7 @@ impl fmt::Display for Entry {
     }
 }
 
-/// Every call through a [`FaultyStore`](crate::FaultyStore), in call order.
+/// Every call through a [`FaultyDriver`](crate::FaultyDriver), in call order.
 ///
 /// Print it (one entry per line) when a test fails; compare two with `==` to check that a
 /// seed reproduces a run.

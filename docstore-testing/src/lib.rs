@@ -1,9 +1,10 @@
 //! # docstore-testing
 //!
-//! Test an application's docstore code against the failures real backends show, reproducibly.
+//! For application authors: test your docstore code against the failures real backends show,
+//! reproducibly. (Backend authors want the `conformance-tests` crate instead.)
 //!
-//! [`FaultyStore`] wraps any `Arc<dyn Store>` and, following a [`Plan`], makes calls fail the
-//! way networks and databases fail:
+//! [`FaultyDriver`] wraps any store's driver — under the front end, where a backend sits —
+//! and, following a [`Plan`], makes calls fail the way networks and databases fail:
 //!
 //! | [`Fault`] | what the caller sees | what the store holds |
 //! |---|---|---|
@@ -12,6 +13,7 @@
 //! | [`ConcurrentWrite`](Fault::ConcurrentWrite) | `Error::Conflict` from `update_if` / `delete_if`, `Error::Batch` from `write_all` | another writer's change |
 //! | [`Latency`](Fault::Latency) | the answer, later (`tokio::time`) | the call was applied |
 //! | [`ShortPage`](Fault::ShortPage) | a query page with fewer documents and a `next` cursor | — |
+//! | [`PartialPage`](Fault::PartialPage) | a query page marked partial (`exhausted_scan`); a stream's `Error::PartialAnswer` | — |
 //!
 //! A plan states faults by probability (per fault kind, per call kind, drawn from a seed), by
 //! position ("the third call", "the second `update_if`") or as a script; [`strategy`] generates
@@ -23,12 +25,12 @@
 //! ```
 //! use docstore::{Error, Key, ManualClock, Store, StoreOptions};
 //! use docstore_memory::MemoryStore;
-//! use docstore_testing::{CallKind, Fault, FaultyStore, Plan};
+//! use docstore_testing::{CallKind, Fault, FaultyDriver, Plan};
 //! use serde_json::json;
 //! use std::sync::Arc;
 //!
 //! /// The code under test: adds one to a counter, retrying transient failures.
-//! async fn increment(store: &dyn Store, key: &Key) -> docstore::Result<()> {
+//! async fn increment(store: &Store, key: &Key) -> docstore::Result<()> {
 //!     loop {
 //!         let doc = store.get(key).await?.ok_or(Error::NotFound)?;
 //!         let n = doc.data["n"].as_i64().unwrap_or(0);
@@ -43,19 +45,18 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> docstore::Result<()> {
 //! let clock = Arc::new(ManualClock::new(0));
-//! let inner: Arc<dyn Store> =
-//!     Arc::new(MemoryStore::with_options(StoreOptions::default().with_clock(clock)));
+//! let inner = Store::new(MemoryStore::with_options(StoreOptions::default().with_clock(clock)));
 //! let key = Key::new("acme", "counters", "c")?;
 //! inner.create(&key, docstore::object(json!({"n": 0}))?, "setup").await?;
 //!
 //! // The first update_if loses its answer: it was applied, the app saw Unavailable.
 //! let plan = Plan::new().on_nth(CallKind::UpdateIf, 1, Fault::LostAnswer);
-//! let store = FaultyStore::new(inner.clone(), plan);
-//! increment(&store, &key).await?;
+//! let faulty = Arc::new(FaultyDriver::new(inner.clone(), plan));
+//! increment(&Store::from_driver(faulty.clone()), &key).await?;
 //!
 //! // The retry applied it a second time: the bug this crate is for.
 //! let n = &inner.get(&key).await?.unwrap().data["n"];
-//! assert_eq!(*n, json!(2), "history:\n{}", store.history());
+//! assert_eq!(*n, json!(2), "history:\n{}", faulty.history());
 //! # Ok(())
 //! # }
 //! ```
@@ -73,7 +74,7 @@ mod summary;
 
 pub use history::{Entry, ErrorKind, History, Injected, Outcome};
 pub use plan::{CallKind, Fault, Plan, Rule, Slot};
-pub use store::{CONCURRENT_ACTOR, FaultyStore};
+pub use store::{CONCURRENT_ACTOR, FaultyDriver};
 
 /// The guide `docs/testing.md`, whose examples run as doc tests.
 #[cfg(doctest)]

@@ -20,6 +20,8 @@ pub enum CallKind {
     Update,
     /// [`Store::update_if`](docstore::Store::update_if).
     UpdateIf,
+    /// [`Store::replace_if`](docstore::Store::replace_if).
+    ReplaceIf,
     /// [`Store::get_many`](docstore::Store::get_many).
     GetMany,
     /// [`Store::write_all`](docstore::Store::write_all).
@@ -51,6 +53,7 @@ impl CallKind {
             CallKind::Put => "put",
             CallKind::Update => "update",
             CallKind::UpdateIf => "update_if",
+            CallKind::ReplaceIf => "replace_if",
             CallKind::GetMany => "get_many",
             CallKind::WriteAll => "write_all",
             CallKind::Delete => "delete",
@@ -99,6 +102,13 @@ pub enum Fault {
     /// empty. Every page keeps at least one document, so a walk always ends. Only `query`, and
     /// only when there is something to cut (two documents, or one on the last page).
     ShortPage,
+    /// The query answers a page marked partial ([`Page::exhausted_scan`](docstore::Page::exhausted_scan)),
+    /// as DynamoDB does when a query in another order than `$id` reached its `max_scan`
+    /// bound: the documents are right, others may be missing. A stream turns it into an
+    /// [`Error::PartialAnswer`](docstore::Error::PartialAnswer) item. Only `query`; never
+    /// drawn by [`strategy::fault`](crate::strategy::fault), since an exact backend never
+    /// answers it.
+    PartialPage,
 }
 
 impl Fault {
@@ -109,9 +119,9 @@ impl Fault {
             Fault::Unavailable | Fault::LostAnswer | Fault::Latency(_) => true,
             Fault::ConcurrentWrite => matches!(
                 kind,
-                CallKind::UpdateIf | CallKind::DeleteIf | CallKind::WriteAll
+                CallKind::UpdateIf | CallKind::ReplaceIf | CallKind::DeleteIf | CallKind::WriteAll
             ),
-            Fault::ShortPage => kind == CallKind::Query,
+            Fault::ShortPage | Fault::PartialPage => kind == CallKind::Query,
         }
     }
 }
@@ -124,6 +134,7 @@ impl fmt::Display for Fault {
             Fault::ConcurrentWrite => f.write_str("concurrent write"),
             Fault::Latency(delay) => write!(f, "latency {delay:?}"),
             Fault::ShortPage => f.write_str("short page"),
+            Fault::PartialPage => f.write_str("partial page"),
         }
     }
 }
@@ -158,7 +169,7 @@ impl fmt::Display for Slot {
     }
 }
 
-/// What a [`FaultyStore`](crate::FaultyStore) injects, and where.
+/// What a [`FaultyDriver`](crate::FaultyDriver) injects, and where.
 ///
 /// A plan is a seed, random [`Rule`]s and scheduled faults. For every call the wrapper first
 /// draws each rule that targets the call (in the order they were added; the first hit wins),

@@ -6,34 +6,38 @@ use crate::pages;
 use crate::plan::{CallKind, Fault, Plan};
 use crate::summary;
 use async_trait::async_trait;
+use docstore::driver::Driver;
+use docstore::query::CompiledQuery;
 use docstore::{
-    Data, Document, Error, Explain, Key, Page, Query, Recount, RecountMode, Result, Store, Write,
-    WriteOutcome,
+    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, Store, StoreOptions,
+    Write, WriteOutcome,
 };
 use std::future::Future;
-use std::sync::Arc;
 
 /// The actor of the concurrent writer that [`Fault::ConcurrentWrite`] sends.
 pub const CONCURRENT_ACTOR: &str = "docstore-testing:concurrent-writer";
 
-/// A [`Store`] over any other that injects the faults of a [`Plan`] and records every call in
-/// a [`History`].
+/// A [`Driver`] over another store's driver that injects the faults of a [`Plan`] and records
+/// every call in a [`History`]. It sits under the front end, as a backend does: a
+/// [`Store`] over it checks every input first, and the typed layer runs above the faults as
+/// it does in production.
 ///
-/// Give the wrapper to the code under test as its `Arc<dyn Store>`, keep the inner store to
-/// set up and to check what really got written, and print [`history`](Self::history) when an
-/// assertion fails. Calls are numbered from 1 in the order they start; with the same plan and
-/// the same sequence of calls, the history is the same.
+/// Give a store over the wrapper ([`Store::from_driver`]) to the code under test, keep the
+/// inner store to set up and to check what really got written, and print
+/// [`history`](Self::history) when an assertion fails. Calls are numbered from 1 in the order
+/// they start; with the same plan and the same sequence of calls, the history is the same.
 ///
 /// ```
 /// use docstore::{Key, Store};
 /// use docstore_memory::MemoryStore;
-/// use docstore_testing::{Fault, FaultyStore, Plan};
+/// use docstore_testing::{Fault, FaultyDriver, Plan};
 /// use std::sync::Arc;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> docstore::Result<()> {
-/// let inner: Arc<dyn Store> = Arc::new(MemoryStore::new());
-/// let store = FaultyStore::new(inner.clone(), Plan::new().on_call(1, Fault::LostAnswer));
+/// let inner = Store::new(MemoryStore::new());
+/// let faulty = Arc::new(FaultyDriver::new(inner.clone(), Plan::new().on_call(1, Fault::LostAnswer)));
+/// let store = Store::from_driver(faulty.clone());
 ///
 /// let key = Key::new("acme", "tickets", "T-1")?;
 /// let data = docstore::object(serde_json::json!({"status": "open"}))?;
@@ -41,7 +45,7 @@ pub const CONCURRENT_ACTOR: &str = "docstore-testing:concurrent-writer";
 /// assert!(matches!(answer, Err(docstore::Error::Unavailable { .. })));
 /// assert!(inner.get(&key).await?.is_some()); // ...and yet it was written
 /// assert_eq!(
-///     store.history().to_string(),
+///     faulty.history().to_string(),
 ///     "#1 create acme/tickets/T-1 [lost answer] -> Err(Unavailable) \
 ///      (store answered T-1 v1 {\"status\":\"open\"})\n"
 /// );
@@ -49,22 +53,22 @@ pub const CONCURRENT_ACTOR: &str = "docstore-testing:concurrent-writer";
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct FaultyStore {
-    inner: Arc<dyn Store>,
+pub struct FaultyDriver {
+    inner: Store,
     injector: Injector,
 }
 
-impl FaultyStore {
-    /// Wraps `inner`, injecting the faults of `plan`.
-    pub fn new(inner: Arc<dyn Store>, plan: Plan) -> Self {
-        FaultyStore {
+impl FaultyDriver {
+    /// Wraps the driver of `inner`, injecting the faults of `plan`.
+    pub fn new(inner: Store, plan: Plan) -> Self {
+        FaultyDriver {
             inner,
             injector: Injector::new(plan),
         }
     }
 
     /// The wrapped store: reads and writes through it bypass the plan and the history.
-    pub fn inner(&self) -> &Arc<dyn Store> {
+    pub fn inner(&self) -> &Store {
         &self.inner
     }
 
@@ -92,11 +96,12 @@ impl FaultyStore {
     where
         F: Future<Output = Result<T>> + Send,
     {
-        self.call_shaped(kind, target, touchable, forward, summary, |_, _| None)
+        self.call_shaped(kind, target, touchable, forward, summary, |_, _, _| None)
             .await
     }
 
-    /// [`call`](Self::call), with `shape` applying [`Fault::ShortPage`] to a success.
+    /// [`call`](Self::call), with `shape` applying [`Fault::ShortPage`] or
+    /// [`Fault::PartialPage`] to a success.
     async fn call_shaped<T: Send, F>(
         &self,
         kind: CallKind,
@@ -104,7 +109,7 @@ impl FaultyStore {
         touchable: &[&Key],
         forward: impl FnOnce() -> F + Send,
         summary: fn(&T) -> String,
-        shape: impl FnOnce(&mut T, u64) -> Option<Injected> + Send,
+        shape: impl FnOnce(&mut T, Fault, u64) -> Option<Injected> + Send,
     ) -> Result<T>
     where
         F: Future<Output = Result<T>> + Send,
@@ -144,7 +149,9 @@ impl FaultyStore {
                     "the answer was lost after the store applied the call",
                 ));
             }
-            (Some(Fault::ShortPage), Ok(value)) => turn.injected = shape(value, turn.draw),
+            (Some(fault @ (Fault::ShortPage | Fault::PartialPage)), Ok(value)) => {
+                turn.injected = shape(value, fault, turn.draw);
+            }
             _ => {}
         }
         turn.finish(Some(inner), Outcome::of(&answer, summary));
@@ -179,9 +186,13 @@ fn versioned(writes: &[Write]) -> Vec<&Key> {
 }
 
 #[async_trait]
-impl Store for FaultyStore {
+impl Driver for FaultyDriver {
+    fn options(&self) -> &StoreOptions {
+        self.inner.driver().options()
+    }
+
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        let forward = || self.inner.create(key, data, actor);
+        let forward = || self.inner.driver().create(key, data, actor);
         self.call(
             CallKind::Create,
             summary::path(key),
@@ -193,7 +204,7 @@ impl Store for FaultyStore {
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        let forward = || self.inner.get(key);
+        let forward = || self.inner.driver().get(key);
         self.call(
             CallKind::Get,
             summary::path(key),
@@ -205,7 +216,7 @@ impl Store for FaultyStore {
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        let forward = || self.inner.put(key, data, actor);
+        let forward = || self.inner.driver().put(key, data, actor);
         self.call(
             CallKind::Put,
             summary::path(key),
@@ -217,7 +228,7 @@ impl Store for FaultyStore {
     }
 
     async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
-        let forward = || self.inner.update(key, patch, actor);
+        let forward = || self.inner.driver().update(key, patch, actor);
         self.call(
             CallKind::Update,
             summary::path(key),
@@ -236,7 +247,11 @@ impl Store for FaultyStore {
         actor: &str,
     ) -> Result<Document> {
         let target = format!("{} @v{expected_version}", summary::path(key));
-        let forward = || self.inner.update_if(key, patch, expected_version, actor);
+        let forward = || {
+            self.inner
+                .driver()
+                .update_if(key, patch, expected_version, actor)
+        };
         self.call(
             CallKind::UpdateIf,
             target,
@@ -250,7 +265,7 @@ impl Store for FaultyStore {
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         let paths: Vec<String> = keys.iter().map(summary::path).collect();
         let target = format!("[{}]", paths.join(", "));
-        let forward = || self.inner.get_many(keys);
+        let forward = || self.inner.driver().get_many(keys);
         self.call(CallKind::GetMany, target, &[], forward, |docs| {
             summary::found_many(docs)
         })
@@ -258,7 +273,7 @@ impl Store for FaultyStore {
     }
 
     async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
-        let forward = || self.inner.write_all(writes, actor);
+        let forward = || self.inner.driver().write_all(writes, actor);
         let touchable = versioned(writes);
         self.call(
             CallKind::WriteAll,
@@ -270,8 +285,31 @@ impl Store for FaultyStore {
         .await
     }
 
+    async fn replace_if(
+        &self,
+        key: &Key,
+        data: Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document> {
+        let target = format!("{} @v{expected_version}", summary::path(key));
+        let forward = || {
+            self.inner
+                .driver()
+                .replace_if(key, data, expected_version, actor)
+        };
+        self.call(
+            CallKind::ReplaceIf,
+            target,
+            &[key],
+            forward,
+            summary::document,
+        )
+        .await
+    }
+
     async fn delete(&self, key: &Key) -> Result<bool> {
-        let forward = || self.inner.delete(key);
+        let forward = || self.inner.driver().delete(key);
         self.call(
             CallKind::Delete,
             summary::path(key),
@@ -284,31 +322,41 @@ impl Store for FaultyStore {
 
     async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
         let target = format!("{} @v{expected_version}", summary::path(key));
-        let forward = || self.inner.delete_if(key, expected_version);
+        let forward = || self.inner.driver().delete_if(key, expected_version);
         self.call(CallKind::DeleteIf, target, &[key], forward, summary::done)
             .await
     }
 
     async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
         let target = format!("{} v{}", summary::path(key), document.version);
-        let forward = || self.inner.restore(key, document);
+        let forward = || self.inner.driver().restore(key, document);
         self.call(CallKind::Restore, target, &[key], forward, summary::done)
             .await
     }
 
-    async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
+    async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {
         let target = summary::query_target(site, collection, query);
-        let forward = || self.inner.query(site, collection, query);
-        let shape = |answer: &mut Page, draw| {
-            pages::shorten(answer, query, draw).map(|(kept, of)| Injected::ShortPage { kept, of })
+        let forward = || self.inner.driver().query(site, collection, query);
+        let shape = |answer: &mut Page, fault, draw| match fault {
+            Fault::PartialPage => {
+                answer.exhausted_scan = true;
+                Some(Injected::PartialPage)
+            }
+            _ => pages::shorten(answer, query, draw)
+                .map(|(kept, of)| Injected::ShortPage { kept, of }),
         };
         self.call_shaped(CallKind::Query, target, &[], forward, summary::page, shape)
             .await
     }
 
-    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
+    async fn explain(
+        &self,
+        site: &str,
+        collection: &str,
+        query: &CompiledQuery,
+    ) -> Result<Explain> {
         let target = summary::query_target(site, collection, query);
-        let forward = || self.inner.explain(site, collection, query);
+        let forward = || self.inner.driver().explain(site, collection, query);
         self.call(CallKind::Explain, target, &[], forward, |plan| {
             plan.to_string()
         })
@@ -316,7 +364,7 @@ impl Store for FaultyStore {
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
-        let forward = || self.inner.collections(site);
+        let forward = || self.inner.driver().collections(site);
         self.call(CallKind::Collections, site.to_owned(), &[], forward, |c| {
             summary::counts(c)
         })
@@ -324,7 +372,7 @@ impl Store for FaultyStore {
     }
 
     async fn count(&self, site: &str) -> Result<u64> {
-        let forward = || self.inner.count(site);
+        let forward = || self.inner.driver().count(site);
         self.call(
             CallKind::Count,
             site.to_owned(),
@@ -340,7 +388,7 @@ impl Store for FaultyStore {
             RecountMode::Report => format!("{site} (report)"),
             RecountMode::Repair => format!("{site} (repair)"),
         };
-        let forward = || self.inner.recount(site, mode);
+        let forward = || self.inner.driver().recount(site, mode);
         self.call(CallKind::Recount, target, &[], forward, summary::recount)
             .await
     }

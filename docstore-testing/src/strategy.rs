@@ -3,7 +3,7 @@
 //! A generated plan is a script: a list with a fault or nothing for each call. When a property
 //! fails, proptest shrinks the list (drops entries, turns faults into nothing), so the plan it
 //! reports is the smallest sequence of faults that still breaks the property; run it once
-//! more and print [`FaultyStore::history`](crate::FaultyStore::history) to see what happened.
+//! more and print [`FaultyDriver::history`](crate::FaultyDriver::history) to see what happened.
 //!
 //! ```
 //! use docstore_testing::strategy;

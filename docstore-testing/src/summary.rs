@@ -2,8 +2,8 @@
 //!
 //! They hold no timestamps, so a history does not depend on the clock.
 
-use docstore::query::CursorPosition;
-use docstore::{Document, Key, Page, Query, Recount, Write, WriteOutcome};
+use docstore::query::CompiledQuery;
+use docstore::{Document, Key, Page, Recount, Write, WriteOutcome};
 
 /// The summary of a stored document: `id v<version> <data>`.
 pub(crate) fn document(doc: &Document) -> String {
@@ -22,16 +22,13 @@ pub(crate) fn path(key: &Key) -> String {
 }
 
 /// `site/collection`, the page size and the position a cursor continues after.
-pub(crate) fn query_target(site: &str, collection: &str, query: &Query) -> String {
+pub(crate) fn query_target(site: &str, collection: &str, query: &CompiledQuery) -> String {
     let mut target = format!("{site}/{collection}");
-    if let Some(limit) = query.limit {
+    if let Some(limit) = query.limit() {
         target.push_str(&format!(" limit {limit}"));
     }
-    if let Some(cursor) = &query.cursor {
-        match CursorPosition::decode(cursor) {
-            Ok(position) => target.push_str(&format!(" after {}", position.id)),
-            Err(_) => target.push_str(" after a bad cursor"),
-        }
+    if let Some(position) = query.after() {
+        target.push_str(&format!(" after {}", position.id));
     }
     target
 }

@@ -5,7 +5,7 @@
 mod support;
 
 use docstore::{Query, RecountMode, Write};
-use docstore_testing::{CONCURRENT_ACTOR, FaultyStore, Injected, Plan, strategy};
+use docstore_testing::{CONCURRENT_ACTOR, FaultyDriver, Injected, Plan, strategy};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use support::{
@@ -75,11 +75,19 @@ fn the_store_holds_exactly_what_the_history_says() {
         rt.block_on(async {
             let inner = memory();
             let model = memory();
-            let faulty = FaultyStore::new(inner.clone(), plan);
-            for (i, op) in ops.iter().enumerate() {
-                op.run(&faulty).await;
+            let faulty = std::sync::Arc::new(FaultyDriver::new(inner.clone(), plan));
+            let wrapped = docstore::Store::from_driver(faulty.clone());
+            for op in &ops {
+                let before = faulty.history().len();
+                let answer = op.run(&wrapped).await;
                 let history = faulty.history();
-                let entry = &history.entries()[i];
+                if history.len() == before {
+                    // The front end answered without calling the driver (a refused input,
+                    // an empty batch): the model answers the same.
+                    prop_assert_eq!(op.run(&model).await, answer, "{:?}", op);
+                    continue;
+                }
+                let entry = &history.entries()[before];
                 // Replay on the model what the entry says reached the store.
                 if let Some(Injected::ConcurrentWrite { target, .. }) = &entry.injected {
                     let mut parts = target.splitn(3, '/');
@@ -95,15 +103,15 @@ fn the_store_holds_exactly_what_the_history_says() {
                 }
                 if let Some(inner_outcome) = &entry.inner {
                     prop_assert_eq!(
-                        op.run(&*model).await,
+                        op.run(&model).await,
                         ok_or_kind(inner_outcome),
                         "{}",
                         history
                     );
                 }
                 prop_assert_eq!(
-                    snapshot(&*inner).await,
-                    snapshot(&*model).await,
+                    snapshot(&inner).await,
+                    snapshot(&model).await,
                     "{}",
                     history
                 );

@@ -2,8 +2,8 @@
 
 mod support;
 
-use docstore::{Query, Store, Write};
-use docstore_testing::{CallKind, Fault, FaultyStore, History, Plan, strategy};
+use docstore::{Query, Write};
+use docstore_testing::{CallKind, Fault, FaultyDriver, History, Plan, strategy};
 use proptest::test_runner::TestRunner;
 use std::time::Duration;
 use support::{Op, cases, config, data, key, memory, runtime};
@@ -36,9 +36,10 @@ fn workload() -> Vec<Op> {
 /// Runs `ops` through a wrapper with `plan` over a fresh store (tokio's paused clock).
 fn run(plan: &Plan, ops: &[Op]) -> History {
     runtime().block_on(async {
-        let faulty = FaultyStore::new(memory(), plan.clone());
+        let faulty = std::sync::Arc::new(FaultyDriver::new(memory(), plan.clone()));
+        let wrapped = docstore::Store::from_driver(faulty.clone());
         for op in ops {
-            op.run(&faulty).await;
+            op.run(&wrapped).await;
         }
         faulty.history()
     })
@@ -110,14 +111,15 @@ fn concurrent_calls_replay_exactly() {
     let race = || {
         runtime().block_on(async {
             let plan = Plan::seeded(11).with(Fault::Latency(Duration::from_millis(10)), 0.5);
-            let faulty = std::sync::Arc::new(FaultyStore::new(memory(), plan));
+            let faulty = std::sync::Arc::new(FaultyDriver::new(memory(), plan));
+            let wrapped = docstore::Store::from_driver(faulty.clone());
             let tasks: Vec<_> = ["x", "y"]
                 .into_iter()
                 .map(|id| {
-                    let faulty = faulty.clone();
+                    let wrapped = wrapped.clone();
                     tokio::spawn(async move {
                         for n in 0..10 {
-                            faulty.put(&key("race", id), data(n), id).await.unwrap();
+                            wrapped.put(&key("race", id), data(n), id).await.unwrap();
                         }
                     })
                 })

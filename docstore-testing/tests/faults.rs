@@ -4,15 +4,14 @@ mod support;
 
 use docstore::{Error, Store, Write};
 use docstore_testing::{
-    CONCURRENT_ACTOR, CallKind, ErrorKind, Fault, FaultyStore, Injected, Outcome, Plan,
+    CONCURRENT_ACTOR, CallKind, ErrorKind, Fault, FaultyDriver, Injected, Outcome, Plan,
 };
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Duration;
 use support::{Op, data, key, memory, restorable, snapshot};
 
 /// A store holding `tickets/T-1 {"n":1}` and `tickets/T-2 {"n":2}`, both at version 1.
-async fn seeded() -> Arc<dyn Store> {
+async fn seeded() -> Store {
     let store = memory();
     for (id, n) in [("T-1", 1), ("T-2", 2)] {
         store
@@ -52,11 +51,15 @@ fn unavailable() -> Outcome {
 async fn unavailable_applies_nothing() {
     for op in writes() {
         let store = seeded().await;
-        let before = snapshot(&*store).await;
-        let faulty = FaultyStore::new(store.clone(), Plan::new().on_call(1, Fault::Unavailable));
+        let before = snapshot(&store).await;
+        let faulty = std::sync::Arc::new(FaultyDriver::new(
+            store.clone(),
+            Plan::new().on_call(1, Fault::Unavailable),
+        ));
+        let wrapped = docstore::Store::from_driver(faulty.clone());
 
-        assert_eq!(op.run(&faulty).await, unavailable(), "{op:?}");
-        assert_eq!(snapshot(&*store).await, before, "{op:?} changed the store");
+        assert_eq!(op.run(&wrapped).await, unavailable(), "{op:?}");
+        assert_eq!(snapshot(&store).await, before, "{op:?} changed the store");
         let history = faulty.history();
         let entry = &history.entries()[0];
         assert_eq!(entry.injected, Some(Injected::Unavailable), "{history}");
@@ -69,14 +72,18 @@ async fn unavailable_applies_nothing() {
 async fn a_lost_answer_applies_exactly_once() {
     for op in writes() {
         let reference = seeded().await;
-        assert!(op.run(&*reference).await.is_ok(), "{op:?} fails by itself");
+        assert!(op.run(&reference).await.is_ok(), "{op:?} fails by itself");
         let store = seeded().await;
-        let faulty = FaultyStore::new(store.clone(), Plan::new().on_call(1, Fault::LostAnswer));
+        let faulty = std::sync::Arc::new(FaultyDriver::new(
+            store.clone(),
+            Plan::new().on_call(1, Fault::LostAnswer),
+        ));
+        let wrapped = docstore::Store::from_driver(faulty.clone());
 
-        assert_eq!(op.run(&faulty).await, unavailable(), "{op:?}");
+        assert_eq!(op.run(&wrapped).await, unavailable(), "{op:?}");
         assert_eq!(
-            snapshot(&*store).await,
-            snapshot(&*reference).await,
+            snapshot(&store).await,
+            snapshot(&reference).await,
             "{op:?} was not applied exactly once"
         );
         let history = faulty.history();
@@ -92,23 +99,23 @@ async fn latency_delays_the_call_and_nothing_else() {
     let delay = Duration::from_millis(250);
     for op in writes() {
         let reference = seeded().await;
-        let expected = op.run(&*reference).await;
+        let expected = op.run(&reference).await;
         let store = seeded().await;
-        let faulty = FaultyStore::new(store.clone(), Plan::new().on_call(1, Fault::Latency(delay)));
+        let faulty = std::sync::Arc::new(FaultyDriver::new(
+            store.clone(),
+            Plan::new().on_call(1, Fault::Latency(delay)),
+        ));
+        let wrapped = docstore::Store::from_driver(faulty.clone());
 
         let start = tokio::time::Instant::now();
-        assert_eq!(op.run(&faulty).await, expected, "{op:?}");
+        assert_eq!(op.run(&wrapped).await, expected, "{op:?}");
         // tokio's paused clock: the wait is exact and takes no real time.
         let waited = start.elapsed();
         assert!(
             waited >= delay && waited < delay + Duration::from_millis(1),
             "{waited:?}"
         );
-        assert_eq!(
-            snapshot(&*store).await,
-            snapshot(&*reference).await,
-            "{op:?}"
-        );
+        assert_eq!(snapshot(&store).await, snapshot(&reference).await, "{op:?}");
         assert_eq!(
             faulty.history().entries()[0].injected,
             Some(Injected::Latency(delay))
@@ -119,13 +126,14 @@ async fn latency_delays_the_call_and_nothing_else() {
 #[tokio::test]
 async fn a_concurrent_writer_makes_update_if_conflict() {
     let store = seeded().await;
-    let faulty = FaultyStore::new(
+    let faulty = std::sync::Arc::new(FaultyDriver::new(
         store.clone(),
         Plan::new().on_call(1, Fault::ConcurrentWrite),
-    );
+    ));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
     let t1 = key("tickets", "T-1");
 
-    let answer = faulty.update_if(&t1, &data(5), 1, "app").await;
+    let answer = wrapped.update_if(&t1, &data(5), 1, "app").await;
     assert!(
         matches!(answer, Err(Error::Conflict { current: 2 })),
         "{answer:?}"
@@ -159,13 +167,14 @@ async fn a_concurrent_writer_makes_update_if_conflict() {
 #[tokio::test]
 async fn a_concurrent_writer_makes_delete_if_conflict() {
     let store = seeded().await;
-    let faulty = FaultyStore::new(
+    let faulty = std::sync::Arc::new(FaultyDriver::new(
         store.clone(),
         Plan::new().on_call(1, Fault::ConcurrentWrite),
-    );
+    ));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
     let t2 = key("tickets", "T-2");
 
-    let answer = faulty.delete_if(&t2, 1).await;
+    let answer = wrapped.delete_if(&t2, 1).await;
     assert!(
         matches!(answer, Err(Error::Conflict { current: 2 })),
         "{answer:?}"
@@ -181,13 +190,14 @@ async fn a_concurrent_writer_fails_a_whole_batch() {
     let plan = Plan::new()
         .concurrent_patch(patch)
         .on_call(1, Fault::ConcurrentWrite);
-    let faulty = FaultyStore::new(store.clone(), plan);
+    let faulty = std::sync::Arc::new(FaultyDriver::new(store.clone(), plan));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
     let writes = [
         Write::create(key("other", "O-1"), data(1)),
         Write::update_if(key("tickets", "T-1"), data(5), 1),
     ];
 
-    let answer = faulty.write_all(&writes, "app").await;
+    let answer = wrapped.write_all(&writes, "app").await;
     let failure = answer.as_ref().err().and_then(Error::batch_failure);
     assert!(
         matches!(failure, Some((1, Error::Conflict { current: 2 }))),
@@ -205,12 +215,13 @@ async fn a_concurrent_writer_fails_a_whole_batch() {
 #[tokio::test]
 async fn a_concurrent_writer_finds_nothing_to_change() {
     let store = seeded().await;
-    let faulty = FaultyStore::new(
+    let faulty = std::sync::Arc::new(FaultyDriver::new(
         store.clone(),
         Plan::new().on_call(1, Fault::ConcurrentWrite),
-    );
+    ));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
 
-    let answer = faulty
+    let answer = wrapped
         .update_if(&key("tickets", "T-7"), &data(5), 1, "app")
         .await;
     assert!(matches!(answer, Err(Error::NotFound)), "{answer:?}");
@@ -231,10 +242,11 @@ async fn a_fault_that_does_not_apply_is_skipped() {
     let plan = Plan::new()
         .on_call(1, Fault::ShortPage)
         .on_call(2, Fault::ConcurrentWrite);
-    let faulty = FaultyStore::new(store.clone(), plan);
+    let faulty = std::sync::Arc::new(FaultyDriver::new(store.clone(), plan));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
 
-    assert!(faulty.get(&key("tickets", "T-1")).await.unwrap().is_some());
-    faulty
+    assert!(wrapped.get(&key("tickets", "T-1")).await.unwrap().is_some());
+    wrapped
         .put(&key("tickets", "T-1"), data(7), "app")
         .await
         .unwrap();
@@ -263,15 +275,16 @@ async fn rules_hit_only_the_calls_they_target() {
     let plan = Plan::seeded(3)
         .with_on(CallKind::Get, Fault::Unavailable, 1.0)
         .with(Fault::LostAnswer, 0.0);
-    let faulty = FaultyStore::new(store.clone(), plan);
+    let faulty = std::sync::Arc::new(FaultyDriver::new(store.clone(), plan));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
     let t1 = key("tickets", "T-1");
 
     for _ in 0..5 {
         assert!(matches!(
-            faulty.get(&t1).await,
+            wrapped.get(&t1).await,
             Err(Error::Unavailable { .. })
         ));
-        faulty.update(&t1, &data(1), "app").await.unwrap();
+        wrapped.update(&t1, &data(1), "app").await.unwrap();
     }
     let history = faulty.history();
     assert_eq!(history.len(), 10);
@@ -285,12 +298,13 @@ async fn rules_hit_only_the_calls_they_target() {
 async fn the_nth_call_of_a_kind() {
     let store = seeded().await;
     let plan = Plan::new().on_nth(CallKind::UpdateIf, 2, Fault::LostAnswer);
-    let faulty = FaultyStore::new(store.clone(), plan);
+    let faulty = std::sync::Arc::new(FaultyDriver::new(store.clone(), plan));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
     let t1 = key("tickets", "T-1");
 
     for version in 1..=3 {
-        faulty.get(&t1).await.unwrap();
-        let answer = faulty.update_if(&t1, &data(0), version, "app").await;
+        wrapped.get(&t1).await.unwrap();
+        let answer = wrapped.update_if(&t1, &data(0), version, "app").await;
         assert_eq!(answer.is_err(), version == 2, "{answer:?}");
     }
     let history = faulty.history();
@@ -303,13 +317,14 @@ async fn the_nth_call_of_a_kind() {
 async fn reads_report_what_they_saw() {
     let store = seeded().await;
     let plan = Plan::new().on_call(2, Fault::LostAnswer);
-    let faulty = FaultyStore::new(store.clone(), plan);
+    let faulty = std::sync::Arc::new(FaultyDriver::new(store.clone(), plan));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
 
     let keys = [key("tickets", "T-1"), key("tickets", "T-5")];
-    assert_eq!(faulty.get_many(&keys).await.unwrap().len(), 2);
-    assert!(faulty.count("acme").await.is_err());
-    faulty.collections("acme").await.unwrap();
-    faulty
+    assert_eq!(wrapped.get_many(&keys).await.unwrap().len(), 2);
+    assert!(wrapped.count("acme").await.is_err());
+    wrapped.collections("acme").await.unwrap();
+    wrapped
         .recount("acme", docstore::RecountMode::Report)
         .await
         .unwrap();
@@ -326,11 +341,12 @@ async fn reads_report_what_they_saw() {
 async fn a_call_given_up_during_latency_is_recorded_as_cancelled() {
     let store = seeded().await;
     let plan = Plan::new().on_call(1, Fault::Latency(Duration::from_secs(5)));
-    let faulty = FaultyStore::new(store.clone(), plan);
+    let faulty = std::sync::Arc::new(FaultyDriver::new(store.clone(), plan));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
     let t1 = key("tickets", "T-1");
 
     // The app's own deadline is shorter than the injected latency.
-    let put = faulty.put(&t1, data(5), "app");
+    let put = wrapped.put(&t1, data(5), "app");
     let answer = tokio::time::timeout(Duration::from_secs(1), put).await;
     assert!(answer.is_err(), "the deadline passed first");
     assert_eq!(store.get(&t1).await.unwrap().unwrap().version, 1);

@@ -5,13 +5,13 @@ mod support;
 
 use docstore::query::{CursorPosition, evaluate};
 use docstore::{Document, Query, Store};
-use docstore_testing::{Fault, FaultyStore, Injected, Plan};
+use docstore_testing::{Fault, FaultyDriver, Injected, Plan};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use support::{SITE, cases, config, key, memory, runtime};
 
 /// Every page of `query`, following `next` (at most 1 000 pages).
-async fn walk(store: &dyn Store, query: &Query) -> docstore::Result<Vec<Vec<Document>>> {
+async fn walk(store: &Store, query: &Query) -> docstore::Result<Vec<Vec<Document>>> {
     let mut pages = Vec::new();
     let mut cursor = None;
     for _ in 0..1_000 {
@@ -28,7 +28,7 @@ async fn walk(store: &dyn Store, query: &Query) -> docstore::Result<Vec<Vec<Docu
 }
 
 /// `n` documents `d00`, `d01`, ... with `{"n": i % 4}`.
-async fn documents(store: &dyn Store, n: usize) {
+async fn documents(store: &Store, n: usize) {
     for i in 0..n {
         let data = support::data(i64::try_from(i % 4).unwrap());
         store
@@ -41,13 +41,17 @@ async fn documents(store: &dyn Store, n: usize) {
 #[tokio::test]
 async fn every_page_ends_early_with_a_cursor() {
     let store = memory();
-    documents(&*store, 10).await;
-    let faulty = FaultyStore::new(store.clone(), Plan::seeded(5).with(Fault::ShortPage, 1.0));
+    documents(&store, 10).await;
+    let faulty = std::sync::Arc::new(FaultyDriver::new(
+        store.clone(),
+        Plan::seeded(5).with(Fault::ShortPage, 1.0),
+    ));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
     let query = Query::new().order_by_desc("n").limit(4);
 
-    let pages = walk(&faulty, &query).await.unwrap();
+    let pages = walk(&wrapped, &query).await.unwrap();
     let ids: Vec<String> = pages.concat().into_iter().map(|d| d.id).collect();
-    let expected = walk(&*store, &query).await.unwrap().concat();
+    let expected = walk(&store, &query).await.unwrap().concat();
     let expected: Vec<String> = expected.into_iter().map(|d| d.id).collect();
     assert_eq!(ids, expected);
 
@@ -68,7 +72,7 @@ async fn every_page_ends_early_with_a_cursor() {
 #[tokio::test]
 async fn a_last_page_may_point_to_an_empty_one() {
     let store = memory();
-    documents(&*store, 5).await;
+    documents(&store, 5).await;
     let query = Query::new().limit(3);
     let first = store.query(SITE, "docs", &query).await.unwrap();
     let last = query.clone().after(first.next);
@@ -77,21 +81,22 @@ async fn a_last_page_may_point_to_an_empty_one() {
     let mut found = None;
     for seed in 0..200 {
         let plan = Plan::seeded(seed).on_call(1, Fault::ShortPage);
-        let faulty = FaultyStore::new(store.clone(), plan);
-        let page = faulty.query(SITE, "docs", &last).await.unwrap();
+        let faulty = std::sync::Arc::new(FaultyDriver::new(store.clone(), plan));
+        let wrapped = docstore::Store::from_driver(faulty.clone());
+        let page = wrapped.query(SITE, "docs", &last).await.unwrap();
         if page.documents.len() == 2 {
-            found = Some((page, faulty));
+            found = Some((page, faulty, wrapped));
             break;
         }
     }
-    let (page, faulty) = found.expect("some seed keeps the whole page");
+    let (page, faulty, wrapped) = found.expect("some seed keeps the whole page");
     let history = faulty.history();
     let entry = &history.entries()[0];
     assert_eq!(entry.injected, Some(Injected::ShortPage { kept: 2, of: 2 }));
     let next = page.next.expect("a cursor after the last document");
     assert_eq!(CursorPosition::decode(&next).unwrap().id, "d04");
 
-    let after = faulty
+    let after = wrapped
         .query(SITE, "docs", &query.clone().after(Some(next)))
         .await
         .unwrap();
@@ -134,8 +139,12 @@ fn short_pages_lose_and_repeat_nothing() {
             .unwrap()
             .documents;
 
-            let faulty = FaultyStore::new(store, Plan::seeded(seed).with(Fault::ShortPage, p));
-            let walked = walk(&faulty, &query).await.unwrap().concat();
+            let faulty = std::sync::Arc::new(FaultyDriver::new(
+                store,
+                Plan::seeded(seed).with(Fault::ShortPage, p),
+            ));
+            let wrapped = docstore::Store::from_driver(faulty.clone());
+            let walked = walk(&wrapped, &query).await.unwrap().concat();
             prop_assert_eq!(walked, expected, "{}", faulty.history());
             Ok(())
         })

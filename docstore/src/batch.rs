@@ -8,7 +8,7 @@
 //! use serde_json::json;
 //!
 //! /// Moves `amount` from one account to another, or changes nothing.
-//! async fn transfer(store: &dyn Store, from: &Key, to: &Key, amount: i64) -> docstore::Result<()> {
+//! async fn transfer(store: &Store, from: &Key, to: &Key, amount: i64) -> docstore::Result<()> {
 //!     let (Some(a), Some(b)) = (store.get(from).await?, store.get(to).await?) else {
 //!         return Err(Error::NotFound);
 //!     };

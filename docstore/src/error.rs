@@ -3,7 +3,7 @@
 /// A boxed error that a backend wraps as the cause of [`Error::Unavailable`] or [`Error::Backend`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// Everything a [`Store`](crate::Store) call can fail with.
+/// Everything a [`Store`](crate::Store) call (and a [`Driver`](crate::driver::Driver) call) can fail with.
 ///
 /// Callers match on the variant, never on the message text. Every variant except
 /// [`Error::Unavailable`] and [`Error::Backend`] is returned only when the call changed nothing.
@@ -91,6 +91,25 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// A stored document did not deserialize into the type a typed
+    /// [`Collection`](crate::Collection) reads it as: the document is there, unchanged, but
+    /// its data does not fit `T` (a field of another type, a missing required field, ...).
+    #[error("document {key} does not decode: {message}")]
+    Decode {
+        /// The document's key, as `site/collection/id`.
+        key: String,
+        /// serde's message: what did not fit, and where.
+        message: String,
+    },
+
+    /// A walk of every match ([`Collection::stream`](crate::Collection::stream)) met a page
+    /// the backend could not answer exactly (DynamoDB's `max_scan` bound was reached, see
+    /// [`Page::exhausted_scan`](crate::Page::exhausted_scan)): the matches yielded so far are
+    /// right, but others may be missing. Declare an index that serves the query, raise the
+    /// bound, or order by `$id`.
+    #[error("partial answer: {0}")]
+    PartialAnswer(String),
+
     /// Any other backend failure.
     #[error("backend error: {message}")]
     Backend {
@@ -138,6 +157,13 @@ impl Error {
             message: message.into(),
             source: Some(source.into()),
         }
+    }
+}
+
+impl From<crate::query::ParseError> for Error {
+    /// A query text that does not parse is [`Error::InvalidArgument`] with the position.
+    fn from(err: crate::query::ParseError) -> Self {
+        Error::InvalidArgument(format!("query text, {err}"))
     }
 }
 

@@ -1,62 +1,82 @@
 //! # docstore
 //!
-//! One document store API — create, get, put, optimistic update, conditional update and
-//! delete, queries, per-collection counters — over interchangeable backends (in memory,
-//! SQLite, DynamoDB). An application holds an `Arc<dyn Store>` and picks the backend by
-//! configuration.
-//!
-//! This crate holds the contract and no backend: the [`Store`] trait, [`Document`], [`Key`]
-//! and the name rules, [`Error`], the [`query`] model with the reference evaluator, RFC 7386
-//! [`merge_patch`], write identities ([`WriteId`]), clocks and the shared
-//! [`config`] types. The behaviour every backend shows is specified in `docs/contract.md` and checked
-//! by the `conformance-tests` crate.
+//! One document store API — create, get, put, optimistic and conditional writes, queries with
+//! cursors and streams, per-collection counters, atomic batches — over interchangeable
+//! backends (in memory, SQLite, DynamoDB). An application holds a [`Store`], picks the backend
+//! by configuration (`docstore_any::open`), scopes each request to a tenant with
+//! [`Store::site`] and works with its own serde types in typed [`Collection`]s.
 //!
 //! ```
-//! use docstore::query::{Filter, Query};
-//! use docstore::{Key, Store};
+//! use futures_util::TryStreamExt;
+//! use serde::{Deserialize, Serialize};
 //!
-//! async fn open_tickets(store: &dyn Store) -> docstore::Result<usize> {
-//!     let key = Key::new("acme", "tickets", "T-1")?;
-//!     let data = docstore::object(serde_json::json!({"status": "open", "priority": 3}))?;
-//!     store.create(&key, data, "alice").await?;
-//!     let page = store
-//!         .query("acme", "tickets", &Query::new().filter(Filter::eq("status", "open")))
-//!         .await?;
-//!     Ok(page.documents.len())
+//! #[derive(Serialize, Deserialize)]
+//! struct Ticket {
+//!     title: String,
+//!     status: String,
+//!     priority: u32,
+//! }
+//!
+//! async fn triage(store: &docstore::Store) -> docstore::Result<Vec<String>> {
+//!     let tickets = store.site("acme")?.with_actor("alice")?.collection::<Ticket>("tickets")?;
+//!     let ticket = Ticket { title: "Printer on fire".into(), status: "open".into(), priority: 3 };
+//!     tickets.create("T-1", &ticket).await?;
+//!     // Read, change and write back; re-read and retry when someone wrote in between.
+//!     tickets.modify("T-1", |t| t.priority += 1).await?;
+//!     let urgent = docstore::Query::parse(r#"status = "open" and priority >= 3"#)?;
+//!     tickets.stream(&urgent).map_ok(|t| t.value.title).try_collect().await
 //! }
 //! ```
 //!
+//! The crate has two halves:
+//! - the front end apps use: [`Store`], [`Site`], [`Collection`], [`Versioned`], streams
+//!   ([`DocumentStream`]), the [`query`] model (builder, text form, reference evaluator),
+//!   [`Error`], [`Key`], batches ([`Write`], [`SiteBatch`]), [`config`];
+//! - the [`driver`] trait backends implement, which receives only checked input: the front
+//!   end validates names, actors, sizes, batches and queries once, for every backend.
+//!
+//! The behaviour every backend shows is specified in `docs/contract.md` and checked by the
+//! `conformance-tests` crate.
+//!
 //! Decisions where `docs/contract.md` is silent:
-//! - A [`Key`] can only be built valid, so invalid names are refused before any store call.
+//! - A [`Key`], a [`Site`] and a [`Collection`] can only be built valid, so invalid names are
+//!   refused before any store call.
 //! - Field paths step only into objects; a path through an array does not resolve.
 //! - Range operators compare only numbers with numbers, strings with strings and booleans with
 //!   booleans; arrays and objects never match a range.
-//! - A cursor is tied to the filter and order of its query, not to its limit: the page size may
-//!   change from page to page.
+//! - A cursor is tied to the site, collection, filter and order of its query, not to its
+//!   limit: the page size may change from page to page.
+//! - A stream's page size is its query's `limit` ([`front::DEFAULT_STREAM_PAGE`] without
+//!   one); `take(n)` bounds the number of items.
+//! - A site's writes are stamped with the site's actor, empty unless set
+//!   ([`Site::with_actor`]).
 
 pub mod batch;
 pub mod clock;
 pub mod config;
 pub mod document;
+pub mod driver;
 mod error;
+pub mod front;
 mod identity;
 pub mod index;
+pub mod json;
 pub mod key;
 mod options;
 mod patch;
 pub mod query;
-mod store;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategies;
 
 pub use batch::{Write, WriteOutcome};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use document::{Data, Document, object};
+pub use driver::{CounterChange, Explain, Page, Recount, RecountMode};
 pub use error::{BoxError, Error, Result};
+pub use front::{Collection, DocumentStream, Site, SiteBatch, Store, TypedPage, Versioned};
 pub use identity::WriteId;
 pub use index::{Index, IndexSet};
 pub use key::Key;
 pub use options::{DEFAULT_MAX_DOC_BYTES, StoreOptions};
 pub use patch::merge_patch;
 pub use query::{Cursor, Filter, Order, Query};
-pub use store::{CounterChange, Explain, Page, Recount, RecountMode, Store};

@@ -10,7 +10,6 @@ use docstore::document::data_size;
 use docstore::{Data, Document, Error, Key, Query, StoreOptions, Write, WriteOutcome};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Everything a case can observe about its site: every document of the listed collections,
 /// the counters and the count.
@@ -476,7 +475,7 @@ pub async fn batch_update_under_concurrent_writers(h: &dyn Harness) {
     let rounds = 10;
     let tasks: Vec<_> = (0..16)
         .map(|task| {
-            let store = Arc::clone(&ctx.store);
+            let store = ctx.store.clone();
             let hot = hot.clone();
             let own = ctx.key("own", &task.to_string());
             tokio::spawn(async move {
@@ -528,7 +527,7 @@ pub async fn batch_races_single_writes(h: &dyn Harness) {
             .version;
         let tasks: Vec<_> = (0..8)
             .map(|task| {
-                let (store, key, side) = (Arc::clone(&ctx.store), key.clone(), side.clone());
+                let (store, key, side) = (ctx.store.clone(), key.clone(), side.clone());
                 tokio::spawn(async move {
                     let patch = obj(json!({ "winner": task }));
                     let result = if task % 2 == 0 {
@@ -616,7 +615,7 @@ pub async fn transfers_keep_the_total(h: &dyn Harness) {
     let transfers_per_task = 15;
     let tasks: Vec<_> = (0..16u64)
         .map(|task| {
-            let store = Arc::clone(&ctx.store);
+            let store = ctx.store.clone();
             let keys: Vec<Key> = (0..accounts)
                 .map(|i| ctx.key("acct", &i.to_string()))
                 .collect();

@@ -4,7 +4,6 @@ use crate::Harness;
 use crate::support::{Ctx, obj};
 use docstore::{Error, Store};
 use serde_json::json;
-use std::sync::Arc;
 
 /// 16 tasks x 25 `update`s of one document, each adding its own key: all 400 keys are
 /// there and the version is 401.
@@ -14,7 +13,7 @@ pub async fn concurrent_updates_lose_nothing(h: &dyn Harness) {
     ctx.store.create(&key, obj(json!({})), "").await.unwrap();
     let tasks: Vec<_> = (0..16)
         .map(|task| {
-            let (store, key) = (Arc::clone(&ctx.store), key.clone());
+            let (store, key) = (ctx.store.clone(), key.clone());
             tokio::spawn(async move {
                 for i in 0..25 {
                     let patch = obj(json!({ format!("t{task}_{i}"): i }));
@@ -42,8 +41,8 @@ pub async fn concurrent_updates_lose_nothing(h: &dyn Harness) {
 /// Runs `attempt(store, task)` for 8 tasks at once and returns the tasks whose call
 /// succeeded; every failure must be one `is_loss` accepts.
 async fn race<T, F>(
-    store: &Arc<dyn Store>,
-    attempt: impl Fn(Arc<dyn Store>, usize) -> F,
+    store: &Store,
+    attempt: impl Fn(Store, usize) -> F,
     is_loss: impl Fn(&Error) -> bool,
 ) -> Vec<usize>
 where
@@ -52,7 +51,7 @@ where
 {
     let tasks: Vec<_> = (0..8)
         .map(|task| {
-            let call = attempt(Arc::clone(store), task);
+            let call = attempt(store.clone(), task);
             tokio::spawn(async move { call.await.map(|_| task) })
         })
         .collect();
@@ -119,7 +118,7 @@ pub async fn racing_create_has_one_winner(h: &dyn Harness) {
 /// Concurrent creates and deletes over two collections leave exact counters.
 pub async fn counters_exact_under_concurrency(h: &dyn Harness) {
     let ctx = Ctx::new(h, "conc").await;
-    async fn work(store: Arc<dyn Store>, site: String, task: usize) {
+    async fn work(store: Store, site: String, task: usize) {
         for i in 0..12 {
             let collection = if i % 2 == 0 { "even" } else { "odd" };
             let key = docstore::Key::new(&site, collection, format!("{task}-{i}")).unwrap();
@@ -130,7 +129,7 @@ pub async fn counters_exact_under_concurrency(h: &dyn Harness) {
         }
     }
     let tasks: Vec<_> = (0..8)
-        .map(|task| tokio::spawn(work(Arc::clone(&ctx.store), ctx.site.clone(), task)))
+        .map(|task| tokio::spawn(work(ctx.store.clone(), ctx.site.clone(), task)))
         .collect();
     for task in tasks {
         task.await.unwrap();
@@ -149,7 +148,7 @@ pub async fn concurrent_puts_create_once(h: &dyn Harness) {
     let key = ctx.key("c", "p");
     let tasks: Vec<_> = (0..8)
         .map(|task| {
-            let (store, key) = (Arc::clone(&ctx.store), key.clone());
+            let (store, key) = (ctx.store.clone(), key.clone());
             tokio::spawn(async move { store.put(&key, obj(json!({"by": task})), "").await })
         })
         .collect();

@@ -22,4 +22,7 @@ pub mod pagination;
 pub mod patch;
 pub mod properties;
 pub mod restore;
+pub mod sites;
 pub mod sorting;
+pub mod streams;
+pub mod typed;

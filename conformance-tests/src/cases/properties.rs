@@ -582,7 +582,7 @@ pub async fn random_queries_match_the_reference_evaluator(h: &dyn Harness) {
                 let mut ended = false;
                 for _ in 0..=stored.len() + 1 {
                     let paged = query.clone().after(cursor);
-                    let expected = evaluate(&stored, &paged).unwrap();
+                    let expected = paged.compile_for(&ctx.site, "q").unwrap().evaluate(&stored);
                     let got = ctx.store.query(&ctx.site, "q", &paged).await.unwrap();
                     prop_assert_eq!(&got.documents, &expected.documents, "{:?}", paged);
                     if knows_last || expected.next.is_some() {

@@ -41,12 +41,7 @@ struct Figures {
     wcu: usize,
 }
 
-async fn run(
-    store: &DynamoStore,
-    counter: &RequestCounter,
-    mode: CounterMode,
-    delete: bool,
-) -> Figures {
+async fn run(store: &Store, counter: &RequestCounter, mode: CounterMode, delete: bool) -> Figures {
     let mut latencies = Vec::with_capacity(CALLS);
     let mut data_bytes = 0;
     counter.take();
@@ -97,9 +92,10 @@ async fn main() {
             counters: mode,
             ..DynamoDbConfig::new(&table)
         };
-        let store = DynamoStore::from_client(client.clone(), &config, StoreOptions::default())
+        let driver = DynamoStore::from_client(client.clone(), &config, StoreOptions::default())
             .expect("valid settings");
-        store.create_table().await.expect("table");
+        driver.create_table().await.expect("table");
+        let store = Store::new(driver);
         for (call, delete) in [("create", false), ("delete", true)] {
             let figures = run(&store, &counter, mode, delete).await;
             rows.push((mode, call, figures));

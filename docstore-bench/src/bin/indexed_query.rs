@@ -184,7 +184,7 @@ fn stored(i: usize, data: Data) -> Document {
 }
 
 /// Writes documents `0..n` into `collection` in batches of the largest size.
-async fn load(store: &dyn Store, collection: &str, n: usize) {
+async fn load(store: &Store, collection: &str, n: usize) {
     let writes: Vec<Write> = (0..n)
         .map(|i| {
             Write::create(
@@ -199,7 +199,7 @@ async fn load(store: &dyn Store, collection: &str, n: usize) {
 }
 
 /// Checks the query's answer on `collection` of `store`; its plan.
-async fn check_docstore(store: &dyn Store, collection: &str, expected: &[String]) -> String {
+async fn check_docstore(store: &Store, collection: &str, expected: &[String]) -> String {
     let q = query();
     let page = store.query(SITE, collection, &q).await.expect("query");
     assert_eq!(
@@ -216,7 +216,7 @@ async fn check_docstore(store: &dyn Store, collection: &str, expected: &[String]
 }
 
 /// One run of the query on `collection` of `store`.
-async fn run_docstore(store: &dyn Store, collection: &str) {
+async fn run_docstore(store: &Store, collection: &str) {
     let page = store
         .query(SITE, collection, &query())
         .await
@@ -226,7 +226,7 @@ async fn run_docstore(store: &dyn Store, collection: &str) {
 
 /// Times the query on `collection` of `store` after checking its answer.
 async fn time_docstore(
-    store: &dyn Store,
+    store: &Store,
     collection: &str,
     expected: &[String],
     runs: usize,
@@ -294,7 +294,9 @@ fn memory_baseline_query(map: &RwLock<MemoryIndex>) -> Vec<Document> {
 
 async fn memory(args: &Args, expected: &[String]) -> QueryRow {
     let n = args.documents;
-    let store = MemoryStore::with_options(StoreOptions::default().with_indexes(indexes()));
+    let store = Store::new(MemoryStore::with_options(
+        StoreOptions::default().with_indexes(indexes()),
+    ));
     load(&store, TICKETS, n).await;
     load(&store, PLAIN, n).await;
     let unindexed = time_docstore(&store, PLAIN, expected, args.runs / 10)
@@ -328,13 +330,15 @@ async fn memory(args: &Args, expected: &[String]) -> QueryRow {
 
 /// A docstore SQLite store at `path` with the benchmark's indexes, `synchronous=NORMAL` like
 /// the hand-written side.
-fn open_sqlite(path: &std::path::Path) -> SqliteStore {
-    SqliteStore::open_with(
-        path,
-        StoreOptions::default().with_indexes(indexes()),
-        SqliteOptions::default().with_durability(Durability::Normal),
+fn open_sqlite(path: &std::path::Path) -> Store {
+    Store::new(
+        SqliteStore::open_with(
+            path,
+            StoreOptions::default().with_indexes(indexes()),
+            SqliteOptions::default().with_durability(Durability::Normal),
+        )
+        .expect("opens"),
     )
-    .expect("opens")
 }
 
 /// The hand-written table: docstore-sqlite's columns, data as JSON text, and the
@@ -565,13 +569,14 @@ async fn dynamodb(args: &Args, endpoint: &str) -> (QueryRow, Vec<WriteRow>) {
     let client = dynamo::client(endpoint, &counter).await;
     let table = dynamo::fresh_table_name();
     let config = docstore::config::DynamoDbConfig::new(&table);
-    let store = DynamoStore::from_client(
+    let driver = DynamoStore::from_client(
         client.clone(),
         &config,
         StoreOptions::default().with_indexes(indexes()),
     )
     .expect("valid settings");
-    store.create_table().await.expect("creates the table");
+    driver.create_table().await.expect("creates the table");
+    let store = Store::new(driver);
     let started = Instant::now();
     load(&store, TICKETS, n).await;
     println!(
@@ -633,11 +638,7 @@ fn queries_per_run(counter: &RequestCounter, runs: usize) -> f64 {
 
 /// Single creates, then single updates, of `ops` documents into the collections with 0, 1
 /// and 3 declared indexes.
-async fn write_cost(
-    store: &dyn Store,
-    ops: usize,
-    counter: Option<&RequestCounter>,
-) -> Vec<WriteRow> {
+async fn write_cost(store: &Store, ops: usize, counter: Option<&RequestCounter>) -> Vec<WriteRow> {
     let mut rows = Vec::new();
     for call in ["create", "update"] {
         let mut per_op = Vec::new();
@@ -762,7 +763,9 @@ async fn main() {
     };
     if wants("memory") {
         queries.push(memory(&args, &expected_local).await);
-        let store = MemoryStore::with_options(StoreOptions::default().with_indexes(indexes()));
+        let store = Store::new(MemoryStore::with_options(
+            StoreOptions::default().with_indexes(indexes()),
+        ));
         writes.extend(label(
             write_cost(&store, args.write_ops, None).await,
             "memory",

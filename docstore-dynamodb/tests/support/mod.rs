@@ -13,7 +13,6 @@ use aws_sdk_dynamodb::config::{Credentials, Region};
 use docstore::config::DynamoDbConfig;
 use docstore::{Store, StoreOptions};
 use docstore_dynamodb::DynamoStore;
-use std::sync::Arc;
 use tokio::sync::OnceCell;
 
 /// One of the two emulators the script starts.
@@ -136,7 +135,7 @@ pub struct Harness {
 
 #[async_trait]
 impl conformance_tests::Harness for Harness {
-    async fn open(&self, options: StoreOptions) -> Arc<dyn Store> {
+    async fn open(&self, options: StoreOptions) -> Store {
         let client = self.emulator.client();
         let store = match self.table {
             // Declared indexes need their GSIs: a table of its own, made with them.
@@ -155,7 +154,7 @@ impl conformance_tests::Harness for Harness {
                 store
             }
         };
-        Arc::new(store)
+        Store::new(store)
     }
 
     /// A filtered query in id order stops reading when its page is full, so the page after

@@ -33,7 +33,7 @@ pub fn tickets(data: &Data) -> Vec<String> {
         .unwrap_or_default()
 }
 
-async fn read(store: &dyn Store, key: &Key) -> Result<Board> {
+async fn read(store: &Store, key: &Key) -> Result<Board> {
     let doc = store.get(key).await?.ok_or(Error::NotFound)?;
     Ok(Board {
         tickets: tickets(&doc.data),
@@ -42,7 +42,7 @@ async fn read(store: &dyn Store, key: &Key) -> Result<Board> {
 }
 
 /// Writes `tickets` to the board if it is still at `version`.
-async fn write(store: &dyn Store, key: &Key, tickets: &[String], version: u64) -> Result<()> {
+async fn write(store: &Store, key: &Key, tickets: &[String], version: u64) -> Result<()> {
     let patch = docstore::object(json!({ "tickets": tickets }))?;
     store.update_if(key, &patch, version, ACTOR).await.map(drop)
 }
@@ -64,7 +64,7 @@ async fn retry(mut step: impl AsyncFnMut() -> Result<()>) -> Result<()> {
 ///
 /// Looks right, and survives unavailability and conflicts. But when the append's answer is
 /// lost, the retry reads the board *with* the ticket already on it and appends it again.
-pub async fn move_naive(store: &dyn Store, from: &Key, to: &Key, ticket: &str) -> Result<()> {
+pub async fn move_naive(store: &Store, from: &Key, to: &Key, ticket: &str) -> Result<()> {
     retry(async || {
         let mut board = read(store, from).await?;
         board.tickets.retain(|t| t != ticket);
@@ -82,7 +82,7 @@ pub async fn move_naive(store: &dyn Store, from: &Key, to: &Key, ticket: &str) -
 /// The correct move: each step is idempotent — it looks at the board it just read and does
 /// nothing when its change is already there (perhaps written by an attempt whose answer was
 /// lost). The ticket is added to `to` before it leaves `from`, so it is never on no board.
-pub async fn move_ticket(store: &dyn Store, from: &Key, to: &Key, ticket: &str) -> Result<()> {
+pub async fn move_ticket(store: &Store, from: &Key, to: &Key, ticket: &str) -> Result<()> {
     retry(async || {
         let mut board = read(store, to).await?;
         if board.tickets.iter().any(|t| t == ticket) {

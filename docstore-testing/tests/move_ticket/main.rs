@@ -10,7 +10,7 @@ mod support;
 
 use board::{board_data, move_naive, move_ticket, tickets};
 use docstore::Key;
-use docstore_testing::{CallKind, Fault, FaultyStore, History, Injected, Plan, strategy};
+use docstore_testing::{CallKind, Fault, FaultyDriver, History, Injected, Plan, strategy};
 use proptest::prelude::*;
 use proptest::test_runner::{RngAlgorithm, TestError, TestRng, TestRunner};
 use std::time::Duration;
@@ -44,10 +44,11 @@ async fn scenario(mover: Mover, plan: Plan) -> (History, Result<(), String>) {
             .await
     };
     setup.await.expect("the boards");
-    let faulty = FaultyStore::new(inner.clone(), plan);
+    let faulty = std::sync::Arc::new(FaultyDriver::new(inner.clone(), plan));
+    let wrapped = docstore::Store::from_driver(faulty.clone());
     let moved = match mover {
-        Mover::Naive => move_naive(&faulty, &board_a(), &board_b(), "T-2").await,
-        Mover::Correct => move_ticket(&faulty, &board_a(), &board_b(), "T-2").await,
+        Mover::Naive => move_naive(&wrapped, &board_a(), &board_b(), "T-2").await,
+        Mover::Correct => move_ticket(&wrapped, &board_a(), &board_b(), "T-2").await,
     };
     let history = faulty.history();
     let verdict = match moved {

@@ -14,9 +14,9 @@ pub const SITE: &str = "acme";
 
 /// A memory store on a clock that stands still, so two stores given the same calls hold
 /// equal documents, timestamps included.
-pub fn memory() -> Arc<dyn Store> {
+pub fn memory() -> Store {
     let clock = Arc::new(ManualClock::new(1_000));
-    Arc::new(MemoryStore::with_options(
+    Store::new(MemoryStore::with_options(
         StoreOptions::default().with_clock(clock),
     ))
 }
@@ -32,7 +32,7 @@ pub fn data(n: i64) -> Data {
 }
 
 /// Every document of the site, by collection and id.
-pub async fn snapshot(store: &dyn Store) -> Vec<(String, Document)> {
+pub async fn snapshot(store: &Store) -> Vec<(String, Document)> {
     let mut all = Vec::new();
     for (collection, _) in store.collections(SITE).await.expect("collections") {
         let page = store
@@ -67,7 +67,7 @@ pub enum Op {
 
 impl Op {
     /// Runs the call; a success is `Outcome::Ok("ok")` (see [`ok_or_kind`]).
-    pub async fn run(&self, store: &dyn Store) -> Outcome {
+    pub async fn run(&self, store: &Store) -> Outcome {
         match self {
             Op::Create(key, data) => kind(store.create(key, data.clone(), "app").await),
             Op::Get(key) => kind(store.get(key).await),

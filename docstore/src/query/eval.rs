@@ -4,7 +4,7 @@ use super::cursor::{CursorPosition, fingerprint};
 use super::ordering::{canonical_json, compare_values, range_ordering, values_equal};
 use super::{Cursor, FieldPath, Filter, Query};
 use crate::document::Document;
-use crate::store::Page;
+use crate::driver::Page;
 use crate::{Error, Result};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -69,6 +69,11 @@ impl CompiledFilter {
             Filter::Exists(f) => CompiledFilter::Exists(path(f)?),
             Filter::Prefix(f, p) => CompiledFilter::Prefix(path(f)?, p.clone()),
             Filter::Contains(f, v) => CompiledFilter::Contains(path(f)?, v.clone()),
+            Filter::Unserializable { field, message } => {
+                return Err(Error::invalid(format!(
+                    "the value for field {field:?} does not serialize to JSON: {message}"
+                )));
+            }
         })
     }
 
@@ -125,6 +130,18 @@ impl CompiledQuery {
     /// Checks `query`: every path, `limit` (not 0), and the cursor (decodable, and made by a
     /// query with the same filter and order).
     pub fn new(query: &Query) -> Result<Self> {
+        Self::with_scope(query, None)
+    }
+
+    /// [`new`](Self::new) for a query over one collection of one site (both names checked):
+    /// its cursors carry the scope, so a cursor of another site or collection is refused.
+    pub fn for_collection(site: &str, collection: &str, query: &Query) -> Result<Self> {
+        crate::key::validate_site(site)?;
+        crate::key::validate_collection(collection)?;
+        Self::with_scope(query, Some((site, collection)))
+    }
+
+    fn with_scope(query: &Query, scope: Option<(&str, &str)>) -> Result<Self> {
         let filter = query.filter.as_ref().map(CompiledFilter::new).transpose()?;
         let order = query
             .order
@@ -138,8 +155,11 @@ impl CompiledQuery {
         }
         // Canonical text, so that the fingerprint does not depend on the key order of object
         // values in the filter (serde_json keeps insertion order under `preserve_order`).
-        let shape =
-            serde_json::to_value((&query.filter, &query.order)).expect("a query always serializes");
+        let shape = match scope {
+            None => serde_json::to_value((&query.filter, &query.order)),
+            Some(scope) => serde_json::to_value((scope, &query.filter, &query.order)),
+        }
+        .expect("a query always serializes");
         let fingerprint = fingerprint(canonical_json(&shape).as_bytes());
         let after = match &query.cursor {
             None => None,
@@ -147,7 +167,7 @@ impl CompiledQuery {
                 let position = CursorPosition::decode(cursor)?;
                 if position.fingerprint != fingerprint || position.keys.len() != order.len() {
                     return Err(Error::invalid(
-                        "cursor belongs to a query with another filter or order",
+                        "cursor belongs to a query with another filter or order, or of another site or collection",
                     ));
                 }
                 Some(position)

@@ -20,11 +20,13 @@ mod cursor;
 mod eval;
 mod ordering;
 mod path;
+mod text;
 
 pub use cursor::{Cursor, CursorPosition};
 pub use eval::{CompiledFilter, CompiledQuery, MAX_FILTER_DEPTH, evaluate, matches};
 pub use ordering::{canonical_json, compare_numbers, compare_values, range_ordering, values_equal};
 pub use path::{FieldPath, resolve_in};
+pub use text::ParseError;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -105,6 +107,60 @@ impl Query {
     pub fn compile(&self) -> crate::Result<CompiledQuery> {
         CompiledQuery::new(self)
     }
+
+    /// [`compile`](Self::compile) for one collection of one site, as the front end runs it:
+    /// the names are checked and the cursors are bound to them
+    /// ([`CompiledQuery::for_collection`]).
+    pub fn compile_for(&self, site: &str, collection: &str) -> crate::Result<CompiledQuery> {
+        CompiledQuery::for_collection(site, collection, self)
+    }
+
+    /// Parses the text form people type at a terminal (the command line's language; see
+    /// [`ParseError`] for where it stopped making sense):
+    ///
+    /// ```
+    /// use docstore::{Filter, Query};
+    ///
+    /// let query = Query::parse(r#"status = "open" and priority >= 3 order by $updated_at desc limit 20"#)?;
+    /// assert_eq!(query, Query::new()
+    ///     .filter(Filter::eq("status", "open").and(Filter::gte("priority", 3)))
+    ///     .order_by_desc("$updated_at")
+    ///     .limit(20));
+    /// # Ok::<(), docstore::query::ParseError>(())
+    /// ```
+    ///
+    /// The grammar (keywords are case-insensitive; values are JSON):
+    ///
+    /// ```text
+    /// query   := [filter] [ORDER BY field [ASC|DESC] {, field [ASC|DESC]}] [LIMIT n]
+    /// filter  := and {OR and}
+    /// and     := unary {AND unary}
+    /// unary   := NOT unary | primary
+    /// primary := ( filter ) | ALL( [filter {, filter}] ) | ANY( [filter {, filter}] )
+    ///          | EXISTS field
+    ///          | field (= | != | < | <= | > | >=) value
+    ///          | field IN [value, ...] | field PREFIX "text" | field CONTAINS value
+    /// field   := a path such as address.city, a\.dotted\.key or $updated_at; a part in
+    ///            backquotes is one literal key: `odd name`, `a.b`, `$id` (a data key),
+    ///            address.`zip code` (a backquote inside is doubled)
+    /// ```
+    pub fn parse(text: &str) -> Result<Query, ParseError> {
+        text::parse(text)
+    }
+
+    /// The text form of the query, which [`Query::parse`] reads back as the same query
+    /// (the cursor and `consistent` are not part of it).
+    ///
+    /// ```
+    /// use docstore::{Filter, Query};
+    ///
+    /// let query = Query::new().filter(!Filter::exists("closed_at")).order_by_desc("priority");
+    /// assert_eq!(query.to_text(), "NOT EXISTS closed_at ORDER BY priority DESC");
+    /// assert_eq!(Query::parse(&query.to_text()).unwrap(), query);
+    /// ```
+    pub fn to_text(&self) -> String {
+        text::to_text(self)
+    }
 }
 
 /// A sort key.
@@ -170,39 +226,70 @@ pub enum Filter {
     Prefix(String, String),
     /// The field is an array with an element equal to the value.
     Contains(String, Value),
+    /// A value given to a builder ([`Filter::eq`], ...) that did not serialize to JSON, with
+    /// serde's message: compiling the query refuses it with
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the field. Never
+    /// serialized.
+    #[serde(skip)]
+    Unserializable {
+        /// The field the value was for.
+        field: String,
+        /// Why serializing it failed.
+        message: String,
+    },
+}
+
+/// A builder's value as JSON, or the filter that says why it has none.
+fn with_value(
+    field: impl Into<String>,
+    value: impl Serialize,
+    make: fn(String, Value) -> Filter,
+) -> Filter {
+    let field = field.into();
+    match serde_json::to_value(value) {
+        Ok(value) => make(field, value),
+        Err(err) => Filter::Unserializable {
+            field,
+            message: err.to_string(),
+        },
+    }
 }
 
 impl Filter {
     /// `field == value`.
-    pub fn eq(field: impl Into<String>, value: impl Into<Value>) -> Self {
-        Filter::Eq(field.into(), value.into())
+    pub fn eq(field: impl Into<String>, value: impl Serialize) -> Self {
+        with_value(field, value, Filter::Eq)
     }
     /// `field != value` (also true when the field is missing).
-    pub fn ne(field: impl Into<String>, value: impl Into<Value>) -> Self {
-        Filter::Ne(field.into(), value.into())
+    pub fn ne(field: impl Into<String>, value: impl Serialize) -> Self {
+        with_value(field, value, Filter::Ne)
     }
     /// `field < value`.
-    pub fn lt(field: impl Into<String>, value: impl Into<Value>) -> Self {
-        Filter::Lt(field.into(), value.into())
+    pub fn lt(field: impl Into<String>, value: impl Serialize) -> Self {
+        with_value(field, value, Filter::Lt)
     }
     /// `field <= value`.
-    pub fn lte(field: impl Into<String>, value: impl Into<Value>) -> Self {
-        Filter::Lte(field.into(), value.into())
+    pub fn lte(field: impl Into<String>, value: impl Serialize) -> Self {
+        with_value(field, value, Filter::Lte)
     }
     /// `field > value`.
-    pub fn gt(field: impl Into<String>, value: impl Into<Value>) -> Self {
-        Filter::Gt(field.into(), value.into())
+    pub fn gt(field: impl Into<String>, value: impl Serialize) -> Self {
+        with_value(field, value, Filter::Gt)
     }
     /// `field >= value`.
-    pub fn gte(field: impl Into<String>, value: impl Into<Value>) -> Self {
-        Filter::Gte(field.into(), value.into())
+    pub fn gte(field: impl Into<String>, value: impl Serialize) -> Self {
+        with_value(field, value, Filter::Gte)
     }
     /// `field` equals one of `values`.
-    pub fn is_in<V: Into<Value>>(
+    pub fn is_in<V: Serialize>(
         field: impl Into<String>,
         values: impl IntoIterator<Item = V>,
     ) -> Self {
-        Filter::In(field.into(), values.into_iter().map(Into::into).collect())
+        let values: Vec<V> = values.into_iter().collect();
+        with_value(field, values, |field, values| match values {
+            Value::Array(values) => Filter::In(field, values),
+            other => Filter::In(field, vec![other]),
+        })
     }
     /// `field` resolves.
     pub fn exists(field: impl Into<String>) -> Self {
@@ -213,8 +300,8 @@ impl Filter {
         Filter::Prefix(field.into(), prefix.into())
     }
     /// `field` is an array holding `value`.
-    pub fn contains(field: impl Into<String>, value: impl Into<Value>) -> Self {
-        Filter::Contains(field.into(), value.into())
+    pub fn contains(field: impl Into<String>, value: impl Serialize) -> Self {
+        with_value(field, value, Filter::Contains)
     }
     /// All of `filters`.
     pub fn all(filters: impl IntoIterator<Item = Filter>) -> Self {

@@ -14,11 +14,8 @@
 //! Then serde_json parses with its recursion limit off, which is safe because the pass
 //! bounded the depth.
 
-use docstore::document::MAX_DEPTH;
+use crate::document::MAX_DEPTH;
 use serde::de::DeserializeOwned;
-
-/// The deepest nesting an export line may have: the line object, then the data.
-pub const MAX_LINE_DEPTH: usize = MAX_DEPTH + 1;
 
 /// Why a text is not acceptable JSON.
 #[derive(Debug)]
@@ -176,6 +173,9 @@ fn at(text: &str, offset: usize, message: String) -> JsonError {
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+
+    /// An export line's depth: the line object, then the data.
+    const MAX_LINE_DEPTH: usize = MAX_DEPTH + 1;
 
     fn value(text: &str) -> Result<Value, String> {
         parse::<Value>(text, MAX_DEPTH).map_err(|e| e.message)

@@ -22,23 +22,22 @@
 //! ```
 //!
 //! `AND` binds tighter than `OR`; a chain `a AND b AND c` is one `And` of three. Errors name
-//! the column where the text stopped making sense. [`to_text`] prints a query so that
-//! [`parse`] gives it back unchanged (the cursor is not part of the text form).
+//! the column where the text stopped making sense. [`Query::to_text`] prints a query so that
+//! [`Query::parse`] gives it back unchanged (the cursor is not part of the text form).
 //!
 //! ```
 //! use docstore::{Filter, Query};
-//! use docstore_cli::text_query::{parse, to_text};
 //!
-//! let query = parse(r#"status = "open" and priority >= 3 order by $updated_at desc limit 20"#).unwrap();
+//! let query = Query::parse(r#"status = "open" and priority >= 3 order by $updated_at desc limit 20"#).unwrap();
 //! assert_eq!(query, Query::new()
 //!     .filter(Filter::eq("status", "open").and(Filter::gte("priority", 3)))
 //!     .order_by_desc("$updated_at")
 //!     .limit(20));
-//! assert_eq!(parse(&to_text(&query)).unwrap(), query);
-//! assert_eq!(parse("status = ").unwrap_err().column, 10);
+//! assert_eq!(Query::parse(&query.to_text()).unwrap(), query);
+//! assert_eq!(Query::parse("status = ").unwrap_err().column, 10);
 //! ```
 
-use docstore::{Filter, Order, Query};
+use crate::query::{Filter, Order, Query};
 use serde_json::Value;
 use std::fmt;
 
@@ -75,7 +74,7 @@ const KEYWORDS: [&str; 14] = [
 ];
 
 /// Parses the text form.
-pub fn parse(text: &str) -> Result<Query, ParseError> {
+pub(crate) fn parse(text: &str) -> Result<Query, ParseError> {
     let mut parser = Parser { text, pos: 0 };
     let mut query = Query::new();
     parser.skip_ws();
@@ -146,7 +145,7 @@ fn split_path(path: &str) -> Option<Vec<(String, String)>> {
 }
 
 /// Prints a query in the text form ([`parse`] gives it back; the cursor is left out).
-pub fn to_text(query: &Query) -> String {
+pub(crate) fn to_text(query: &Query) -> String {
     let mut parts = Vec::new();
     if let Some(filter) = &query.filter {
         parts.push(filter_text(filter, true));
@@ -202,6 +201,13 @@ fn filter_text(filter: &Filter, top: bool) -> String {
             value(&Value::from(p.as_str()))
         ),
         Filter::Contains(f, v) => format!("{} CONTAINS {}", field_text(f), value(v)),
+        // No text parses as this, as no query compiles with it.
+        Filter::Unserializable { field, message } => {
+            format!(
+                "<value for {} that does not serialize: {message}>",
+                field_text(field)
+            )
+        }
     }
 }
 
@@ -659,7 +665,7 @@ mod tests {
         })]
 
         #[test]
-        fn printing_then_parsing_gives_the_query_back(query in docstore::strategies::query()) {
+        fn printing_then_parsing_gives_the_query_back(query in crate::strategies::query()) {
             let text = to_text(&query);
             let parsed = parse(&text).map_err(|e| TestCaseError::fail(format!("{e} in {text}")))?;
             prop_assert_eq!(parsed, query, "{}", text);

@@ -1,10 +1,11 @@
-//! The `Store` trait every backend implements.
+//! The backend-facing half: the [`Driver`] trait every backend implements, and the answers
+//! it gives ([`Page`], [`Explain`], [`Recount`]).
 
 use crate::Result;
 use crate::batch::{Write, WriteOutcome};
 use crate::document::{Data, Document};
 use crate::key::Key;
-use crate::query::{Cursor, Query};
+use crate::query::{CompiledQuery, Cursor};
 use async_trait::async_trait;
 
 /// One page of a query's answer.
@@ -19,7 +20,7 @@ pub struct Page {
     pub exhausted_scan: bool,
 }
 
-/// How a backend would run a query: the answer of [`Store::explain`].
+/// How a backend would run a query: the answer of [`Store::explain`](crate::Store::explain).
 ///
 /// ```
 /// use docstore::Explain;
@@ -115,7 +116,7 @@ impl std::fmt::Display for Explain {
     }
 }
 
-/// What [`Store::recount`] does with the differences it finds.
+/// What [`Store::recount`](crate::Store::recount) does with the differences it finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecountMode {
     /// Only report them (`docstore fsck`).
@@ -135,7 +136,7 @@ pub struct CounterChange {
     pub documents: u64,
 }
 
-/// What [`Store::recount`] found.
+/// What [`Store::recount`](crate::Store::recount) found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Recount {
     /// Every collection of the site holding at least one document, by name, with the number
@@ -146,15 +147,26 @@ pub struct Recount {
     pub changes: Vec<CounterChange>,
 }
 
-/// A document store: the one API every backend implements.
+/// A backend: what needs the database, and nothing else.
 ///
-/// The trait is object safe; applications hold an `Arc<dyn Store>` and choose the backend by
-/// configuration. The contract (semantics, errors, query rules) is `docs/contract.md`, and the
-/// `conformance-tests` crate checks it for every backend.
+/// Applications never call a driver: they hold a [`Store`](crate::Store) (built with
+/// [`Store::new`](crate::Store::new) over a driver), which checks every input first — names,
+/// actors, sizes, nesting depth, batch limits and distinct keys, queries and cursors — and
+/// calls the driver only with inputs that passed, and which scopes, types and streams the
+/// answers. The semantics every driver must show are `docs/contract.md`; the
+/// `conformance-tests` crate checks them through the front end, for every driver.
+///
+/// The trait is object safe (the front end holds an `Arc<dyn Driver>`), so wrappers stack: a
+/// driver that wraps another (fault injection, logging, metrics) implements this trait and
+/// forwards.
 ///
 /// Every failed write leaves the store exactly as it was.
 #[async_trait]
-pub trait Store: Send + Sync + std::fmt::Debug {
+pub trait Driver: Send + Sync + std::fmt::Debug {
+    /// The options the driver was built with: the front end checks sizes against
+    /// [`StoreOptions::max_doc_bytes`](crate::StoreOptions::max_doc_bytes).
+    fn options(&self) -> &crate::StoreOptions;
+
     /// Creates a document at version 1; [`Error::AlreadyExists`](crate::Error::AlreadyExists)
     /// if the id is taken.
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document>;
@@ -182,6 +194,18 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         actor: &str,
     ) -> Result<Document>;
 
+    /// Replaces the whole data of the document if it is still at `expected_version` (its
+    /// `created_*` fields kept, its version one more);
+    /// [`Error::NotFound`](crate::Error::NotFound) or
+    /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise.
+    async fn replace_if(
+        &self,
+        key: &Key,
+        data: Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document>;
+
     /// Deletes a document; `true` when there was one.
     async fn delete(&self, key: &Key) -> Result<bool>;
 
@@ -189,90 +213,32 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()>;
 
     /// Writes `document` exactly as given — data, timestamps, actors and version — when no
-    /// document with its id exists: the write behind import, copy between stores and restore
-    /// from backups, which must keep history that `create` would reset.
-    ///
-    /// Checks, in this order: `key.id()` equals `document.id`, `version >= 1` and
-    /// `created_at <= updated_at` ([`Error::InvalidArgument`](crate::Error::InvalidArgument)),
-    /// then the size ([`Error::TooLarge`](crate::Error::TooLarge)); see
-    /// [`check_restorable`](crate::document::check_restorable). Then, like `create`:
+    /// document with its id exists: the write behind import, copy and restore from backups.
+    /// The front end has checked it with
+    /// [`check_restorable`](crate::document::check_restorable). Like `create`:
     /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) when the id is taken,
     /// [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) in a full site, and the collection
-    /// counter grows by one. Network backends protect it with a write identity like `create`.
+    /// counter grows by one.
     async fn restore(&self, key: &Key, document: &Document) -> Result<()>;
 
-    /// Reads several documents: one `Option` per key, in the keys' order (`None` for a
-    /// missing document). Any number of keys (a backend with a per-request limit splits
-    /// them); strongly consistent. A key given twice is
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) (see
-    /// [`check_distinct`](crate::batch::check_distinct)). Each backend's docs say whether the
+    /// Reads several distinct keys: one `Option` per key, in the keys' order, strongly
+    /// consistent; a driver with a per-request limit splits them. Its docs say whether the
     /// answer is one snapshot.
-    ///
-    /// ```
-    /// # async fn demo(store: &dyn docstore::Store) -> docstore::Result<()> {
-    /// use docstore::Key;
-    ///
-    /// let keys = [Key::new("acme", "tickets", "T-1")?, Key::new("acme", "tickets", "T-2")?];
-    /// let docs = store.get_many(&keys).await?;
-    /// assert_eq!(docs.len(), 2);
-    /// # Ok(())
-    /// # }
-    /// ```
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<crate::Document>>>;
 
-    /// Applies a batch of writes atomically: all of them, or — when any fails — none. Returns
-    /// one [`WriteOutcome`] per write, in order. All writes are stamped by `actor` (except
-    /// `Restore`, which keeps its document's metadata).
-    ///
-    /// At most [`MAX_BATCH_WRITES`](crate::batch::MAX_BATCH_WRITES) writes and
-    /// [`MAX_BATCH_BYTES`](crate::batch::MAX_BATCH_BYTES) bytes, each key at most once
-    /// ([`Error::InvalidArgument`](crate::Error::InvalidArgument) otherwise, nothing written);
-    /// a failing write is [`Error::Batch`](crate::Error::Batch) with its index and the error
-    /// the single call would give. Counters move with the writes, in the same transaction.
-    /// See [`batch`](crate::batch) for the limits' reasons and the exact error rules.
-    ///
-    /// ```
-    /// # async fn demo(store: &dyn docstore::Store) -> docstore::Result<()> {
-    /// use docstore::{Key, Write, WriteOutcome};
-    ///
-    /// let board_a = Key::new("acme", "board-a", "T-1")?;
-    /// let board_b = Key::new("acme", "board-b", "T-1")?;
-    /// let ticket = store.get(&board_a).await?.expect("exists");
-    /// // Move the ticket between boards: both writes happen, or neither.
-    /// let outcomes = store
-    ///     .write_all(
-    ///         &[
-    ///             Write::create(board_b, ticket.data.clone()),
-    ///             Write::delete_if(board_a, ticket.version),
-    ///         ],
-    ///         "alice",
-    ///     )
-    ///     .await?;
-    /// assert!(matches!(outcomes[1], WriteOutcome::Deleted));
-    /// # Ok(())
-    /// # }
-    /// ```
+    /// Applies a batch (already checked: limits and distinct keys) atomically: all of its
+    /// writes, or — when any fails — none, with [`Error::Batch`](crate::Error::Batch) naming
+    /// it. Counters move with the writes, in the same transaction.
     async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>>;
 
-    /// Runs a query over one collection.
-    async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page>;
+    /// Runs a query over one collection: exactly the reference evaluator's page
+    /// ([`CompiledQuery::evaluate`]), whatever the driver pushes down. Cursors of the answer
+    /// come from [`CompiledQuery::cursor_after`], which binds them to the query and its scope.
+    async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page>;
 
-    /// Says how [`query`](Self::query) would run `query` without running it: the index
-    /// serving it (or a scan), the key range, about how many documents it reads and whether
-    /// the answer is strongly consistent. Errors as `query` (a bad query or cursor is
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
-    ///
-    /// ```
-    /// # async fn demo(store: &dyn docstore::Store) -> docstore::Result<()> {
-    /// use docstore::{Filter, Query};
-    ///
-    /// let query = Query::new().filter(Filter::eq("status", "open")).order_by("priority");
-    /// let plan = store.explain("acme", "tickets", &query).await?;
-    /// println!("{plan}"); // e.g. "index by_status: status = \"open\"; in index order; ..."
-    /// # Ok(())
-    /// # }
-    /// ```
-    async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain>;
+    /// Says how [`query`](Self::query) would run `query` without running it.
+    async fn explain(&self, site: &str, collection: &str, query: &CompiledQuery)
+    -> Result<Explain>;
 
     /// The collections of a site holding at least one document, by name, with their counts.
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>>;
@@ -281,11 +247,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn count(&self, site: &str) -> Result<u64>;
 
     /// Counts a site's documents collection by collection — from the documents themselves,
-    /// never from the counters — and compares each count with its counter, finding collections
-    /// that have documents but no counter and counters left over for empty collections. With
-    /// [`RecountMode::Repair`] every differing counter is set to the true count.
-    ///
-    /// Reads the whole site (DynamoDB: a paginated Scan of the table), so it is a maintenance
-    /// call (`docstore fsck`), also used by export and copy to find every collection.
+    /// never from the counters — and compares each count with its counter (see
+    /// [`Store::recount`](crate::Store::recount)).
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount>;
 }

@@ -1,0 +1,116 @@
+//! The front end above injected faults, as it runs above a real backend: `modify` applies a
+//! change exactly once per call whatever happens to its writes, and a stream turns a partial
+//! page into an error item instead of a silent short walk.
+
+mod support;
+
+use docstore::{Data, Error, Query, Store};
+use docstore_testing::{CallKind, Fault, FaultyDriver, Plan};
+use futures_util::StreamExt;
+use serde_json::json;
+use std::sync::Arc;
+use support::{SITE, data, key, memory};
+
+/// A store over the wrapper, the wrapper (for its history) and the inner store, holding
+/// `acme/c/x` = `{"n": 0}`.
+async fn setup(plan: Plan) -> (Store, Arc<FaultyDriver>, Store) {
+    let inner = memory();
+    inner
+        .create(&key("c", "x"), data(0), "setup")
+        .await
+        .unwrap();
+    let faulty = Arc::new(FaultyDriver::new(inner.clone(), plan));
+    (Store::from_driver(faulty.clone()), faulty, inner)
+}
+
+async fn increment(store: &Store) -> docstore::Result<docstore::Versioned<Data>> {
+    let counters = store.site(SITE)?.collection::<Data>("c")?;
+    counters
+        .modify("x", |doc| {
+            let n = doc["n"].as_i64().unwrap();
+            doc.insert("n".into(), (n + 1).into());
+        })
+        .await
+}
+
+fn replaces(faulty: &FaultyDriver) -> usize {
+    faulty
+        .history()
+        .entries()
+        .iter()
+        .filter(|e| e.kind == CallKind::ReplaceIf && e.applied())
+        .count()
+}
+
+/// Someone writes between `modify`'s read and its write: it reads again and applies the
+/// change once, on top of the other write.
+#[tokio::test]
+async fn modify_retries_a_conflict_and_applies_once() {
+    let plan = Plan::new().on_nth(CallKind::ReplaceIf, 1, Fault::ConcurrentWrite);
+    let (store, faulty, inner) = setup(plan).await;
+    let done = increment(&store).await.unwrap();
+    assert_eq!(done.value["n"], 1, "{}", faulty.history());
+    // v1, the concurrent writer's v2, then this call's v3.
+    assert_eq!(done.version, 3);
+    assert_eq!(replaces(&faulty), 1, "{}", faulty.history());
+    assert_eq!(inner.get(&key("c", "x")).await.unwrap().unwrap().version, 3);
+}
+
+/// `modify`'s write is applied and its answer lost: the call says `Unavailable` ("may have
+/// been applied") and never writes a second time.
+#[tokio::test]
+async fn modify_never_applies_twice_after_a_lost_answer() {
+    let plan = Plan::new().on_nth(CallKind::ReplaceIf, 1, Fault::LostAnswer);
+    let (store, faulty, inner) = setup(plan).await;
+    let answer = increment(&store).await;
+    assert!(
+        matches!(answer, Err(Error::Unavailable { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(replaces(&faulty), 1, "{}", faulty.history());
+    let stored = inner.get(&key("c", "x")).await.unwrap().unwrap();
+    assert_eq!((stored.version, &stored.data["n"]), (2, &json!(1)));
+}
+
+/// The read before the write fails: nothing is written.
+#[tokio::test]
+async fn modify_writes_nothing_when_its_read_fails() {
+    let plan = Plan::new().on_nth(CallKind::Get, 1, Fault::Unavailable);
+    let (store, faulty, inner) = setup(plan).await;
+    assert!(matches!(
+        increment(&store).await,
+        Err(Error::Unavailable { .. })
+    ));
+    assert_eq!(replaces(&faulty), 0);
+    assert_eq!(inner.get(&key("c", "x")).await.unwrap().unwrap().version, 1);
+}
+
+/// A page marked partial: the stream yields its documents, then `Error::PartialAnswer`,
+/// then ends, where a walk by hand might have stopped short without noticing.
+#[tokio::test]
+async fn a_partial_page_is_an_error_item_of_the_stream() {
+    let plan = Plan::new().on_nth(CallKind::Query, 2, Fault::PartialPage);
+    let (store, faulty, _) = setup(plan).await;
+    for i in 1..=5 {
+        store
+            .create(&key("c", &format!("y{i}")), data(i), "t")
+            .await
+            .unwrap();
+    }
+    let items: Vec<_> = store
+        .stream(SITE, "c", &Query::new().limit(2))
+        .collect()
+        .await;
+    let ids: Vec<String> = items
+        .iter()
+        .filter_map(|item| item.as_ref().ok().map(|doc| doc.id.clone()))
+        .collect();
+    // Pages of two: x y1 | y2 y3 (partial), then the error and nothing more.
+    assert_eq!(ids, ["x", "y1", "y2", "y3"], "{}", faulty.history());
+    assert_eq!(items.len(), 5);
+    assert!(
+        matches!(items[4], Err(Error::PartialAnswer(_))),
+        "{:?}",
+        items[4]
+    );
+}

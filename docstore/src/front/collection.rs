@@ -1,0 +1,458 @@
+//! Typed collections: an application's own serde types in, [`Versioned`] values out.
+
+use super::Site;
+use crate::document::{Data, Document};
+use crate::driver::{Explain, Page};
+use crate::key::{Key, validate_collection};
+use crate::query::{Cursor, Filter, Query};
+use crate::{Error, Result};
+use futures_core::Stream;
+use futures_util::{StreamExt, TryStreamExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::any::Any;
+use std::marker::PhantomData;
+
+/// How often [`Collection::modify`] reads, changes and writes before it gives up with
+/// [`Error::Conflict`]: every round that loses to another writer means that writer won, so
+/// with `n` writers on one document each call gets through within `n` rounds.
+pub const MODIFY_TRIES: u32 = 100;
+
+/// A stored value with its metadata: what a typed [`Collection`] reads and writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Versioned<T> {
+    /// The document id within its collection.
+    pub id: String,
+    /// The value, decoded from the document's data.
+    pub value: T,
+    /// 1 after the first write, plus exactly 1 for every successful write: what
+    /// [`Collection::update_if`], [`Collection::replace_if`] and [`Collection::delete_if`]
+    /// expect.
+    pub version: u64,
+    /// Unix nanoseconds (UTC) of the first write.
+    pub created_at: i64,
+    /// Unix nanoseconds (UTC) of the last write.
+    pub updated_at: i64,
+    /// The actor of the first write.
+    pub created_by: String,
+    /// The actor of the last write.
+    pub updated_by: String,
+}
+
+impl<T> Versioned<T> {
+    /// The value, without the metadata.
+    pub fn into_value(self) -> T {
+        self.value
+    }
+}
+
+/// One page of a typed query: the values in the query's order, the cursor of the next page
+/// (`None` on the last) and whether the backend stopped early ([`Page::exhausted_scan`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypedPage<T> {
+    /// The matching values of this page.
+    pub items: Vec<Versioned<T>>,
+    /// Where the next page starts (hand it back with [`Query::after`]).
+    pub next: Option<Cursor>,
+    /// True when the answer may be missing documents (see [`Page::exhausted_scan`]).
+    pub exhausted_scan: bool,
+}
+
+/// One collection of one site, read and written as values of `T`: any type that serializes
+/// to a JSON object and deserializes from one (and [`Data`] for raw JSON).
+///
+/// Get one from [`Site::collection`]. Cheap to clone. Writes are stamped with the site's actor
+/// ([`Site::with_actor`]). A value that does not serialize to a JSON object is
+/// [`Error::InvalidArgument`]; a stored document that does not deserialize into `T` is
+/// [`Error::Decode`] naming its key (never a panic, never skipped).
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Ticket {
+///     title: String,
+///     status: String,
+///     assignee: Option<String>,
+/// }
+///
+/// # async fn demo(store: &docstore::Store) -> docstore::Result<()> {
+/// let tickets = store.site("acme")?.with_actor("alice")?.collection::<Ticket>("tickets")?;
+/// let ticket = Ticket { title: "Printer on fire".into(), status: "open".into(), assignee: None };
+/// tickets.create("T-1", &ticket).await?;
+/// let done = tickets.modify("T-1", |t| t.status = "closed".into()).await?;
+/// assert_eq!(done.version, 2);
+/// # Ok(())
+/// # }
+/// ```
+pub struct Collection<T> {
+    site: Site,
+    name: String,
+    value: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Collection<T> {
+    fn clone(&self) -> Self {
+        Collection {
+            site: self.site.clone(),
+            name: self.name.clone(),
+            value: PhantomData,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Collection<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection")
+            .field("site", &self.site.name())
+            .field("name", &self.name)
+            .field("type", &std::any::type_name::<T>())
+            .finish()
+    }
+}
+
+impl<T> Collection<T> {
+    pub(crate) fn new(site: Site, name: &str) -> Result<Self> {
+        validate_collection(name)?;
+        Ok(Collection {
+            site,
+            name: name.to_owned(),
+            value: PhantomData,
+        })
+    }
+
+    /// The collection's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The site the collection belongs to.
+    pub fn site(&self) -> &Site {
+        &self.site
+    }
+
+    /// The same collection, writing as `actor` (0–256 bytes of UTF-8 without control
+    /// characters).
+    pub fn with_actor(&self, actor: &str) -> Result<Self> {
+        Ok(Collection {
+            site: self.site.with_actor(actor)?,
+            name: self.name.clone(),
+            value: PhantomData,
+        })
+    }
+
+    /// The key of `id` in this collection.
+    pub fn key(&self, id: &str) -> Result<Key> {
+        Key::new(self.site.name(), &self.name, id)
+    }
+}
+
+/// Serializes `value` as document data; anything but a JSON object is
+/// [`Error::InvalidArgument`].
+pub(crate) fn encode<V: Serialize + 'static>(value: &V, what: &str) -> Result<Data> {
+    if let Some(data) = (value as &dyn Any).downcast_ref::<Data>() {
+        return Ok(data.clone());
+    }
+    match serde_json::to_value(value) {
+        Ok(Value::Object(data)) => Ok(data),
+        Ok(other) => Err(Error::invalid(format!(
+            "{what} must serialize to a JSON object, not {}",
+            crate::document::kind_name(&other)
+        ))),
+        Err(err) => Err(Error::invalid(format!(
+            "{what} does not serialize to JSON: {err}"
+        ))),
+    }
+}
+
+/// Deserializes the data of the document at `key` as `T` ([`Error::Decode`] naming the key).
+fn decode<T: DeserializeOwned + 'static>(key: &dyn std::fmt::Display, data: Data) -> Result<T> {
+    let data: Box<dyn Any> = Box::new(data);
+    match data.downcast::<T>() {
+        Ok(value) => Ok(*value),
+        Err(data) => {
+            let data = *data.downcast::<Data>().expect("boxed as Data just above");
+            serde_json::from_value(Value::Object(data)).map_err(|err| Error::Decode {
+                key: key.to_string(),
+                message: err.to_string(),
+            })
+        }
+    }
+}
+
+/// The document as a `Versioned<T>`, its data decoded (`site/collection` prefix of its key).
+fn versioned<T: DeserializeOwned + 'static>(scope: &str, doc: Document) -> Result<Versioned<T>> {
+    let key = KeyText { scope, id: &doc.id };
+    Ok(Versioned {
+        value: decode(&key, doc.data)?,
+        id: doc.id,
+        version: doc.version,
+        created_at: doc.created_at,
+        updated_at: doc.updated_at,
+        created_by: doc.created_by,
+        updated_by: doc.updated_by,
+    })
+}
+
+/// `site/collection/id`, as [`Key`] prints it, without building a key.
+struct KeyText<'a> {
+    scope: &'a str,
+    id: &'a str,
+}
+
+impl std::fmt::Display for KeyText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.scope, self.id)
+    }
+}
+
+impl<T> Collection<T>
+where
+    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    fn scope(&self) -> String {
+        format!("{}/{}", self.site.name(), self.name)
+    }
+
+    fn versioned(&self, doc: Document) -> Result<Versioned<T>> {
+        versioned(&self.scope(), doc)
+    }
+
+    fn store(&self) -> &super::Store {
+        self.site.store()
+    }
+
+    fn actor(&self) -> &str {
+        self.site.actor()
+    }
+
+    /// Creates the document `id` holding `value`, at version 1;
+    /// [`Error::AlreadyExists`] if the id is taken.
+    pub async fn create(&self, id: &str, value: &T) -> Result<Versioned<T>> {
+        let key = self.key(id)?;
+        let data = encode(value, "the value")?;
+        let doc = self.store().create(&key, data, self.actor()).await?;
+        self.versioned(doc)
+    }
+
+    /// Reads the document `id` (`None` when there is none).
+    pub async fn get(&self, id: &str) -> Result<Option<Versioned<T>>> {
+        let key = self.key(id)?;
+        match self.store().get(&key).await? {
+            None => Ok(None),
+            Some(doc) => self.versioned(doc).map(Some),
+        }
+    }
+
+    /// Reads several documents, one `Option` per id in the ids' order (strongly consistent;
+    /// an id given twice is [`Error::InvalidArgument`]).
+    pub async fn get_many(&self, ids: &[&str]) -> Result<Vec<Option<Versioned<T>>>> {
+        let keys = ids
+            .iter()
+            .map(|id| self.key(id))
+            .collect::<Result<Vec<_>>>()?;
+        let docs = self.store().get_many(&keys).await?;
+        docs.into_iter()
+            .map(|doc| doc.map(|doc| self.versioned(doc)).transpose())
+            .collect()
+    }
+
+    /// Creates or replaces the document `id` with `value` (a replaced one keeps its
+    /// `created_*` fields; its version grows by one).
+    pub async fn put(&self, id: &str, value: &T) -> Result<Versioned<T>> {
+        let key = self.key(id)?;
+        let data = encode(value, "the value")?;
+        let doc = self.store().put(&key, data, self.actor()).await?;
+        self.versioned(doc)
+    }
+
+    /// Merges `patch` (anything that serializes to a JSON object: an RFC 7386 merge patch,
+    /// `null` removing a field) into the document `id`; [`Error::NotFound`] without one.
+    pub async fn update(&self, id: &str, patch: &impl Serialize) -> Result<Versioned<T>> {
+        let key = self.key(id)?;
+        let patch = patch_data(patch)?;
+        let doc = self.store().update(&key, &patch, self.actor()).await?;
+        self.versioned(doc)
+    }
+
+    /// [`update`](Self::update) if the document is still at `expected_version`;
+    /// [`Error::Conflict`] with the current version otherwise.
+    pub async fn update_if(
+        &self,
+        id: &str,
+        patch: &impl Serialize,
+        expected_version: u64,
+    ) -> Result<Versioned<T>> {
+        let key = self.key(id)?;
+        let patch = patch_data(patch)?;
+        let doc = self
+            .store()
+            .update_if(&key, &patch, expected_version, self.actor())
+            .await?;
+        self.versioned(doc)
+    }
+
+    /// Replaces the document `id` with `value` if it is still at `expected_version`
+    /// (`created_*` kept, version one more): [`Error::NotFound`], or [`Error::Conflict`] with
+    /// the current version. Every field of `value` is stored as `create` stores it (a `None`
+    /// is `null`), which a merge patch cannot do.
+    pub async fn replace_if(
+        &self,
+        id: &str,
+        value: &T,
+        expected_version: u64,
+    ) -> Result<Versioned<T>> {
+        let key = self.key(id)?;
+        let data = encode(value, "the value")?;
+        let doc = self
+            .store()
+            .replace_if(&key, data, expected_version, self.actor())
+            .await?;
+        self.versioned(doc)
+    }
+
+    /// Reads the document `id`, lets `change` edit its value and writes it back with
+    /// [`replace_if`](Self::replace_if) at the version read; when another writer got in
+    /// between, reads again and calls `change` again on the new value, at most
+    /// [`MODIFY_TRIES`] times ([`Error::Conflict`] after that). So `change` may run more
+    /// than once: it should only edit the value it is given. [`Error::NotFound`] without a
+    /// document.
+    ///
+    /// ```
+    /// # async fn demo(counters: &docstore::Collection<docstore::Data>) -> docstore::Result<()> {
+    /// let hits = counters
+    ///     .modify("home", |page| {
+    ///         let n = page.get("hits").and_then(|n| n.as_u64()).unwrap_or(0);
+    ///         page.insert("hits".into(), (n + 1).into());
+    ///     })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn modify(
+        &self,
+        id: &str,
+        mut change: impl FnMut(&mut T) + Send,
+    ) -> Result<Versioned<T>> {
+        let key = self.key(id)?;
+        let mut current = 0;
+        for _ in 0..MODIFY_TRIES {
+            let doc = self.store().get(&key).await?.ok_or(Error::NotFound)?;
+            let mut read = self.versioned(doc)?;
+            change(&mut read.value);
+            let data = encode(&read.value, "the changed value")?;
+            match self
+                .store()
+                .replace_if(&key, data, read.version, self.actor())
+                .await
+            {
+                Ok(doc) => return self.versioned(doc),
+                Err(Error::Conflict { current: now }) => current = now,
+                Err(err) => return Err(err),
+            }
+        }
+        Err(Error::Conflict { current })
+    }
+
+    /// Deletes the document `id`; `true` when there was one.
+    pub async fn delete(&self, id: &str) -> Result<bool> {
+        self.store().delete(&self.key(id)?).await
+    }
+
+    /// Deletes the document `id` if it is still at `expected_version`: [`Error::NotFound`],
+    /// or [`Error::Conflict`] with the current version.
+    pub async fn delete_if(&self, id: &str, expected_version: u64) -> Result<()> {
+        self.store()
+            .delete_if(&self.key(id)?, expected_version)
+            .await
+    }
+
+    /// One page of `query`'s answer over this collection.
+    pub async fn query(&self, query: &Query) -> Result<TypedPage<T>> {
+        let page = self
+            .store()
+            .query(self.site.name(), &self.name, query)
+            .await?;
+        self.typed_page(page)
+    }
+
+    fn typed_page(&self, page: Page) -> Result<TypedPage<T>> {
+        let scope = self.scope();
+        Ok(TypedPage {
+            items: page
+                .documents
+                .into_iter()
+                .map(|doc| versioned(&scope, doc))
+                .collect::<Result<_>>()?,
+            next: page.next,
+            exhausted_scan: page.exhausted_scan,
+        })
+    }
+
+    /// Every match of `query`, in its order, page by page in bounded memory (the query's
+    /// `limit` is the page size): see [`DocumentStream`](super::DocumentStream) for the
+    /// guarantees. A document that does not decode is an [`Error::Decode`] item, and the
+    /// stream goes on after it.
+    ///
+    /// ```
+    /// use futures_util::TryStreamExt;
+    ///
+    /// # async fn demo(tickets: &docstore::Collection<docstore::Data>) -> docstore::Result<()> {
+    /// let query = docstore::Query::parse(r#"status = "open" order by priority desc"#)?;
+    /// let mut open = tickets.stream(&query);
+    /// while let Some(ticket) = open.try_next().await? {
+    ///     println!("{}: {:?}", ticket.id, ticket.value.get("title"));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stream(
+        &self,
+        query: &Query,
+    ) -> impl Stream<Item = Result<Versioned<T>>> + Send + Unpin + 'static {
+        let scope = self.scope();
+        self.store()
+            .stream(self.site.name(), &self.name, query)
+            .map(move |doc| doc.and_then(|doc| versioned(&scope, doc)))
+    }
+
+    /// Says how [`query`](Self::query) would run `query`.
+    pub async fn explain(&self, query: &Query) -> Result<Explain> {
+        self.store()
+            .explain(self.site.name(), &self.name, query)
+            .await
+    }
+
+    /// The number of documents in the collection (from its counter).
+    pub async fn count(&self) -> Result<u64> {
+        let collections = self.store().collections(self.site.name()).await?;
+        Ok(collections
+            .into_iter()
+            .find(|(name, _)| *name == self.name)
+            .map_or(0, |(_, n)| n))
+    }
+
+    /// The number of documents matching `filter`, counted by walking them (no decoding).
+    pub async fn count_matching(&self, filter: &Filter) -> Result<u64> {
+        let query = Query::new().filter(filter.clone());
+        self.store()
+            .stream(self.site.name(), &self.name, &query)
+            .try_fold(0u64, |n, _| async move { Ok(n + 1) })
+            .await
+    }
+}
+
+/// A merge patch from any `Serialize` (a JSON object).
+pub(crate) fn patch_data(patch: &impl Serialize) -> Result<Data> {
+    match serde_json::to_value(patch) {
+        Ok(Value::Object(data)) => Ok(data),
+        Ok(other) => Err(Error::invalid(format!(
+            "a merge patch must serialize to a JSON object, not {}",
+            crate::document::kind_name(&other)
+        ))),
+        Err(err) => Err(Error::invalid(format!(
+            "the merge patch does not serialize to JSON: {err}"
+        ))),
+    }
+}

@@ -1,0 +1,248 @@
+//! The app-facing front end: [`Store`], the tenant scope [`Site`], typed [`Collection`]s and
+//! streams of every match.
+//!
+//! Every input is checked here, once, before a driver sees it: names (by [`Key`] and
+//! [`Site`]), actors, sizes and nesting depth, restored metadata, batch limits and distinct
+//! keys, queries and their cursors (bound to their site and collection). A driver receives only
+//! inputs that passed, and keeps only the work that needs its database.
+
+mod collection;
+mod site;
+mod stream;
+
+pub use collection::MODIFY_TRIES;
+pub use collection::{Collection, TypedPage, Versioned};
+pub use site::{Site, SiteBatch};
+pub use stream::{DEFAULT_STREAM_PAGE, DocumentStream};
+
+use crate::batch::{self, Write, WriteOutcome};
+use crate::document::{Data, Document, check_depth, check_restorable, check_size, validate_actor};
+use crate::driver::{Driver, Explain, Page, Recount, RecountMode};
+use crate::key::{Key, validate_site};
+use crate::query::Query;
+use crate::{Result, StoreOptions};
+use std::sync::Arc;
+
+/// A document store: the one handle an application holds, whatever the backend.
+///
+/// Cheap to clone (one `Arc`), `Send + Sync`. Open one with `docstore_any::open` /
+/// `open_url`, or wrap a driver with [`Store::new`]. Request handlers get a [`Site`]
+/// ([`Store::site`]), which cannot reach any other site; the untyped calls here, addressed by
+/// [`Key`] and site name, are for tools that work across sites (import, export, copy, fsck).
+///
+/// ```
+/// use docstore::{Key, Store};
+///
+/// async fn tally(store: &Store) -> docstore::Result<u64> {
+///     let key = Key::new("acme", "tickets", "T-1")?;
+///     let data = docstore::object(serde_json::json!({"status": "open"}))?;
+///     store.create(&key, data, "importer").await?;
+///     store.count("acme").await
+/// }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Store {
+    driver: Arc<dyn Driver>,
+}
+
+impl Store {
+    /// A store over `driver`.
+    pub fn new(driver: impl Driver + 'static) -> Self {
+        Store {
+            driver: Arc::new(driver),
+        }
+    }
+
+    /// A store over a shared driver (one that wraps another, say).
+    pub fn from_driver(driver: Arc<dyn Driver>) -> Self {
+        Store { driver }
+    }
+
+    /// The driver underneath, for wrappers that stack another driver on it.
+    pub fn driver(&self) -> &Arc<dyn Driver> {
+        &self.driver
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> &StoreOptions {
+        self.driver.options()
+    }
+
+    /// The tenant scope `name`; [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    /// for a name that breaks the rules (`docs/contract.md`, Addressing).
+    ///
+    /// ```
+    /// # fn demo(store: &docstore::Store) -> docstore::Result<()> {
+    /// let acme = store.site("acme")?.with_actor("alice")?;
+    /// assert_eq!(acme.name(), "acme");
+    /// assert!(store.site("bad name").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn site(&self, name: &str) -> Result<Site> {
+        Site::new(self.clone(), name)
+    }
+
+    fn max_doc_bytes(&self) -> usize {
+        self.options().max_doc_bytes
+    }
+
+    /// Creates a document at version 1; [`Error::AlreadyExists`](crate::Error::AlreadyExists)
+    /// if the id is taken.
+    pub async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        validate_actor(actor)?;
+        check_size(&data, self.max_doc_bytes())?;
+        self.driver.create(key, data, actor).await
+    }
+
+    /// Reads a document.
+    pub async fn get(&self, key: &Key) -> Result<Option<Document>> {
+        self.driver.get(key).await
+    }
+
+    /// Creates or replaces a document; a replaced document keeps its `created_*` fields and
+    /// its version grows by one.
+    pub async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+        validate_actor(actor)?;
+        check_size(&data, self.max_doc_bytes())?;
+        self.driver.put(key, data, actor).await
+    }
+
+    /// Applies an RFC 7386 merge patch (see [`merge_patch`](crate::merge_patch)), retrying
+    /// when a concurrent write got in between; [`Error::NotFound`](crate::Error::NotFound)
+    /// without a document, [`Error::Conflict`](crate::Error::Conflict) only after bounded
+    /// retries under heavy contention.
+    pub async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
+        validate_actor(actor)?;
+        check_depth(patch)?;
+        self.driver.update(key, patch, actor).await
+    }
+
+    /// Applies a merge patch if the document is still at `expected_version`;
+    /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise.
+    pub async fn update_if(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document> {
+        validate_actor(actor)?;
+        check_depth(patch)?;
+        self.driver
+            .update_if(key, patch, expected_version, actor)
+            .await
+    }
+
+    /// Replaces the whole data if the document is still at `expected_version` (`created_*`
+    /// kept, version one more): [`Error::NotFound`](crate::Error::NotFound), or
+    /// [`Error::Conflict`](crate::Error::Conflict) with the current version.
+    pub async fn replace_if(
+        &self,
+        key: &Key,
+        data: Data,
+        expected_version: u64,
+        actor: &str,
+    ) -> Result<Document> {
+        validate_actor(actor)?;
+        check_size(&data, self.max_doc_bytes())?;
+        self.driver
+            .replace_if(key, data, expected_version, actor)
+            .await
+    }
+
+    /// Deletes a document; `true` when there was one.
+    pub async fn delete(&self, key: &Key) -> Result<bool> {
+        self.driver.delete(key).await
+    }
+
+    /// Deletes a document if it is still at `expected_version`.
+    pub async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
+        self.driver.delete_if(key, expected_version).await
+    }
+
+    /// Writes `document` exactly as given — data, timestamps, actors and version — when no
+    /// document with its id exists: the write behind import, copy and restore from backups.
+    ///
+    /// Checks, in this order: `key.id()` equals `document.id`, `version >= 1` and
+    /// `created_at <= updated_at` ([`Error::InvalidArgument`](crate::Error::InvalidArgument)),
+    /// then the size ([`Error::TooLarge`](crate::Error::TooLarge)); see
+    /// [`check_restorable`]. Then, like `create`:
+    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) when the id is taken,
+    /// [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) in a full site.
+    pub async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
+        check_restorable(key, document, self.max_doc_bytes())?;
+        self.driver.restore(key, document).await
+    }
+
+    /// Reads several documents: one `Option` per key, in the keys' order, strongly
+    /// consistent, any number of keys. A key given twice is
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    pub async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
+        batch::check_distinct(keys, "key")?;
+        self.driver.get_many(keys).await
+    }
+
+    /// Applies a batch of writes atomically: all of them, or — when any fails — none. Returns
+    /// one [`WriteOutcome`] per write, in order. All writes are stamped by `actor` (except
+    /// `Restore`, which keeps its document's metadata).
+    ///
+    /// At most [`MAX_BATCH_WRITES`](crate::batch::MAX_BATCH_WRITES) writes and
+    /// [`MAX_BATCH_BYTES`](crate::batch::MAX_BATCH_BYTES) bytes, each key at most once
+    /// ([`Error::InvalidArgument`](crate::Error::InvalidArgument) otherwise, nothing written);
+    /// a failing write is [`Error::Batch`](crate::Error::Batch) with its index and the error
+    /// the single call would give. A [`Site`] builds batches of typed writes
+    /// ([`Site::batch`]).
+    pub async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
+        validate_actor(actor)?;
+        batch::validate(writes, self.max_doc_bytes())?;
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.driver.write_all(writes, actor).await
+    }
+
+    /// Runs a query over one collection: one page, with the cursor of the next.
+    pub async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
+        let compiled = query.compile_for(site, collection)?;
+        self.driver.query(site, collection, &compiled).await
+    }
+
+    /// Every match of `query`, page by page (the query's `limit` is the page size), as a
+    /// stream in bounded memory; see [`DocumentStream`].
+    pub fn stream(&self, site: &str, collection: &str, query: &Query) -> DocumentStream {
+        DocumentStream::new(self.clone(), site, collection, query.clone())
+    }
+
+    /// Says how [`query`](Self::query) would run `query` without running it: the index
+    /// serving it (or a scan), the key range, about how many documents it reads and whether
+    /// the answer is strongly consistent.
+    pub async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
+        let compiled = query.compile_for(site, collection)?;
+        self.driver.explain(site, collection, &compiled).await
+    }
+
+    /// The collections of a site holding at least one document, by name, with their counts
+    /// (from the collection counters).
+    pub async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
+        validate_site(site)?;
+        self.driver.collections(site).await
+    }
+
+    /// The number of documents in a site (from the collection counters).
+    pub async fn count(&self, site: &str) -> Result<u64> {
+        validate_site(site)?;
+        self.driver.count(site).await
+    }
+
+    /// Counts a site's documents collection by collection — from the documents themselves,
+    /// never from the counters — and compares each count with its counter, finding collections
+    /// that have documents but no counter and counters left over for empty collections. With
+    /// [`RecountMode::Repair`] every differing counter is set to the true count.
+    ///
+    /// Reads the whole site, so it is a maintenance call (`docstore fsck`).
+    pub async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
+        validate_site(site)?;
+        self.driver.recount(site, mode).await
+    }
+}
