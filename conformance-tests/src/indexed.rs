@@ -6,7 +6,7 @@
 //! ```ignore
 //! mod indexed {
 //!     use super::*;
-//!     conformance_tests::conformance_suite!(conformance_tests::WithIndexes(MyHarness));
+//!     conformance_tests::index_suite!(MyHarness);
 //! }
 //! ```
 

@@ -30,7 +30,7 @@
 //! | URL | backend |
 //! |---|---|
 //! | `memory:` | a new in-memory store |
-//! | `sqlite:path/to/file.db` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database |
+//! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal` |
 //! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact` | the DynamoDB table |
 //!
 //! Every URL also takes `max_doc_bytes` and `max_docs_per_site`. An unknown parameter,
@@ -43,7 +43,9 @@
 //! assert!(docstore_any::parse_url("sqlite:x.db?max_scan=5").is_err());
 //! ```
 
-use docstore::config::{Backend, CounterMode, DatabaseConfig, DynamoDbConfig, SqliteConfig};
+use docstore::config::{
+    Backend, CounterMode, DatabaseConfig, DynamoDbConfig, SqliteConfig, Synchronous,
+};
 use docstore::{DEFAULT_MAX_DOC_BYTES, Error, Result, Store};
 use std::path::PathBuf;
 
@@ -61,7 +63,7 @@ pub async fn open(database: &DatabaseConfig) -> Result<Store> {
                     "database.sqlite.path is required when database.backend = \"sqlite\"",
                 )
             })?;
-            open_sqlite(&sqlite.path, options)
+            open_sqlite(sqlite, options)
         }
         Backend::Dynamodb => {
             let dynamodb = database.dynamodb.as_ref().ok_or_else(|| {
@@ -112,10 +114,8 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 )));
             }
             database.backend = Backend::Sqlite;
-            database.sqlite = Some(SqliteConfig {
-                path: PathBuf::from(path),
-            });
-            &[]
+            database.sqlite = Some(SqliteConfig::new(PathBuf::from(path)));
+            &["synchronous", "busy_timeout_ms"]
         }
         "dynamodb" => {
             let table = location
@@ -161,6 +161,27 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 ))
             })
         };
+        if let Some(sqlite) = database.sqlite.as_mut() {
+            match name.as_ref() {
+                "synchronous" => {
+                    sqlite.synchronous = match value.as_ref() {
+                        "full" => Synchronous::Full,
+                        "normal" => Synchronous::Normal,
+                        other => {
+                            return Err(Error::invalid(format!(
+                                "store URL parameter synchronous={other:?} is not full or normal"
+                            )));
+                        }
+                    };
+                    continue;
+                }
+                "busy_timeout_ms" => {
+                    sqlite.busy_timeout_ms = number("busy_timeout_ms")?;
+                    continue;
+                }
+                _ => {}
+            }
+        }
         match (name.as_ref(), database.dynamodb.as_mut()) {
             ("max_doc_bytes", _) => database.max_doc_bytes = number("max_doc_bytes")? as usize,
             ("max_docs_per_site", _) => {
@@ -230,16 +251,24 @@ fn open_memory(_: docstore::StoreOptions) -> Result<Store> {
 }
 
 #[cfg(feature = "sqlite")]
-fn open_sqlite(path: &std::path::Path, options: docstore::StoreOptions) -> Result<Store> {
-    Ok(Store::new(if path.as_os_str() == SQLITE_IN_MEMORY {
-        docstore_sqlite::SqliteStore::in_memory_with_options(options)?
-    } else {
-        docstore_sqlite::SqliteStore::open_with_options(path, options)?
-    }))
+fn open_sqlite(config: &SqliteConfig, options: docstore::StoreOptions) -> Result<Store> {
+    use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
+    let sqlite = SqliteOptions::default()
+        .with_durability(match config.synchronous {
+            Synchronous::Full => Durability::Full,
+            Synchronous::Normal => Durability::Normal,
+        })
+        .with_busy_timeout(std::time::Duration::from_millis(config.busy_timeout_ms));
+    // SQLITE_IN_MEMORY is SQLite's own name for a private in-memory database.
+    Ok(Store::new(SqliteStore::open_with(
+        &config.path,
+        options,
+        sqlite,
+    )?))
 }
 
 #[cfg(not(feature = "sqlite"))]
-fn open_sqlite(_: &std::path::Path, _: docstore::StoreOptions) -> Result<Store> {
+fn open_sqlite(_: &SqliteConfig, _: docstore::StoreOptions) -> Result<Store> {
     Err(disabled("sqlite"))
 }
 
@@ -272,8 +301,23 @@ mod tests {
         let sqlite = parse_url("sqlite:dir/my file.db?max_doc_bytes=1000").unwrap();
         assert_eq!(sqlite.sqlite.unwrap().path, PathBuf::from("dir/my file.db"));
         assert_eq!(sqlite.max_doc_bytes, 1000);
-        let absolute = parse_url("sqlite:///tmp/x.db").unwrap();
-        assert_eq!(absolute.sqlite.unwrap().path, PathBuf::from("/tmp/x.db"));
+        let absolute = parse_url("sqlite:///tmp/x.db").unwrap().sqlite.unwrap();
+        assert_eq!(absolute.path, PathBuf::from("/tmp/x.db"));
+        assert_eq!(
+            (absolute.synchronous, absolute.busy_timeout_ms),
+            (Synchronous::Full, 5_000)
+        );
+        let tuned = parse_url("sqlite:x.db?synchronous=normal&busy_timeout_ms=30000")
+            .unwrap()
+            .sqlite
+            .unwrap();
+        assert_eq!(
+            (tuned.synchronous, tuned.busy_timeout_ms),
+            (Synchronous::Normal, 30_000)
+        );
+        assert!(invalid("sqlite:x.db?synchronous=off").contains("synchronous"));
+        assert!(invalid("sqlite:x.db?busy_timeout_ms=soon").contains("busy_timeout_ms"));
+        assert!(invalid("memory:?synchronous=normal").contains("synchronous"));
         let dynamo = parse_url(
             "dynamodb://docs?region=eu-west-1&endpoint=http%3A%2F%2F127.0.0.1%3A8000&max_scan=7&max_docs_per_site=9",
         )

@@ -1,6 +1,6 @@
 //! DynamoDB plumbing shared by the docstore subject and the baseline: the SDK client (with
 //! an interceptor counting requests per operation), a fresh table, and a bulk loader that
-//! writes items in docstore-dynamodb's layout (seed 001).
+//! writes items in docstore-dynamodb's layout (`docs/contract.md`).
 
 use crate::BenchResult;
 use crate::data::{ACTOR, SITE, document, id, now_nanos};

@@ -340,7 +340,7 @@ fn pragma_name(sync: SyncName) -> &'static str {
     }
 }
 
-/// The fewest requests per operation seed 001's layout allows, by workload (for the walk,
+/// The fewest requests per operation the table layout allows, by workload (for the walk,
 /// whose operation is one document: one Query per page).
 fn dynamodb_minimum(workload: &str, query_bytes: usize, spec: &Spec) -> Option<f64> {
     Some(match workload {

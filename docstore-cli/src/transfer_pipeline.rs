@@ -147,9 +147,10 @@ impl Driver for Watch {
     /// Holds the batch until two later batches have started, or for [`HOLD`].
     async fn write_all(
         &self,
-        writes: &[docstore::Write],
+        batch: &docstore::batch::CheckedBatch<'_>,
         actor: &str,
     ) -> docstore::Result<Vec<WriteOutcome>> {
+        let writes = batch.writes();
         let keys = || writes.iter().map(docstore::Write::key);
         self.enter(keys());
         let number = {
@@ -164,7 +165,7 @@ impl Driver for Watch {
         {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let answer = self.inner.driver().write_all(writes, actor).await;
+        let answer = self.inner.driver().write_all(batch, actor).await;
         self.seen.lock().unwrap().active -= 1;
         self.leave(keys());
         answer

@@ -402,7 +402,7 @@ fn help_documents_the_exit_codes() {
     );
 }
 
-// ---- issue 12, item 1: an import writes only into the site the user names ----
+// ---- an import writes only into the site the user names ----
 
 #[test]
 fn import_never_writes_into_a_site_the_user_did_not_name() {

@@ -25,8 +25,7 @@ use crate::send::{
 use crate::store::DynamoStore;
 use crate::writes::indexed_item;
 use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem};
-use docstore::batch::{self, BatchBytes, Write, WriteOutcome};
-use docstore::clock::next_updated_at;
+use docstore::batch::{self, BatchBytes, CheckedBatch, Write, WriteOutcome};
 use docstore::document::{check_size, data_size};
 use docstore::{Document, Error, Key, Result, WriteId};
 use std::collections::HashMap;
@@ -68,7 +67,6 @@ impl DynamoStore {
     /// jittered backoff. Each document is read strongly consistently, but the answer is not
     /// one snapshot: the items are read at slightly different moments.
     pub(crate) async fn get_many_items(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
-        batch::check_distinct(keys, "key")?;
         Ok(self
             .read_many(keys)
             .await?
@@ -139,13 +137,10 @@ impl DynamoStore {
     /// `write_all`: read, decide, one transaction; again under contention.
     pub(crate) async fn write_all_items(
         &self,
-        writes: &[Write],
+        batch: &CheckedBatch<'_>,
         actor: &str,
     ) -> Result<Vec<WriteOutcome>> {
-        let bytes = batch::validate(writes, self.options.max_doc_bytes)?;
-        if writes.is_empty() {
-            return Ok(Vec::new());
-        }
+        let (writes, bytes) = (batch.writes(), batch.bytes());
         let keys: Vec<Key> = writes.iter().map(|w| w.key().clone()).collect();
         let mut uncounted: Vec<(String, String)> = Vec::new();
         let mut backoff = Backoff::new();
@@ -247,7 +242,7 @@ impl DynamoStore {
                         return Err(fail(Error::AlreadyExists));
                     }
                     (
-                        Some(new_document(key, data.clone(), actor, now)),
+                        Some(Document::first(key.id(), data.clone(), actor, now)),
                         Expect::Absent,
                         1,
                     )
@@ -260,12 +255,12 @@ impl DynamoStore {
                 }
                 Write::Put { data, .. } => match current {
                     None => (
-                        Some(new_document(key, data.clone(), actor, now)),
+                        Some(Document::first(key.id(), data.clone(), actor, now)),
                         Expect::Absent,
                         1,
                     ),
                     Some(read) => (
-                        Some(next_revision(&read.doc, data.clone(), actor, now)),
+                        Some(read.doc.next(data.clone(), actor, now)),
                         Expect::Revision(read),
                         0,
                     ),
@@ -286,7 +281,7 @@ impl DynamoStore {
                     check_size(&data, limit).map_err(fail)?;
                     bytes.add(index, data_size(&data))?;
                     (
-                        Some(next_revision(&read.doc, data, actor, now)),
+                        Some(read.doc.next(data, actor, now)),
                         Expect::Revision(read),
                         0,
                     )
@@ -496,28 +491,4 @@ fn refusal(write: &Write, current: Option<Stored>) -> Option<Error> {
 
 fn outcomes(planned: Vec<Planned>) -> Vec<WriteOutcome> {
     planned.into_iter().map(|p| p.outcome).collect()
-}
-
-fn new_document(key: &Key, data: docstore::Data, actor: &str, now: i64) -> Document {
-    Document {
-        id: key.id().to_owned(),
-        data,
-        created_at: now,
-        updated_at: now,
-        created_by: actor.to_owned(),
-        updated_by: actor.to_owned(),
-        version: 1,
-    }
-}
-
-fn next_revision(current: &Document, data: docstore::Data, actor: &str, now: i64) -> Document {
-    Document {
-        id: current.id.clone(),
-        data,
-        created_at: current.created_at,
-        updated_at: next_updated_at(now, Some(current.updated_at)),
-        created_by: current.created_by.clone(),
-        updated_by: actor.to_owned(),
-        version: current.version + 1,
-    }
 }

@@ -6,7 +6,7 @@
 //! (it would count twice): the SDK's retries are off for it, and it is sent again only when
 //! DynamoDB refused it outright (throttling). When its answer is lost (5xx, timeout, dropped
 //! connection) it is not resent and a warning is logged: the counter is then exact if the
-//! lost attempt was applied and one short if not — the same drift seed 001 accepts for a
+//! lost attempt was applied and one short if not — the same drift the contract accepts for fast counters after a
 //! crash between the document write and the counter write.
 
 use crate::backoff::Backoff;
@@ -21,7 +21,7 @@ const MAX_TRIES: u32 = 8;
 
 impl DynamoStore {
     /// Adds `delta` (+1 or -1) to the counter of `collection` in `site`. Never fails: a counter
-    /// that could not be moved is logged (seed 001's documented drift).
+    /// that could not be moved is logged (the documented drift of fast counters).
     pub(crate) async fn bump_counter(&self, site: &str, collection: &str, delta: i64) {
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {

@@ -2,7 +2,7 @@
 //! [`HISTORY_LEN`] writes, so a write whose answer was lost can recognise its own effect on
 //! the item its resend meets, even after other writers got in between.
 //!
-//! On the item: `w` (S) is the identity of the write that produced this revision (seed 001's
+//! On the item: `w` (S) is the identity of the write that produced this revision (the original layout's
 //! attribute, now set by every write), and `wh` (L of S) the identities of the writes before
 //! it, most recent first, at most `HISTORY_LEN - 1` of them (absent after a creation).
 //!

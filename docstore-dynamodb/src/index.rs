@@ -3,7 +3,7 @@
 //! ## Layout
 //! A GSI *slot* `N` (1–20) is the GSI named `docstore-gN`, keyed by the item attributes `gNpk`
 //! (S, partition) and `gNsk` (B, sort), projecting every attribute. Slots are overloaded
-//! across collections (seed 002's overloaded GSIs): the index declared as `name` for
+//! across collections (overloaded GSIs): the index declared as `name` for
 //! `collection` puts, on every document item of that collection in every site,
 //! `gNpk = "<site>#<collection>#<name>"` and `gNsk` = the index key of the document
 //! ([`docstore::index`]'s order-preserving encoding, id last). Two indexes of one collection

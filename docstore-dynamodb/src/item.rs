@@ -1,4 +1,4 @@
-//! The table layout of seed 001: attribute names, items built from documents, documents read
+//! The table layout (`docs/contract.md`): attribute names, items built from documents, documents read
 //! back from items, and item sizes.
 
 use crate::history::HISTORY_LEN;

@@ -32,8 +32,8 @@
 //! One table, string partition key `pk` and string sort key `sk`:
 //! - documents: `pk = "<site>#<collection>"`, `sk = <id>`, `data` (S, the JSON text of the
 //!   data), `created_at` / `updated_at` (N, unix nanoseconds), `created_by` / `updated_by` (S),
-//!   `version` (N) — seed 001's attributes, unchanged — and the write history: `w` (S, the
-//!   random identity of the write call that produced this revision; seed 001 set it for
+//!   `version` (N) — the layout's original attributes, unchanged — and the write history: `w` (S, the
+//!   random identity of the write call that produced this revision; the original layout set it for
 //!   `create` and `update_if`, every write sets it now) and `wh` (L of S, the identities of the
 //!   up to 15 writes before it, most recent first; absent after a creation);
 //! - counters: `pk = "<site>#__collections"`, `sk = <collection>`, `n` (N), and, with exact
@@ -64,7 +64,7 @@
 //!   and concurrent creates in one collection contend on its counter item (conflicts are
 //!   retried with backoff). Updates and replacing `put`s are not transactions and cost the same
 //!   in both modes.
-//! - `fast`: seed 001's way, an atomic `ADD` right after the document write (never resent after
+//! - `fast`: the original layout's way, an atomic `ADD` right after the document write (never resent after
 //!   a lost answer, so never counted twice). A process dying between the two, or a lost counter
 //!   answer, leaves the counter off by one: `Store::recount` (`docstore fsck --repair`) fixes
 //!   it.
@@ -113,7 +113,7 @@
 //!   create, delete or batch whose answer was lost and whose resend was refused, when neither
 //!   the items' histories nor the counter prove it committed;
 //! - with fast counters: a create whose answer was lost and whose resend met another caller's
-//!   document (a fast delete in that position reports `true`, seed 001's way).
+//!   document (a fast delete in that position reports `true`, the original layout's way).
 //!
 //! Why 16 identities per item: see the `history` module — the SDK's resend follows within
 //! about 60 ms ([`DynamoStore::connect`] sets a 20 ms first backoff), in which about 8 other

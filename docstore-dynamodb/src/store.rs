@@ -23,7 +23,7 @@ use docstore::{
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The DynamoDB backend: one table in the layout of seed 001. See the [crate docs](crate).
+/// The DynamoDB backend: one table in the single-table layout of `docs/contract.md`. See the [crate docs](crate).
 #[derive(Clone, Debug)]
 pub struct DynamoStore {
     pub(crate) client: Client,
@@ -366,10 +366,10 @@ impl Driver for DynamoStore {
 
     async fn write_all(
         &self,
-        writes: &[docstore::Write],
+        batch: &docstore::batch::CheckedBatch<'_>,
         actor: &str,
     ) -> Result<Vec<docstore::WriteOutcome>> {
-        self.write_all_items(writes, actor).await
+        self.write_all_items(batch, actor).await
     }
 }
 

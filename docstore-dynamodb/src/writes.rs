@@ -15,9 +15,8 @@ use crate::index::Registry;
 use crate::item::{check_full_item, check_item_size, data_text, document_item};
 use crate::send::{Action, Expect, Sent};
 use crate::store::DynamoStore;
-use docstore::clock::next_updated_at;
 use docstore::config::CounterMode;
-use docstore::document::{check_restorable, check_size};
+use docstore::document::check_size;
 use docstore::{Data, Document, Error, Key, Result, WriteId};
 
 /// How often `update` (and `put` and `delete`, which never report a conflict) try before
@@ -74,24 +73,13 @@ impl DynamoStore {
         data: Data,
         actor: &str,
     ) -> Result<Document> {
-        check_size(&data, self.options.max_doc_bytes)?;
-        let now = self.options.clock.now();
-        let doc = Document {
-            id: key.id().to_owned(),
-            data,
-            created_at: now,
-            updated_at: now,
-            created_by: actor.to_owned(),
-            updated_by: actor.to_owned(),
-            version: 1,
-        };
+        let doc = Document::first(key.id(), data, actor, self.options.clock.now());
         self.insert_new(key, &doc).await?;
         Ok(doc)
     }
 
     /// `restore`: `doc` written exactly as given, like `create`.
     pub(crate) async fn restore_document(&self, key: &Key, doc: &Document) -> Result<()> {
-        check_restorable(key, doc, self.options.max_doc_bytes)?;
         self.insert_new(key, doc).await
     }
 
@@ -158,7 +146,6 @@ impl DynamoStore {
         data: Data,
         actor: &str,
     ) -> Result<Document> {
-        check_size(&data, self.options.max_doc_bytes)?;
         let text = data_text(&data);
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
@@ -170,27 +157,11 @@ impl DynamoStore {
                     if self.quota_reached(key.site()).await? {
                         return Err(self.quota_error());
                     }
-                    let doc = Document {
-                        id: key.id().to_owned(),
-                        data: data.clone(),
-                        created_at: now,
-                        updated_at: now,
-                        created_by: actor.to_owned(),
-                        updated_by: actor.to_owned(),
-                        version: 1,
-                    };
+                    let doc = Document::first(key.id(), data.clone(), actor, now);
                     (doc, vec![w.as_str().to_owned()], 1)
                 }
                 Some(read) => {
-                    let doc = Document {
-                        id: key.id().to_owned(),
-                        data: data.clone(),
-                        created_at: read.doc.created_at,
-                        updated_at: next_updated_at(now, Some(read.doc.updated_at)),
-                        created_by: read.doc.created_by.clone(),
-                        updated_by: actor.to_owned(),
-                        version: read.doc.version + 1,
-                    };
+                    let doc = read.doc.next(data.clone(), actor, now);
                     (doc, read.next_history(&w), 0)
                 }
             };
@@ -418,7 +389,7 @@ impl DynamoStore {
                         }
                         return Err(unknown_outcome("delete", key));
                     }
-                    // Seed 001's way (fast counters, no token): taken as this call's own.
+                    // Fast counters, no token (the original layout's way): taken as this call's own.
                     self.count_late(key, delta).await;
                     return Ok(true);
                 }
@@ -452,15 +423,7 @@ impl DynamoStore {
             current.created_by.len(),
             actor.len(),
         )?;
-        let doc = Document {
-            id: current.id.clone(),
-            data,
-            created_at: current.created_at,
-            updated_at: next_updated_at(self.options.clock.now(), Some(current.updated_at)),
-            created_by: current.created_by.clone(),
-            updated_by: actor.to_owned(),
-            version: current.version + 1,
-        };
+        let doc = current.next(data, actor, self.options.clock.now());
         let item = indexed_item(registry, key, &doc, &read.next_history(w))?;
         Ok((doc, Action::Put(item)))
     }

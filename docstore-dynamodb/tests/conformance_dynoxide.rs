@@ -9,13 +9,11 @@ conformance_tests::conformance_suite!(crate::support::Harness {
     table: Some(&crate::TABLE),
 });
 
-/// The whole suite again with indexes declared on the fields the cases query (each store on a
+/// The contract's families again with indexes declared on the fields the cases query (each store on a
 /// table of its own, made with the indexes' GSIs).
 mod indexed {
-    conformance_tests::conformance_suite!(conformance_tests::WithIndexes(
-        crate::support::Harness {
-            emulator: crate::support::Emulator::Dynoxide,
-            table: Some(&crate::TABLE),
-        }
-    ));
+    conformance_tests::index_suite!(crate::support::Harness {
+        emulator: crate::support::Emulator::Dynoxide,
+        table: Some(&crate::TABLE),
+    });
 }

@@ -10,13 +10,11 @@ conformance_tests::conformance_suite!(crate::support::Harness {
     table: None,
 });
 
-/// The whole suite again with indexes declared on the fields the cases query (each store on a
+/// The contract's families again with indexes declared on the fields the cases query (each store on a
 /// table of its own, made with the indexes' GSIs).
 mod indexed {
-    conformance_tests::conformance_suite!(conformance_tests::WithIndexes(
-        crate::support::Harness {
-            emulator: crate::support::Emulator::Moto,
-            table: None,
-        }
-    ));
+    conformance_tests::index_suite!(crate::support::Harness {
+        emulator: crate::support::Emulator::Moto,
+        table: None,
+    });
 }

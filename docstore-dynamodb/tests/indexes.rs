@@ -35,7 +35,7 @@ async fn assert_exact(store: &Store, site: &str, docs: &[Document], query: Query
         let mut page_query = query.clone();
         page_query.cursor = cursor.clone();
         let got = store.query(site, "c", &page_query).await.unwrap();
-        let expected = docstore::query::evaluate(docs.iter(), &page_query).unwrap();
+        let expected = page_query.compile_for(site, "c").unwrap().evaluate(docs);
         assert!(!got.exhausted_scan, "{query:?}");
         let ids = |docs: &[Document]| docs.iter().map(|d| d.id.clone()).collect::<Vec<_>>();
         assert_eq!(
@@ -129,7 +129,7 @@ async fn served_beyond_max_scan(emulator: Emulator) {
             .exhausted_scan
     );
 
-    // The item: the seed's attributes, the history, and the index keys.
+    // The item: the layout's original attributes, the history, and the index keys.
     let item = emulator
         .client()
         .get_item()

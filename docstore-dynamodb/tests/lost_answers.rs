@@ -220,7 +220,7 @@ async fn every_write_succeeds_once(emulator: Emulator, cell: &'static OnceCell<S
 
 /// Another writer changes the document after a lost attempt and before its resend: the
 /// resend still recognises its own write in the item's history and reports it once, as it
-/// wrote it (issue: `update_if` used to answer `Unavailable`, `put` and `update` applied twice).
+/// wrote it (never `Unavailable` for `update_if`, never a second application of `put` or `update`).
 async fn own_writes_are_recognised_after_other_writers(
     emulator: Emulator,
     cell: &'static OnceCell<String>,

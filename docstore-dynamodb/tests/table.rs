@@ -184,7 +184,7 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
     assert_eq!(shape(&item)["w"], "S <w>");
     assert!(!item.contains_key("wh"));
 
-    // Counters: the seed's attributes, and `w`, the identity of the last create or delete
+    // Counters: the layout's original attributes, and `w`, the identity of the last create or delete
     // that moved it in the same transaction (exact counters).
     let counters = format!("{site}#__collections");
     let counter = |n: &str, collection: &str| {

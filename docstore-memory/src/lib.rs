@@ -27,8 +27,7 @@
 //! ```
 
 use async_trait::async_trait;
-use docstore::batch::{self, Write, WriteOutcome};
-use docstore::clock::next_updated_at;
+use docstore::batch::{self, CheckedBatch, Write, WriteOutcome};
 use docstore::document::{check_size, merged_fits};
 use docstore::driver::Driver;
 use docstore::index::{CompiledIndex, Step};
@@ -192,16 +191,7 @@ impl MemoryStore {
     }
 
     fn new_document(&self, key: &Key, data: Data, actor: &str) -> Document {
-        let now = self.options.clock.now();
-        Document {
-            id: key.id().to_owned(),
-            data,
-            created_at: now,
-            updated_at: now,
-            created_by: actor.to_owned(),
-            updated_by: actor.to_owned(),
-            version: 1,
-        }
+        Document::first(key.id(), data, actor, self.options.clock.now())
     }
 
     /// Replaces `current`'s data with `data` as a new version written by `actor`.
@@ -213,9 +203,7 @@ impl MemoryStore {
     /// Records a write of `current`'s (already changed) data by `actor`: the new version and
     /// time; returns a copy of the result.
     fn stamp(&self, current: &mut Document, actor: &str) -> Document {
-        current.updated_at = next_updated_at(self.options.clock.now(), Some(current.updated_at));
-        current.updated_by = actor.to_owned();
-        current.version += 1;
+        current.stamp_next(actor, self.options.clock.now());
         current.clone()
     }
 
@@ -338,15 +326,13 @@ impl MemoryStore {
                         return Err(fail(Error::AlreadyExists));
                     }
                     creates = true;
-                    Change::Set(self.new_document_at(key, data.clone(), actor, now))
+                    Change::Set(Document::first(key.id(), data.clone(), actor, now))
                 }
                 Write::Put { data, .. } => match current {
-                    Some(current) => {
-                        Change::Set(self.next_version(current, data.clone(), actor, now))
-                    }
+                    Some(current) => Change::Set(current.next(data.clone(), actor, now)),
                     None => {
                         creates = true;
-                        Change::Set(self.new_document_at(key, data.clone(), actor, now))
+                        Change::Set(Document::first(key.id(), data.clone(), actor, now))
                     }
                 },
                 Write::Update { patch, .. } | Write::UpdateIf { patch, .. } => {
@@ -364,7 +350,7 @@ impl MemoryStore {
                     docstore::merge_patch(&mut data, patch);
                     check_size(&data, limit).map_err(fail)?;
                     bytes.add(index, docstore::document::data_size(&data))?;
-                    Change::Set(self.next_version(current, data, actor, now))
+                    Change::Set(current.next(data, actor, now))
                 }
                 Write::DeleteIf {
                     expected_version, ..
@@ -440,30 +426,6 @@ impl MemoryStore {
                 .get(site)
                 .map_or(0, |s| s.values().map(|c| c.len() as u64).sum())
         })
-    }
-
-    fn new_document_at(&self, key: &Key, data: Data, actor: &str, now: i64) -> Document {
-        Document {
-            id: key.id().to_owned(),
-            data,
-            created_at: now,
-            updated_at: now,
-            created_by: actor.to_owned(),
-            updated_by: actor.to_owned(),
-            version: 1,
-        }
-    }
-
-    fn next_version(&self, current: &Document, data: Data, actor: &str, now: i64) -> Document {
-        Document {
-            id: current.id.clone(),
-            data,
-            created_at: current.created_at,
-            updated_at: next_updated_at(now, Some(current.updated_at)),
-            created_by: current.created_by.clone(),
-            updated_by: actor.to_owned(),
-            version: current.version + 1,
-        }
     }
 
     fn remove_unchecked(&self, sites: &mut HashMap<String, Site>, key: &Key) {
@@ -650,10 +612,8 @@ impl Driver for MemoryStore {
 
     /// One write lock for the whole batch: every write is decided first, then all are
     /// applied, so a failing one leaves the store untouched.
-    async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
-        // Checked by the front end already; this gives the running byte total that merged
-        // data is added to.
-        let bytes = batch::validate(writes, self.options.max_doc_bytes)?;
+    async fn write_all(&self, batch: &CheckedBatch<'_>, actor: &str) -> Result<Vec<WriteOutcome>> {
+        let (writes, bytes) = (batch.writes(), batch.bytes());
         let mut sites = self.sites.write();
         self.apply_batch(&mut sites, writes, actor, bytes)
     }
@@ -753,10 +713,10 @@ mod tests {
 
     conformance_tests::conformance_suite!(MemoryHarness);
 
-    /// The whole suite again with indexes declared on the fields the cases query.
+    /// The contract's families again with indexes declared on the fields the cases query.
     mod indexed {
         use super::*;
-        conformance_tests::conformance_suite!(conformance_tests::WithIndexes(MemoryHarness));
+        conformance_tests::index_suite!(MemoryHarness);
     }
 
     /// Each store the suite asks for is a new, empty `MemoryStore`.

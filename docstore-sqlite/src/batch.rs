@@ -5,7 +5,7 @@
 use crate::error::Fail;
 use crate::rows;
 use crate::store::Inner;
-use docstore::batch::{self, BatchBytes, Write, WriteOutcome};
+use docstore::batch::{self, BatchBytes, CheckedBatch, Write, WriteOutcome};
 use docstore::{Document, Error, Key};
 use rusqlite::Connection;
 
@@ -41,32 +41,22 @@ pub(crate) enum Step {
     },
 }
 
-/// A batch ready for [`apply`]: the checks of [`batch::validate`] with every stored data
-/// serialized once (its text's length is its size), and the byte total so far.
-pub(crate) fn prepare(
-    writes: &[Write],
-    max_doc_bytes: usize,
-) -> docstore::Result<(Vec<Step>, BatchBytes)> {
-    let mut texts = Vec::with_capacity(writes.len());
-    let bytes = batch::validate_with(writes, |_, data| {
-        let text = rows::encode(data, max_doc_bytes)?;
-        let size = text.len();
-        texts.push(text);
-        Ok(size)
-    })?;
-    let mut texts = texts.into_iter();
-    let mut text = || texts.next().expect("one text per write with data");
+/// A checked batch ready for [`apply`]: every stored data serialized once, and the byte
+/// total so far.
+pub(crate) fn prepare(batch: &CheckedBatch<'_>) -> docstore::Result<(Vec<Step>, BatchBytes)> {
+    let writes = batch.writes();
+    let bytes = batch.bytes();
     let steps = writes
         .iter()
         .map(|write| {
             Ok(match write {
-                Write::Create { key, .. } => Step::Create {
+                Write::Create { key, data } => Step::Create {
                     key: key.clone(),
-                    text: text(),
+                    text: rows::text(data)?,
                 },
-                Write::Put { key, .. } => Step::Put {
+                Write::Put { key, data } => Step::Put {
                     key: key.clone(),
-                    text: text(),
+                    text: rows::text(data)?,
                 },
                 Write::Update { key, patch } => Step::Patch {
                     key: key.clone(),
@@ -96,7 +86,7 @@ pub(crate) fn prepare(
                 Write::Restore { key, document } => Step::Restore {
                     key: key.clone(),
                     metadata: rows::without_data(document),
-                    text: text(),
+                    text: rows::text(&document.data)?,
                 },
             })
         })

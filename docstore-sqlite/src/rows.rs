@@ -25,6 +25,12 @@ pub(crate) fn encode(data: &Data, limit: usize) -> Result<String, Error> {
     Ok(text)
 }
 
+/// Serializes `data` as it is stored, for data the front end has checked already (depth
+/// and size; see [`encode`] for data that has not been, such as a merge result).
+pub(crate) fn text(data: &Data) -> Result<String, Error> {
+    serde_json::to_string(data).map_err(|err| Error::backend("serializing data", err))
+}
+
 /// A document from a row holding [`COLUMNS`].
 pub(crate) fn document(row: &Row<'_>) -> Result<Document, Fail> {
     let text: String = row.get(1)?;

@@ -6,8 +6,7 @@ use crate::error::Fail;
 use crate::options::SqliteOptions;
 use crate::{query, rows};
 use async_trait::async_trait;
-use docstore::batch::{Write, WriteOutcome};
-use docstore::clock::next_updated_at;
+use docstore::batch::{CheckedBatch, WriteOutcome};
 use docstore::driver::Driver;
 use docstore::query::CompiledQuery;
 use docstore::{
@@ -181,16 +180,7 @@ impl Inner {
         actor: &str,
     ) -> Result<Document, Fail> {
         self.check_quota(conn, key.site())?;
-        let now = self.now();
-        let doc = Document {
-            id: key.id().to_owned(),
-            data: Data::new(),
-            created_at: now,
-            updated_at: now,
-            created_by: actor.to_owned(),
-            updated_by: actor.to_owned(),
-            version: 1,
-        };
+        let doc = Document::first(key.id(), Data::new(), actor, self.now());
         rows::insert(conn, key, &doc, text)?;
         Ok(doc)
     }
@@ -234,9 +224,7 @@ impl Inner {
         actor: &str,
     ) -> Result<Document, Fail> {
         current.data = data;
-        current.updated_at = next_updated_at(self.now(), Some(current.updated_at));
-        current.updated_by = actor.to_owned();
-        current.version += 1;
+        current.stamp_next(actor, self.now());
         rows::rewrite(conn, key, &current, text)?;
         Ok(current)
     }
@@ -325,7 +313,7 @@ impl Driver for SqliteStore {
     }
 
     async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
+        let text = rows::text(&data)?;
         let (key, actor) = (key.clone(), actor.to_owned());
         let doc = self
             .write(move |inner, conn| {
@@ -342,7 +330,7 @@ impl Driver for SqliteStore {
     }
 
     async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
+        let text = rows::text(&data)?;
         let (key, actor) = (key.clone(), actor.to_owned());
         let doc = self
             .write(move |inner, conn| inner.put(conn, &key, &text, &actor))
@@ -381,7 +369,7 @@ impl Driver for SqliteStore {
         expected_version: u64,
         actor: &str,
     ) -> Result<Document> {
-        let text = rows::encode(&data, self.inner.options.max_doc_bytes)?;
+        let text = rows::text(&data)?;
         let (key, actor) = (key.clone(), actor.to_owned());
         let doc = self
             .write(move |inner, conn| {
@@ -417,7 +405,7 @@ impl Driver for SqliteStore {
     }
 
     async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
-        let text = rows::encode(&document.data, self.inner.options.max_doc_bytes)?;
+        let text = rows::text(&document.data)?;
         let (key, metadata) = (key.clone(), rows::without_data(document));
         self.write(move |inner, conn| inner.restore(conn, &key, &metadata, &text))
             .await
@@ -432,8 +420,9 @@ impl Driver for SqliteStore {
 
     /// One immediate transaction: the writes in order, the counters through the same
     /// triggers; the first failing write rolls everything back.
-    async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
-        let (steps, bytes) = crate::batch::prepare(writes, self.inner.options.max_doc_bytes)?;
+    async fn write_all(&self, batch: &CheckedBatch<'_>, actor: &str) -> Result<Vec<WriteOutcome>> {
+        let writes = batch.writes();
+        let (steps, bytes) = crate::batch::prepare(batch)?;
         if steps.is_empty() {
             return Ok(Vec::new());
         }

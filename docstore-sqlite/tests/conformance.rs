@@ -30,10 +30,10 @@ impl conformance_tests::Harness for SqliteHarness {
 
 conformance_tests::conformance_suite!(SqliteHarness);
 
-/// The whole suite again with indexes declared on the fields the cases query.
+/// The contract's families again with indexes declared on the fields the cases query.
 mod indexed {
     use super::*;
-    conformance_tests::conformance_suite!(conformance_tests::WithIndexes(SqliteHarness));
+    conformance_tests::index_suite!(SqliteHarness);
 }
 
 /// The suite again with `synchronous=NORMAL`, where writes run on the calling thread

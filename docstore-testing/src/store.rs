@@ -6,6 +6,7 @@ use crate::pages;
 use crate::plan::{CallKind, Fault, Plan};
 use crate::summary;
 use async_trait::async_trait;
+use docstore::batch::CheckedBatch;
 use docstore::driver::Driver;
 use docstore::query::CompiledQuery;
 use docstore::{
@@ -272,8 +273,9 @@ impl Driver for FaultyDriver {
         .await
     }
 
-    async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
-        let forward = || self.inner.driver().write_all(writes, actor);
+    async fn write_all(&self, batch: &CheckedBatch<'_>, actor: &str) -> Result<Vec<WriteOutcome>> {
+        let writes = batch.writes();
+        let forward = || self.inner.driver().write_all(batch, actor);
         let touchable = versioned(writes);
         self.call(
             CallKind::WriteAll,

@@ -344,12 +344,55 @@ impl BatchBytes {
     }
 }
 
+/// A batch the front end has checked with [`validate`]: what a driver's
+/// [`write_all`](crate::driver::Driver::write_all) receives, so that no driver checks a batch
+/// again. Only [`CheckedBatch::check`] builds one.
+///
+/// ```
+/// use docstore::batch::{CheckedBatch, Write};
+/// use docstore::Key;
+///
+/// let key = Key::new("s", "c", "1").unwrap();
+/// let writes = [Write::create(key.clone(), docstore::Data::new())];
+/// let batch = CheckedBatch::check(&writes, 1_000).unwrap();
+/// assert_eq!(batch.writes().len(), 1);
+/// assert_eq!(batch.bytes().total(), "s".len() + "c".len() + "1".len() + 2);
+/// let twice = [Write::check(key.clone(), None), Write::check(key, None)];
+/// assert!(CheckedBatch::check(&twice, 1_000).is_err());
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct CheckedBatch<'a> {
+    writes: &'a [Write],
+    bytes: BatchBytes,
+}
+
+impl<'a> CheckedBatch<'a> {
+    /// Checks `writes` as [`validate`] does, for a store with `max_doc_bytes`.
+    pub fn check(writes: &'a [Write], max_doc_bytes: usize) -> Result<Self> {
+        let bytes = validate(writes, max_doc_bytes)?;
+        Ok(CheckedBatch { writes, bytes })
+    }
+
+    /// The writes, in order.
+    pub fn writes(&self) -> &'a [Write] {
+        self.writes
+    }
+
+    /// The bytes counted by the check: key names and the data of `Create`, `Put` and
+    /// `Restore`. A driver adds the merged data of each `Update` and `UpdateIf` when it
+    /// knows it ([`BatchBytes::add`]).
+    pub fn bytes(&self) -> BatchBytes {
+        self.bytes
+    }
+}
+
 /// The bytes of a key's names, as [`MAX_BATCH_BYTES`] counts them.
 pub fn key_bytes(key: &Key) -> usize {
     key.site().len() + key.collection().len() + key.id().len()
 }
 
-/// Checks a batch before anything is read or written; every backend calls it first.
+/// Checks a batch before anything is read or written; the front end calls it (through
+/// [`CheckedBatch::check`]) before any driver sees the batch.
 ///
 /// In this order: at most [`MAX_BATCH_WRITES`] writes, each key at most once (both plain
 /// [`Error::InvalidArgument`]); then, write by write, its own input as the single call checks

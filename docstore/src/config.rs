@@ -77,11 +77,57 @@ pub enum Backend {
 }
 
 /// `database.sqlite.*`.
+///
+/// ```
+/// let sqlite: docstore::config::SqliteConfig =
+///     toml_like(r#"{"path": "app.db", "synchronous": "normal", "busy_timeout_ms": 30000}"#);
+/// assert_eq!(sqlite.synchronous, docstore::config::Synchronous::Normal);
+/// assert_eq!(sqlite.busy_timeout_ms, 30_000);
+/// # fn toml_like<T: serde::de::DeserializeOwned>(json: &str) -> T { serde_json::from_str(json).unwrap() }
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SqliteConfig {
     /// `database.sqlite.path`: the database file.
     pub path: PathBuf,
+    /// `database.sqlite.synchronous`: how hard a commit works to survive a crash
+    /// (default `full`).
+    #[serde(default)]
+    pub synchronous: Synchronous,
+    /// `database.sqlite.busy_timeout_ms`: how long a write waits for another process's lock
+    /// before it is `Unavailable` (default 5 000).
+    #[serde(default = "default_busy_timeout_ms")]
+    pub busy_timeout_ms: u64,
+}
+
+/// The default of [`SqliteConfig::busy_timeout_ms`].
+pub const DEFAULT_BUSY_TIMEOUT_MS: u64 = 5_000;
+
+fn default_busy_timeout_ms() -> u64 {
+    DEFAULT_BUSY_TIMEOUT_MS
+}
+
+impl SqliteConfig {
+    /// The file at `path`, with the default settings.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        SqliteConfig {
+            path: path.into(),
+            synchronous: Synchronous::default(),
+            busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
+        }
+    }
+}
+
+/// `database.sqlite.synchronous` (SQLite's `PRAGMA synchronous` in WAL mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Synchronous {
+    /// Every commit is on stable storage before the write returns (survives power loss).
+    #[default]
+    Full,
+    /// Commits reach the operating system; the last ones may be lost on an OS crash or
+    /// power loss (never corrupted). Much faster on slow disks.
+    Normal,
 }
 
 /// `database.dynamodb.*`.
@@ -136,7 +182,7 @@ pub enum CounterMode {
     /// contend on its counter item.
     #[default]
     Exact,
-    /// Seed 001's way: an atomic `ADD` right after the document write. Half the write capacity
+    /// The original layout's way: an atomic `ADD` right after the document write. Half the write capacity
     /// of `exact`, one request more, and a counter can drift by one when a process dies between
     /// the two or the counter's own answer is lost (`docstore fsck --repair` fixes it).
     Fast,

@@ -30,6 +30,58 @@ pub struct Document {
     pub version: u64,
 }
 
+/// Version stamping, the one place every backend takes it from: the first version of a
+/// document, and the next version of a stored one.
+///
+/// ```
+/// use docstore::Document;
+///
+/// let first = Document::first("T-1", docstore::Data::new(), "ann", 100);
+/// assert_eq!((first.version, first.created_at, first.updated_by.as_str()), (1, 100, "ann"));
+/// // A clock that stepped back never moves `updated_at` back.
+/// let next = first.next(docstore::Data::new(), "bob", 50);
+/// assert_eq!((next.version, next.updated_at, next.created_by.as_str()), (2, 100, "ann"));
+/// ```
+impl Document {
+    /// Version 1 of the document `id` holding `data`, created and updated by `actor` at `now`.
+    pub fn first(id: impl Into<String>, data: Data, actor: &str, now: i64) -> Document {
+        Document {
+            id: id.into(),
+            data,
+            created_at: now,
+            updated_at: now,
+            created_by: actor.to_owned(),
+            updated_by: actor.to_owned(),
+            version: 1,
+        }
+    }
+
+    /// The version after this one, holding `data`, written by `actor` at `now`: `created_*`
+    /// kept, `version + 1`, `updated_at` never before this version's
+    /// ([`next_updated_at`](crate::clock::next_updated_at)).
+    pub fn next(&self, data: Data, actor: &str, now: i64) -> Document {
+        let mut next = Document {
+            id: self.id.clone(),
+            data,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            created_by: self.created_by.clone(),
+            updated_by: String::new(),
+            version: self.version,
+        };
+        next.stamp_next(actor, now);
+        next
+    }
+
+    /// Makes this document its own next version in place (its data already changed by the
+    /// caller): [`next`](Self::next) without copying the data.
+    pub fn stamp_next(&mut self, actor: &str, now: i64) {
+        self.updated_at = crate::clock::next_updated_at(now, Some(self.updated_at));
+        actor.clone_into(&mut self.updated_by);
+        self.version += 1;
+    }
+}
+
 /// The size of `data` as the store measures it against `max_doc_bytes`: the length of its
 /// compact JSON serialization.
 pub fn data_size(data: &Data) -> usize {

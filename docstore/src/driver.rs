@@ -2,7 +2,7 @@
 //! it gives ([`Page`], [`Explain`], [`Recount`]).
 
 use crate::Result;
-use crate::batch::{Write, WriteOutcome};
+use crate::batch::{CheckedBatch, WriteOutcome};
 use crate::document::{Data, Document};
 use crate::key::Key;
 use crate::query::{CompiledQuery, Cursor};
@@ -229,7 +229,7 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     /// Applies a batch (already checked: limits and distinct keys) atomically: all of its
     /// writes, or — when any fails — none, with [`Error::Batch`](crate::Error::Batch) naming
     /// it. Counters move with the writes, in the same transaction.
-    async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>>;
+    async fn write_all(&self, batch: &CheckedBatch<'_>, actor: &str) -> Result<Vec<WriteOutcome>>;
 
     /// Runs a query over one collection: exactly the reference evaluator's page
     /// ([`CompiledQuery::evaluate`]), whatever the driver pushes down. Cursors of the answer

@@ -106,7 +106,7 @@ async fn tickets(ctx: &Ctx, n: usize) -> Vec<Document> {
     stored
 }
 
-fn issue_queries() -> Vec<Query> {
+fn ticket_queries() -> Vec<Query> {
     vec![
         Query::new()
             .filter(Filter::eq("status", "open").and(Filter::gte("priority", 50)))
@@ -136,7 +136,7 @@ fn issue_queries() -> Vec<Query> {
     ]
 }
 
-fn issue_indexes() -> Vec<Index> {
+fn ticket_indexes() -> Vec<Index> {
     vec![
         index("tickets", &["status", "-score"]),
         index("tickets", &["priority"]),
@@ -144,14 +144,14 @@ fn issue_indexes() -> Vec<Index> {
     ]
 }
 
-/// The issue's query and its neighbours give the reference pages, walked by cursor, with the
+/// A selective indexed query and its neighbours give the reference pages, walked by cursor, with the
 /// indexes declared and without.
 pub async fn indexed_pages_equal_the_reference(h: &dyn Harness) {
     let knows_last = h.capabilities().knows_last_page;
-    for indexes in [Vec::new(), issue_indexes()] {
+    for indexes in [Vec::new(), ticket_indexes()] {
         let ctx = Ctx::with_options(h, "idxpages", options(indexes)).await;
         let stored = tickets(&ctx, 60).await;
-        for query in issue_queries() {
+        for query in ticket_queries() {
             check_walk(&ctx, "tickets", &stored, &query, knows_last).await;
         }
     }
@@ -161,7 +161,7 @@ pub async fn indexed_pages_equal_the_reference(h: &dyn Harness) {
 /// deletes, restores and batches, served queries still equal the evaluator.
 pub async fn every_write_keeps_indexes_exact(h: &dyn Harness) {
     let knows_last = h.capabilities().knows_last_page;
-    let ctx = Ctx::with_options(h, "idxwrites", options(issue_indexes())).await;
+    let ctx = Ctx::with_options(h, "idxwrites", options(ticket_indexes())).await;
     let mut stored = tickets(&ctx, 24).await;
     let key = |id: &str| ctx.key("tickets", id);
     let replace = |doc: Document, stored: &mut Vec<Document>| {
@@ -252,7 +252,7 @@ pub async fn every_write_keeps_indexes_exact(h: &dyn Harness) {
         )
         .await;
     assert!(matches!(failed, Err(Error::Batch { index: 1, .. })));
-    for query in issue_queries() {
+    for query in ticket_queries() {
         check_walk(&ctx, "tickets", &stored, &query, knows_last).await;
     }
 }
@@ -261,13 +261,13 @@ pub async fn every_write_keeps_indexes_exact(h: &dyn Harness) {
 /// index), a scan for the others, and says strongly consistent for `consistent: true`.
 pub async fn explain_names_the_index_or_a_scan(h: &dyn Harness) {
     let serves = h.capabilities().secondary_indexes;
-    let ctx = Ctx::with_options(h, "idxexplain", options(issue_indexes())).await;
+    let ctx = Ctx::with_options(h, "idxexplain", options(ticket_indexes())).await;
     tickets(&ctx, 12).await;
     let explain = |q: Query| {
         let ctx = &ctx;
         async move { ctx.store.explain(&ctx.site, "tickets", &q).await.unwrap() }
     };
-    let served = explain(issue_queries()[0].clone()).await;
+    let served = explain(ticket_queries()[0].clone()).await;
     if serves {
         assert_eq!(served.index.as_deref(), Some("status_Dscore"), "{served}");
         assert!(served.estimated_reads.is_some_and(|n| n <= 12), "{served}");
@@ -292,11 +292,11 @@ pub async fn explain_names_the_index_or_a_scan(h: &dyn Harness) {
     // Another collection's indexes never serve.
     let other = ctx
         .store
-        .explain(&ctx.site, "other", &issue_queries()[0])
+        .explain(&ctx.site, "other", &ticket_queries()[0])
         .await
         .unwrap();
     assert_eq!(other.index, None, "{other}");
-    for query in issue_queries() {
+    for query in ticket_queries() {
         let plan = explain(query.consistent(true)).await;
         assert!(plan.strongly_consistent, "{plan}");
         assert!(!plan.to_string().is_empty());
@@ -322,8 +322,8 @@ pub async fn explain_names_the_index_or_a_scan(h: &dyn Harness) {
 
 /// A `consistent: true` query sees every write that finished before it, served or not.
 pub async fn consistent_queries_see_every_write(h: &dyn Harness) {
-    let ctx = Ctx::with_options(h, "idxconsistent", options(issue_indexes())).await;
-    let query = issue_queries()[1].clone().limit(100).consistent(true);
+    let ctx = Ctx::with_options(h, "idxconsistent", options(ticket_indexes())).await;
+    let query = ticket_queries()[1].clone().limit(100).consistent(true);
     let mut expected = Vec::new();
     for i in 0..15 {
         let doc = ctx

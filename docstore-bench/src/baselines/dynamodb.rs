@@ -1,5 +1,5 @@
 //! The DynamoDB baseline: the raw `aws-sdk-dynamodb` calls a careful programmer makes on the
-//! same table layout (seed 001), with the fewest requests the layout allows:
+//! same table layout (`docs/contract.md`), with the fewest requests the layout allows:
 //!
 //! | call | requests |
 //! |---|---|
@@ -125,7 +125,7 @@ fn n(value: impl ToString) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
-/// The document an item in seed 001's layout holds.
+/// The document an item in the table layout holds.
 pub fn parse(item: &Item) -> BenchResult<Document> {
     let text = |name: &str| -> BenchResult<String> {
         match item.get(name) {

@@ -1,5 +1,5 @@
 //! Declared indexes, measured against hand-written code using the same kind of index, in one
-//! run (issue 10's figures):
+//! run (the figures in `docs/benchmarks.md`):
 //!
 //! 1. **The served query** `status = "open" and priority >= 50 order by score desc limit 20`
 //!    over ~1 KB documents, on each backend without and with a declared index
@@ -457,7 +457,7 @@ async fn sqlite(args: &Args, expected: &[String]) -> QueryRow {
 
 const RAW_GSI: &str = "by_status_score";
 
-/// The baseline's table: seed 001's keys and a GSI on top-level `status` (S) / `score` (N).
+/// The baseline's table: the table layout's keys and a GSI on top-level `status` (S) / `score` (N).
 async fn raw_table(client: &Client, table: &str) {
     let attribute = |name: &str, kind| {
         AttributeDefinition::builder()

@@ -195,11 +195,11 @@ impl Store {
     /// ([`Site::batch`]).
     pub async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
         validate_actor(actor)?;
-        batch::validate(writes, self.max_doc_bytes())?;
+        let batch = batch::CheckedBatch::check(writes, self.max_doc_bytes())?;
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        self.driver.write_all(writes, actor).await
+        self.driver.write_all(&batch, actor).await
     }
 
     /// Runs a query over one collection: one page, with the cursor of the next.
