@@ -16,7 +16,7 @@ pub use site::{Site, SiteBatch};
 pub use stream::{DEFAULT_STREAM_PAGE, DocumentStream};
 
 use crate::batch::{self, Write, WriteOutcome};
-use crate::document::{Data, Document, check_depth, check_restorable, check_size, validate_actor};
+use crate::document::{Data, Document, check_restorable, check_size, validate_actor};
 use crate::driver::{Driver, Explain, Page, Recount, RecountMode};
 use crate::key::{Key, validate_site};
 use crate::query::Query;
@@ -113,8 +113,9 @@ impl Store {
     /// without a document, [`Error::Conflict`](crate::Error::Conflict) only after bounded
     /// retries under heavy contention.
     pub async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
+        // The patch's depth is not refused here: what counts is the merged result's, which
+        // the driver checks (a patch one level too deep may merge into data that fits).
         validate_actor(actor)?;
-        check_depth(patch)?;
         self.driver.update(key, patch, actor).await
     }
 
@@ -128,7 +129,6 @@ impl Store {
         actor: &str,
     ) -> Result<Document> {
         validate_actor(actor)?;
-        check_depth(patch)?;
         self.driver
             .update_if(key, patch, expected_version, actor)
             .await
