@@ -25,8 +25,7 @@ use crate::send::{
 use crate::store::DynamoStore;
 use crate::writes::indexed_item;
 use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem};
-use docstore::batch::{self, BatchBytes, CheckedBatch, Write, WriteOutcome};
-use docstore::document::{check_size, data_size};
+use docstore::batch::{self, BatchBytes, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::{Document, Error, Key, Result, WriteId};
 use std::collections::HashMap;
 
@@ -236,78 +235,23 @@ impl DynamoStore {
         for (index, (write, current)) in writes.iter().zip(read).enumerate() {
             let key = write.key();
             let fail = |err: Error| batch::failed(index, err);
-            let (doc, expect, delta): (Option<Document>, Expect<'_>, i64) = match write {
-                Write::Create { data, .. } => {
-                    if current.is_some() {
-                        return Err(fail(Error::AlreadyExists));
-                    }
-                    (
-                        Some(Document::first(key.id(), data.clone(), actor, now)),
-                        Expect::Absent,
-                        1,
-                    )
-                }
-                Write::Restore { document, .. } => {
-                    if current.is_some() {
-                        return Err(fail(Error::AlreadyExists));
-                    }
-                    (Some(document.clone()), Expect::Absent, 1)
-                }
-                Write::Put { data, .. } => match current {
-                    None => (
-                        Some(Document::first(key.id(), data.clone(), actor, now)),
-                        Expect::Absent,
-                        1,
-                    ),
-                    Some(read) => (
-                        Some(read.doc.next(data.clone(), actor, now)),
-                        Expect::Revision(read),
-                        0,
-                    ),
-                },
-                Write::Update { patch, .. } | Write::UpdateIf { patch, .. } => {
-                    let read = current.as_ref().ok_or_else(|| fail(Error::NotFound))?;
-                    if let Write::UpdateIf {
-                        expected_version, ..
-                    } = write
-                        && *expected_version != read.doc.version
-                    {
-                        return Err(fail(Error::Conflict {
-                            current: read.doc.version,
-                        }));
-                    }
-                    let mut data = read.doc.data.clone();
-                    docstore::merge_patch(&mut data, patch);
-                    check_size(&data, limit).map_err(fail)?;
-                    bytes.add(index, data_size(&data))?;
-                    (
-                        Some(read.doc.next(data, actor, now)),
-                        Expect::Revision(read),
-                        0,
-                    )
-                }
-                Write::DeleteIf {
-                    expected_version, ..
-                } => {
-                    let read = current.as_ref().ok_or_else(|| fail(Error::NotFound))?;
-                    if *expected_version != read.doc.version {
-                        return Err(fail(Error::Conflict {
-                            current: read.doc.version,
-                        }));
-                    }
-                    (None, Expect::Revision(read), -1)
-                }
-                Write::Check { version, .. } => match (version, current) {
-                    (None, Some(_)) => return Err(fail(Error::AlreadyExists)),
-                    (Some(_), None) => return Err(fail(Error::NotFound)),
-                    (Some(expected), Some(read)) if *expected != read.doc.version => {
-                        return Err(fail(Error::Conflict {
-                            current: read.doc.version,
-                        }));
-                    }
-                    (None, None) => (None, Expect::Absent, 0),
-                    (Some(_), Some(read)) => (None, Expect::Revision(read), 0),
-                },
+            let decision = batch::decide(
+                index,
+                write,
+                current.as_ref().map(|read| &read.doc),
+                actor,
+                now,
+                limit,
+                &mut bytes,
+            )?;
+            let expect = match current {
+                None => Expect::Absent,
+                Some(read) => Expect::Revision(read),
+            };
+            let delta = decision.counter_delta();
+            let doc = match decision {
+                Decision::Store { document, .. } => Some(document),
+                Decision::Remove | Decision::Keep => None,
             };
             if delta != 0 {
                 if let Some(quota) = self.options.max_docs_per_site {

@@ -31,14 +31,7 @@ impl DynamoStore {
         if !query.consistent() {
             let registry = self.registry().await?;
             if let Some(plan) = docstore::index::plan(&registry.built, collection, query) {
-                let reads = match query.limit() {
-                    Some(limit) => size.min(
-                        (limit as u64)
-                            .saturating_add(1)
-                            .saturating_mul(plan.ranges.len() as u64),
-                    ),
-                    None => size,
-                };
+                let reads = docstore::driver::estimated_index_reads(&plan, query, size);
                 return Ok(Explain::index(&plan, Some(reads), false));
             }
         }
@@ -55,11 +48,7 @@ fn describe(query: &CompiledQuery, size: u64, max_scan: u64) -> Explain {
     };
     match query.id_order() {
         Some(descending) => {
-            let page = query.limit().map(|l| (l as u64).saturating_add(1));
-            let reads = match (page, query.filter()) {
-                (Some(page), None) => size.min(page),
-                _ => size,
-            };
+            let reads = docstore::driver::estimated_id_order_reads(query, size);
             Explain::scan(
                 format!(
                     "strongly consistent Query on pk in {} id order{from}, until the page \

@@ -3,7 +3,7 @@
 
 use crate::item::{COUNT, PK, SK, counters_pk, num, number, string, text};
 use crate::store::DynamoStore;
-use docstore::{CounterChange, Recount, RecountMode, Result};
+use docstore::{Recount, RecountMode, Result};
 use std::collections::BTreeMap;
 
 impl DynamoStore {
@@ -53,24 +53,12 @@ impl DynamoStore {
                 _ => break,
             }
         }
-        let mut changes = Vec::new();
-        let mut names: Vec<&String> = documents.keys().chain(counters.keys()).collect();
-        names.sort_unstable();
-        names.dedup();
-        for name in names {
-            let actual = documents.get(name).copied().unwrap_or(0);
-            let counter = counters.get(name).copied();
-            if counter.unwrap_or(0) == actual {
-                continue;
+        let changes = docstore::driver::counter_changes(&documents, &counters);
+        if mode == RecountMode::Repair {
+            for change in &changes {
+                self.set_counter(site, &change.collection, change.counter, change.documents)
+                    .await?;
             }
-            if mode == RecountMode::Repair {
-                self.set_counter(site, name, counter, actual).await?;
-            }
-            changes.push(CounterChange {
-                collection: name.clone(),
-                counter,
-                documents: actual,
-            });
         }
         Ok(Recount {
             collections: documents.into_iter().collect(),

@@ -27,7 +27,7 @@
 //! ```
 
 use async_trait::async_trait;
-use docstore::batch::{self, CheckedBatch, Write, WriteOutcome};
+use docstore::batch::{self, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::document::{check_size, merged_fits};
 use docstore::driver::Driver;
 use docstore::index::{CompiledIndex, Step};
@@ -281,16 +281,6 @@ impl MemoryStore {
     }
 }
 
-/// What one write of a batch will do to its key, decided before anything changes.
-enum Change {
-    /// Store this document (new or replacing).
-    Set(Document),
-    /// Remove the document.
-    Remove,
-    /// Nothing (a `Check`).
-    Keep,
-}
-
 impl MemoryStore {
     fn lookup<'a>(sites: &'a HashMap<String, Site>, key: &Key) -> Option<&'a Document> {
         sites
@@ -299,9 +289,9 @@ impl MemoryStore {
             .and_then(|collection| collection.get(key.id()))
     }
 
-    /// Decides every write of a batch against the current state (keys are distinct, so no
-    /// write sees another's effect, except through the per-site quota count), then applies
-    /// them all; on the first failure nothing has changed.
+    /// Decides every write of a batch against the current state ([`batch::decide`]; keys
+    /// are distinct, so no write sees another's effect, except through the per-site quota
+    /// count), then applies them all; on the first failure nothing has changed.
     fn apply_batch(
         &self,
         sites: &mut HashMap<String, Site>,
@@ -314,102 +304,35 @@ impl MemoryStore {
         // Documents per site, as the batch's earlier writes leave it (only counted with a
         // quota).
         let mut site_counts: HashMap<&str, u64> = HashMap::new();
-        let mut changes = Vec::with_capacity(writes.len());
+        let mut decisions = Vec::with_capacity(writes.len());
         for (index, write) in writes.iter().enumerate() {
             let key = write.key();
             let current = Self::lookup(sites, key);
-            let fail = |err: Error| batch::failed(index, err);
-            let mut creates = false;
-            let change = match write {
-                Write::Create { data, .. } => {
-                    if current.is_some() {
-                        return Err(fail(Error::AlreadyExists));
-                    }
-                    creates = true;
-                    Change::Set(Document::first(key.id(), data.clone(), actor, now))
-                }
-                Write::Put { data, .. } => match current {
-                    Some(current) => Change::Set(current.next(data.clone(), actor, now)),
-                    None => {
-                        creates = true;
-                        Change::Set(Document::first(key.id(), data.clone(), actor, now))
-                    }
-                },
-                Write::Update { patch, .. } | Write::UpdateIf { patch, .. } => {
-                    let current = current.ok_or_else(|| fail(Error::NotFound))?;
-                    if let Write::UpdateIf {
-                        expected_version, ..
-                    } = write
-                        && *expected_version != current.version
-                    {
-                        return Err(fail(Error::Conflict {
-                            current: current.version,
-                        }));
-                    }
-                    let mut data = current.data.clone();
-                    docstore::merge_patch(&mut data, patch);
-                    check_size(&data, limit).map_err(fail)?;
-                    bytes.add(index, docstore::document::data_size(&data))?;
-                    Change::Set(current.next(data, actor, now))
-                }
-                Write::DeleteIf {
-                    expected_version, ..
-                } => {
-                    let current = current.ok_or_else(|| fail(Error::NotFound))?;
-                    if *expected_version != current.version {
-                        return Err(fail(Error::Conflict {
-                            current: current.version,
-                        }));
-                    }
-                    if self.options.max_docs_per_site.is_some() {
-                        *self.site_count(sites, &mut site_counts, key.site()) -= 1;
-                    }
-                    Change::Remove
-                }
-                Write::Check { version, .. } => {
-                    match (version, current) {
-                        (None, Some(_)) => return Err(fail(Error::AlreadyExists)),
-                        (Some(_), None) => return Err(fail(Error::NotFound)),
-                        (Some(expected), Some(current)) if *expected != current.version => {
-                            return Err(fail(Error::Conflict {
-                                current: current.version,
-                            }));
-                        }
-                        _ => {}
-                    }
-                    Change::Keep
-                }
-                Write::Restore { document, .. } => {
-                    if current.is_some() {
-                        return Err(fail(Error::AlreadyExists));
-                    }
-                    creates = true;
-                    Change::Set(document.clone())
-                }
-            };
-            if creates && let Some(quota) = self.options.max_docs_per_site {
+            let decision = batch::decide(index, write, current, actor, now, limit, &mut bytes)?;
+            if let Some(quota) = self.options.max_docs_per_site {
                 let count = self.site_count(sites, &mut site_counts, key.site());
-                if *count >= quota {
-                    return Err(fail(Error::QuotaExceeded { limit: quota }));
+                let delta = decision.counter_delta();
+                if delta > 0 && *count >= quota {
+                    return Err(batch::failed(index, Error::QuotaExceeded { limit: quota }));
                 }
-                *count += 1;
+                *count = count.saturating_add_signed(delta);
             }
-            changes.push(change);
+            decisions.push(decision);
         }
         let mut outcomes = Vec::with_capacity(writes.len());
-        for (write, change) in writes.iter().zip(changes) {
+        for (write, decision) in writes.iter().zip(decisions) {
             let key = write.key();
-            outcomes.push(match change {
-                Change::Set(doc) => {
+            outcomes.push(match decision {
+                Decision::Store { document, .. } => {
                     self.collection_mut(sites, key)
-                        .set(self.defs(key.collection()), doc.clone());
-                    WriteOutcome::Written(doc)
+                        .set(self.defs(key.collection()), document.clone());
+                    WriteOutcome::Written(document)
                 }
-                Change::Remove => {
+                Decision::Remove => {
                     self.remove_unchecked(sites, key);
                     WriteOutcome::Deleted
                 }
-                Change::Keep => WriteOutcome::Checked,
+                Decision::Keep => WriteOutcome::Checked,
             });
         }
         Ok(outcomes)
@@ -551,12 +474,8 @@ impl Driver for MemoryStore {
             .get(site)
             .and_then(|s| s.get(collection))
             .map_or(0, Collection::len) as u64;
-        let page = compiled.limit().map(|l| (l as u64).saturating_add(1));
         if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, compiled) {
-            let reads = match page {
-                Some(page) => size.min(page.saturating_mul(plan.ranges.len() as u64)),
-                None => size,
-            };
+            let reads = docstore::driver::estimated_index_reads(&plan, compiled, size);
             return Ok(Explain::index(&plan, Some(reads), true));
         }
         Ok(match compiled.id_order() {
@@ -574,10 +493,7 @@ impl Driver for MemoryStore {
                         ""
                     }
                 ),
-                Some(match (page, compiled.filter()) {
-                    (Some(page), None) => size.min(page),
-                    _ => size,
-                }),
+                Some(docstore::driver::estimated_id_order_reads(compiled, size)),
                 true,
             ),
             None => Explain::scan("the whole collection, sorted in memory", Some(size), true),

@@ -114,9 +114,12 @@ impl Plan {
 
     /// How the statement reads, for `explain`, given the collection's size.
     pub(crate) fn explain(&self, size: u64) -> docstore::Explain {
-        let page = self.compiled.limit().map(|l| (l as u64).saturating_add(1));
-        let (how, reads) = match (self.cursor_pushed, self.compiled.id_order(), page) {
-            (true, Some(descending), page) => (
+        let (how, reads) = match (
+            self.cursor_pushed,
+            self.compiled.id_order(),
+            self.compiled.limit(),
+        ) {
+            (true, Some(descending), _) => (
                 format!(
                     "the primary key in {} id order{}, until the page is full",
                     if descending {
@@ -130,10 +133,7 @@ impl Plan {
                         ""
                     }
                 ),
-                match (page, self.compiled.filter()) {
-                    (Some(page), None) => size.min(page),
-                    _ => size,
-                },
+                docstore::driver::estimated_id_order_reads(&self.compiled, size),
             ),
             (true, None, Some(_)) if self.filter_pushed => (
                 "the collection's rows, filtered and sorted by key in SQL; only the page's \

@@ -13,6 +13,7 @@ use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
 use rusqlite::Connection;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -461,7 +462,7 @@ impl Driver for SqliteStore {
     ) -> Result<Explain> {
         let plan = query::Plan::new(site, collection, compiled);
         let served = docstore::index::plan(&self.inner.indexes.usable, collection, compiled);
-        let limit = compiled.limit();
+        let compiled = compiled.clone();
         let (site, collection) = (site.to_owned(), collection.to_owned());
         self.read(move |conn| {
             let size = rows::collections(conn, &site)?
@@ -470,10 +471,8 @@ impl Driver for SqliteStore {
                 .map_or(0, |(_, n)| n);
             Ok(match &served {
                 Some(index_plan) => {
-                    let page = limit.map(|l| (l as u64).saturating_add(1));
-                    let reads = page.map_or(size, |p| {
-                        size.min(p.saturating_mul(index_plan.ranges.len() as u64))
-                    });
+                    let reads =
+                        docstore::driver::estimated_index_reads(index_plan, &compiled, size);
                     let mut explain = Explain::index(index_plan, Some(reads), true);
                     explain.key_range = format!(
                         "{} (SQLite: {})",
@@ -505,27 +504,13 @@ impl Driver for SqliteStore {
         let site = site.to_owned();
         self.write(move |_, conn| {
             let collections = rows::counted_collections(conn, &site)?;
-            let counters: std::collections::BTreeMap<String, u64> =
+            let counters: BTreeMap<String, u64> =
                 rows::collections(conn, &site)?.into_iter().collect();
-            let mut changes = Vec::new();
-            let actual: std::collections::BTreeMap<&str, u64> =
-                collections.iter().map(|(c, n)| (c.as_str(), *n)).collect();
-            let mut names: Vec<&str> = actual.keys().copied().collect();
-            names.extend(counters.keys().map(String::as_str));
-            names.sort_unstable();
-            names.dedup();
-            for name in names {
-                let documents = actual.get(name).copied().unwrap_or(0);
-                let counter = counters.get(name).copied();
-                if counter.unwrap_or(0) != documents {
-                    changes.push(docstore::CounterChange {
-                        collection: name.to_owned(),
-                        counter,
-                        documents,
-                    });
-                    if mode == RecountMode::Repair {
-                        rows::set_counter(conn, &site, name, documents)?;
-                    }
+            let documents: BTreeMap<String, u64> = collections.iter().cloned().collect();
+            let changes = docstore::driver::counter_changes(&documents, &counters);
+            if mode == RecountMode::Repair {
+                for change in &changes {
+                    rows::set_counter(conn, &site, &change.collection, change.documents)?;
                 }
             }
             Ok(Recount {

@@ -386,6 +386,119 @@ impl<'a> CheckedBatch<'a> {
     }
 }
 
+/// What one write of a batch does to its key, decided by [`decide`] on the document stored
+/// there: the one decision table every driver applies.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    /// Store this document: a new one (`Create`, `Restore`, a `Put` on an empty key; it
+    /// moves the collection's counter by one) or the next version of the stored one.
+    Store {
+        /// The document as the write leaves it, stamped.
+        document: Document,
+        /// Whether it is a new document (the counter and the quota count it).
+        creates: bool,
+    },
+    /// Remove the stored document (`DeleteIf`; the counter moves down by one).
+    Remove,
+    /// Leave the key as it is (`Check`).
+    Keep,
+}
+
+impl Decision {
+    /// How the write moves its collection's counter: +1, -1 or 0.
+    pub fn counter_delta(&self) -> i64 {
+        match self {
+            Decision::Store { creates: true, .. } => 1,
+            Decision::Remove => -1,
+            _ => 0,
+        }
+    }
+}
+
+/// Decides write `index` of a checked batch on `current` (what its key holds now), written by
+/// `actor` at `now`: its [`Decision`], or the error the single call would give, as
+/// [`Error::Batch`] with `index` (`AlreadyExists`, `NotFound`, `Conflict { current }`, and for
+/// a merge `TooLarge` or a depth `InvalidArgument` of the merged result). The merged data of
+/// `Update` and `UpdateIf` is added to `bytes` (over [`MAX_BATCH_BYTES`]: the plain
+/// `InvalidArgument` of the whole batch). The quota is the driver's to count, with
+/// [`Decision::counter_delta`].
+///
+/// ```
+/// use docstore::batch::{BatchBytes, Decision, Write, decide};
+/// use docstore::{Document, Error, Key};
+///
+/// let key = Key::new("s", "c", "a").unwrap();
+/// let stored = Document::first("a", docstore::Data::new(), "ann", 1);
+/// let mut bytes = BatchBytes::default();
+/// let create = Write::create(key.clone(), docstore::Data::new());
+/// let taken = decide(0, &create, Some(&stored), "bob", 2, 1_000, &mut bytes);
+/// assert!(matches!(taken.unwrap_err().batch_failure(), Some((0, Error::AlreadyExists))));
+/// let delete = Write::delete_if(key, 1);
+/// assert_eq!(decide(1, &delete, Some(&stored), "bob", 2, 1_000, &mut bytes).unwrap(), Decision::Remove);
+/// ```
+pub fn decide(
+    index: usize,
+    write: &Write,
+    current: Option<&Document>,
+    actor: &str,
+    now: i64,
+    max_doc_bytes: usize,
+    bytes: &mut BatchBytes,
+) -> Result<Decision> {
+    let fail = |err: Error| failed(index, err);
+    let conflict = |current: &Document| {
+        fail(Error::Conflict {
+            current: current.version,
+        })
+    };
+    let store = |document: Document, creates: bool| Ok(Decision::Store { document, creates });
+    match (write, current) {
+        (Write::Create { .. } | Write::Restore { .. }, Some(_)) => Err(fail(Error::AlreadyExists)),
+        (Write::Create { key, data } | Write::Put { key, data }, None) => {
+            store(Document::first(key.id(), data.clone(), actor, now), true)
+        }
+        (Write::Restore { document, .. }, None) => store(document.clone(), true),
+        (Write::Put { data, .. }, Some(current)) => {
+            store(current.next(data.clone(), actor, now), false)
+        }
+        (Write::Update { .. } | Write::UpdateIf { .. } | Write::DeleteIf { .. }, None) => {
+            Err(fail(Error::NotFound))
+        }
+        (
+            Write::UpdateIf {
+                expected_version, ..
+            }
+            | Write::DeleteIf {
+                expected_version, ..
+            },
+            Some(current),
+        ) if *expected_version != current.version => Err(conflict(current)),
+        (Write::Update { patch, .. } | Write::UpdateIf { patch, .. }, Some(current)) => {
+            let mut data = current.data.clone();
+            crate::merge_patch(&mut data, patch);
+            check_size(&data, max_doc_bytes).map_err(fail)?;
+            bytes.add(index, data_size(&data))?;
+            store(current.next(data, actor, now), false)
+        }
+        (Write::DeleteIf { .. }, Some(_)) => Ok(Decision::Remove),
+        (Write::Check { version: None, .. }, Some(_)) => Err(fail(Error::AlreadyExists)),
+        (
+            Write::Check {
+                version: Some(_), ..
+            },
+            None,
+        ) => Err(fail(Error::NotFound)),
+        (
+            Write::Check {
+                version: Some(expected),
+                ..
+            },
+            Some(current),
+        ) if *expected != current.version => Err(conflict(current)),
+        (Write::Check { .. }, _) => Ok(Decision::Keep),
+    }
+}
+
 /// The bytes of a key's names, as [`MAX_BATCH_BYTES`] counts them.
 pub fn key_bytes(key: &Key) -> usize {
     key.site().len() + key.collection().len() + key.id().len()

@@ -7,6 +7,7 @@ use crate::document::{Data, Document};
 use crate::key::Key;
 use crate::query::{CompiledQuery, Cursor};
 use async_trait::async_trait;
+use std::collections::BTreeMap;
 
 /// One page of a query's answer.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -134,6 +135,70 @@ pub struct CounterChange {
     pub counter: Option<u64>,
     /// The documents the collection really holds.
     pub documents: u64,
+}
+
+/// About how many entries a query served by `plan` reads in a collection of
+/// `collection_size` documents, for [`Explain::estimated_reads`]: the page and one more per
+/// key range (the walk stops there), at most the collection; the collection without a limit.
+pub fn estimated_index_reads(
+    plan: &crate::index::IndexPlan,
+    query: &CompiledQuery,
+    collection_size: u64,
+) -> u64 {
+    match query.limit() {
+        Some(limit) => collection_size.min(
+            (limit as u64)
+                .saturating_add(1)
+                .saturating_mul(plan.ranges.len() as u64),
+        ),
+        None => collection_size,
+    }
+}
+
+/// About how many documents a query in id order reads in a collection of `collection_size`
+/// documents, for [`Explain::estimated_reads`]: without a filter, the page and one more (the
+/// read stops there); with one, the collection (it may skip any number).
+pub fn estimated_id_order_reads(query: &CompiledQuery, collection_size: u64) -> u64 {
+    match (query.limit(), query.filter()) {
+        (Some(limit), None) => collection_size.min((limit as u64).saturating_add(1)),
+        _ => collection_size,
+    }
+}
+
+/// The recount comparison every driver makes: the counters that disagree with the documents'
+/// true counts, by collection name — collections with documents but no counter (`counter:
+/// None`), counters left over for empty collections (`documents: 0`) and counters off by any
+/// amount. A missing counter and a counter of 0 agree with no documents.
+///
+/// ```
+/// use docstore::driver::counter_changes;
+/// use std::collections::BTreeMap;
+///
+/// let documents = BTreeMap::from([("a".to_owned(), 2), ("b".to_owned(), 1)]);
+/// let counters = BTreeMap::from([("a".to_owned(), 2), ("c".to_owned(), 4)]);
+/// let changes = counter_changes(&documents, &counters);
+/// let names: Vec<_> = changes.iter().map(|c| (c.collection.as_str(), c.counter, c.documents)).collect();
+/// assert_eq!(names, [("b", None, 1), ("c", Some(4), 0)]);
+/// ```
+pub fn counter_changes(
+    documents: &BTreeMap<String, u64>,
+    counters: &BTreeMap<String, u64>,
+) -> Vec<CounterChange> {
+    let mut names: Vec<&String> = documents.keys().chain(counters.keys()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let actual = documents.get(name).copied().unwrap_or(0);
+            let counter = counters.get(name).copied();
+            (counter.unwrap_or(0) != actual).then(|| CounterChange {
+                collection: name.clone(),
+                counter,
+                documents: actual,
+            })
+        })
+        .collect()
 }
 
 /// What [`Store::recount`](crate::Store::recount) found.
