@@ -34,15 +34,15 @@ pub(crate) enum Edit<'a> {
 }
 
 impl Edit<'_> {
-    /// The data after the edit of `current`.
-    fn apply(&self, current: &Data) -> Data {
+    /// The data after the edit of `current` (a replacement is moved, not copied).
+    fn apply(self, current: &Data) -> Data {
         match self {
             Edit::Merge(patch) => {
                 let mut data = current.clone();
                 docstore::merge_patch(&mut data, patch);
                 data
             }
-            Edit::Replace(data) => data.clone(),
+            Edit::Replace(data) => data,
         }
     }
 }
@@ -232,7 +232,7 @@ impl DynamoStore {
             let w = WriteId::random();
             let registry = self.registry().await?;
             let (doc, action) =
-                self.patched(&registry, key, &read, &Edit::Merge(patch), actor, &w)?;
+                self.patched(&registry, key, &read, Edit::Merge(patch), actor, &w)?;
             match self
                 .send_write(key, &action, Expect::Revision(&read), 0, &w)
                 .await?
@@ -284,7 +284,7 @@ impl DynamoStore {
         }
         let w = WriteId::random();
         let registry = self.registry().await?;
-        let (doc, action) = self.patched(&registry, key, &read, &edit, actor, &w)?;
+        let (doc, action) = self.patched(&registry, key, &read, edit, actor, &w)?;
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
             match self
@@ -410,7 +410,7 @@ impl DynamoStore {
         registry: &Registry,
         key: &Key,
         read: &Stored,
-        edit: &Edit<'_>,
+        edit: Edit<'_>,
         actor: &str,
         w: &WriteId,
     ) -> Result<(Document, Action)> {

@@ -148,12 +148,23 @@ impl<T> Collection<T> {
     }
 }
 
-/// Serializes `value` as document data; anything but a JSON object is
-/// [`Error::InvalidArgument`].
+/// Serializes `value` as document data (a [`Data`] value is taken as it is); anything but a
+/// JSON object is [`Error::InvalidArgument`] naming `what`.
 pub(crate) fn encode<V: Serialize + 'static>(value: &V, what: &str) -> Result<Data> {
-    if let Some(data) = (value as &dyn Any).downcast_ref::<Data>() {
-        return Ok(data.clone());
+    match (value as &dyn Any).downcast_ref::<Data>() {
+        Some(data) => Ok(data.clone()),
+        None => to_object(value, what),
     }
+}
+
+/// A merge patch from any `Serialize` that gives a JSON object.
+pub(crate) fn patch_data(patch: &impl Serialize) -> Result<Data> {
+    to_object(patch, "a merge patch")
+}
+
+/// `value` serialized as a JSON object; anything else is [`Error::InvalidArgument`] naming
+/// `what`.
+fn to_object(value: &impl Serialize, what: &str) -> Result<Data> {
     match serde_json::to_value(value) {
         Ok(Value::Object(data)) => Ok(data),
         Ok(other) => Err(Error::invalid(format!(
@@ -166,26 +177,33 @@ pub(crate) fn encode<V: Serialize + 'static>(value: &V, what: &str) -> Result<Da
     }
 }
 
-/// Deserializes the data of the document at `key` as `T` ([`Error::Decode`] naming the key).
-fn decode<T: DeserializeOwned + 'static>(key: &dyn std::fmt::Display, data: Data) -> Result<T> {
-    let data: Box<dyn Any> = Box::new(data);
-    match data.downcast::<T>() {
-        Ok(value) => Ok(*value),
-        Err(data) => {
-            let data = *data.downcast::<Data>().expect("boxed as Data just above");
-            serde_json::from_value(Value::Object(data)).map_err(|err| Error::Decode {
-                key: key.to_string(),
-                message: err.to_string(),
-            })
-        }
+/// Deserializes the data of the document at `key` as `T` ([`Error::Decode`] naming the key);
+/// for `T = Data` the data itself, without a copy or an allocation.
+fn decode<T: DeserializeOwned + 'static>(key: KeyText<'_>, data: Data) -> Result<T> {
+    let mut slot = Some(data);
+    if let Some(same) = (&mut slot as &mut dyn Any).downcast_mut::<Option<T>>() {
+        return Ok(same.take().expect("filled just above"));
     }
+    let data = slot.expect("not taken: T is not Data");
+    serde_json::from_value(Value::Object(data)).map_err(|err| Error::Decode {
+        key: key.to_string(),
+        message: err.to_string(),
+    })
 }
 
-/// The document as a `Versioned<T>`, its data decoded (`site/collection` prefix of its key).
-fn versioned<T: DeserializeOwned + 'static>(scope: &str, doc: Document) -> Result<Versioned<T>> {
-    let key = KeyText { scope, id: &doc.id };
+/// The document of `site`/`collection` as a `Versioned<T>`, its data decoded.
+fn versioned<T: DeserializeOwned + 'static>(
+    site: &str,
+    collection: &str,
+    doc: Document,
+) -> Result<Versioned<T>> {
+    let key = KeyText {
+        site,
+        collection,
+        id: &doc.id,
+    };
     Ok(Versioned {
-        value: decode(&key, doc.data)?,
+        value: decode(key, doc.data)?,
         id: doc.id,
         version: doc.version,
         created_at: doc.created_at,
@@ -195,15 +213,18 @@ fn versioned<T: DeserializeOwned + 'static>(scope: &str, doc: Document) -> Resul
     })
 }
 
-/// `site/collection/id`, as [`Key`] prints it, without building a key.
+/// `site/collection/id`, as [`Key`] prints it, without building a key (only an error
+/// message needs the text).
+#[derive(Clone, Copy)]
 struct KeyText<'a> {
-    scope: &'a str,
+    site: &'a str,
+    collection: &'a str,
     id: &'a str,
 }
 
 impl std::fmt::Display for KeyText<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.scope, self.id)
+        write!(f, "{}/{}/{}", self.site, self.collection, self.id)
     }
 }
 
@@ -211,12 +232,8 @@ impl<T> Collection<T>
 where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
-    fn scope(&self) -> String {
-        format!("{}/{}", self.site.name(), self.name)
-    }
-
     fn versioned(&self, doc: Document) -> Result<Versioned<T>> {
-        versioned(&self.scope(), doc)
+        versioned(self.site.name(), &self.name, doc)
     }
 
     fn store(&self) -> &super::Store {
@@ -378,12 +395,11 @@ where
     }
 
     fn typed_page(&self, page: Page) -> Result<TypedPage<T>> {
-        let scope = self.scope();
         Ok(TypedPage {
             items: page
                 .documents
                 .into_iter()
-                .map(|doc| versioned(&scope, doc))
+                .map(|doc| self.versioned(doc))
                 .collect::<Result<_>>()?,
             next: page.next,
             exhausted_scan: page.exhausted_scan,
@@ -411,10 +427,10 @@ where
         &self,
         query: &Query,
     ) -> impl Stream<Item = Result<Versioned<T>>> + Send + Unpin + 'static {
-        let scope = self.scope();
+        let (site, collection) = (self.site.name().to_owned(), self.name.clone());
         self.store()
             .stream(self.site.name(), &self.name, query)
-            .map(move |doc| doc.and_then(|doc| versioned(&scope, doc)))
+            .map(move |doc| doc.and_then(|doc| versioned(&site, &collection, doc)))
     }
 
     /// Says how [`query`](Self::query) would run `query`.
@@ -440,19 +456,5 @@ where
             .stream(self.site.name(), &self.name, &query)
             .try_fold(0u64, |n, _| async move { Ok(n + 1) })
             .await
-    }
-}
-
-/// A merge patch from any `Serialize` (a JSON object).
-pub(crate) fn patch_data(patch: &impl Serialize) -> Result<Data> {
-    match serde_json::to_value(patch) {
-        Ok(Value::Object(data)) => Ok(data),
-        Ok(other) => Err(Error::invalid(format!(
-            "a merge patch must serialize to a JSON object, not {}",
-            crate::document::kind_name(&other)
-        ))),
-        Err(err) => Err(Error::invalid(format!(
-            "the merge patch does not serialize to JSON: {err}"
-        ))),
     }
 }
