@@ -9,11 +9,12 @@
 //! It shows the shape of an app: its own `Ticket` type, one `Site` per request (the tenant
 //! and the user come from the request, and nothing reachable from the site can touch another
 //! tenant), `modify` for a read-change-write that retries on conflicts, a retry of a call
-//! that ended `Unavailable`, and a streamed listing.
+//! that ended `Unavailable` made safe by a write identity, and a streamed listing.
 
-use docstore::{Collection, Error, Query, Site, Store};
+use docstore::{Collection, Error, Query, Site, Store, WriteCall, WriteId};
 use futures_util::TryStreamExt;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// What the app stores: its own type, no JSON maps in sight.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -40,21 +41,24 @@ fn tickets_for(store: &Store, tenant: &str, user: &str) -> docstore::Result<Coll
         .collection::<Ticket>("tickets")
 }
 
-/// Retries a call that ended `Unavailable` (a timeout, throttling) a few times. Only for
-/// calls that are safe to repeat: `put` of a whole value is; `create` may answer
-/// `AlreadyExists` the second time, which `open_ticket` takes as done.
-async fn with_retries<T, F, Fut>(mut call: F) -> docstore::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = docstore::Result<T>>,
-{
-    let mut tries = 0;
-    loop {
-        match call().await {
-            Err(Error::Unavailable { .. }) if tries < 3 => tries += 1,
+/// Runs a write, and again while it ends `Unavailable` (a timeout, throttling: its answer was
+/// lost, so it may or may not have been applied), a few times with a growing pause. Every
+/// try carries the same write identity, so a try that was applied is recognised by the next:
+/// it answers with what the first one wrote instead of writing twice (or, for a `create`,
+/// answering `AlreadyExists` to its own write).
+async fn with_retries<'a, T: 'a>(
+    mut call: impl FnMut() -> WriteCall<'a, T>,
+) -> docstore::Result<T> {
+    let write_id = WriteId::random();
+    let mut pause = Duration::from_millis(50);
+    for _ in 0..3 {
+        match call().write_id(write_id.clone()).await {
+            Err(Error::Unavailable { .. }) => tokio::time::sleep(pause).await,
             other => return other,
         }
+        pause *= 2;
     }
+    call().write_id(write_id).await
 }
 
 /// Opens a ticket unless it exists already (so running the example twice is fine).

@@ -7,7 +7,7 @@
 use super::*;
 use crate::args::OnExisting;
 use async_trait::async_trait;
-use docstore::driver::Driver;
+use docstore::driver::{Driver, Origin};
 use docstore::query::CompiledQuery;
 use docstore::{Data, Explain, Page, Recount};
 use std::io::Cursor;
@@ -89,19 +89,29 @@ impl Driver for Watch {
     fn options(&self) -> &docstore::StoreOptions {
         self.inner.driver().options()
     }
-    async fn create(&self, key: &Key, data: Data, actor: &str) -> docstore::Result<Document> {
-        self.single(key, self.inner.driver().create(key, data, actor))
+    async fn create(
+        &self,
+        key: &Key,
+        data: Data,
+        origin: Origin<'_>,
+    ) -> docstore::Result<Document> {
+        self.single(key, self.inner.driver().create(key, data, origin))
             .await
     }
     async fn get(&self, key: &Key) -> docstore::Result<Option<Document>> {
         self.single(key, self.inner.driver().get(key)).await
     }
-    async fn put(&self, key: &Key, data: Data, actor: &str) -> docstore::Result<Document> {
-        self.single(key, self.inner.driver().put(key, data, actor))
+    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> docstore::Result<Document> {
+        self.single(key, self.inner.driver().put(key, data, origin))
             .await
     }
-    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> docstore::Result<Document> {
-        self.single(key, self.inner.driver().update(key, patch, actor))
+    async fn update(
+        &self,
+        key: &Key,
+        patch: &Data,
+        origin: Origin<'_>,
+    ) -> docstore::Result<Document> {
+        self.single(key, self.inner.driver().update(key, patch, origin))
             .await
     }
     async fn update_if(
@@ -109,12 +119,12 @@ impl Driver for Watch {
         key: &Key,
         patch: &Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> docstore::Result<Document> {
         let call = self
             .inner
             .driver()
-            .update_if(key, patch, expected_version, actor);
+            .update_if(key, patch, expected_version, origin);
         self.single(key, call).await
     }
     async fn replace_if(
@@ -122,23 +132,37 @@ impl Driver for Watch {
         key: &Key,
         data: Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> docstore::Result<Document> {
         let call = self
             .inner
             .driver()
-            .replace_if(key, data, expected_version, actor);
+            .replace_if(key, data, expected_version, origin);
         self.single(key, call).await
     }
-    async fn delete(&self, key: &Key) -> docstore::Result<bool> {
-        self.single(key, self.inner.driver().delete(key)).await
-    }
-    async fn delete_if(&self, key: &Key, expected_version: u64) -> docstore::Result<()> {
-        self.single(key, self.inner.driver().delete_if(key, expected_version))
+    async fn delete(&self, key: &Key, origin: Origin<'_>) -> docstore::Result<bool> {
+        self.single(key, self.inner.driver().delete(key, origin))
             .await
     }
-    async fn restore(&self, key: &Key, document: &Document) -> docstore::Result<()> {
-        self.single(key, self.inner.driver().restore(key, document))
+    async fn delete_if(
+        &self,
+        key: &Key,
+        expected_version: u64,
+        origin: Origin<'_>,
+    ) -> docstore::Result<()> {
+        self.single(
+            key,
+            self.inner.driver().delete_if(key, expected_version, origin),
+        )
+        .await
+    }
+    async fn restore(
+        &self,
+        key: &Key,
+        document: &Document,
+        origin: Origin<'_>,
+    ) -> docstore::Result<()> {
+        self.single(key, self.inner.driver().restore(key, document, origin))
             .await
     }
     async fn get_many(&self, keys: &[Key]) -> docstore::Result<Vec<Option<Document>>> {
@@ -148,7 +172,7 @@ impl Driver for Watch {
     async fn write_all(
         &self,
         batch: &docstore::batch::CheckedBatch<'_>,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> docstore::Result<Vec<WriteOutcome>> {
         let writes = batch.writes();
         let keys = || writes.iter().map(docstore::Write::key);
@@ -165,7 +189,7 @@ impl Driver for Watch {
         {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let answer = self.inner.driver().write_all(batch, actor).await;
+        let answer = self.inner.driver().write_all(batch, origin).await;
         self.seen.lock().unwrap().active -= 1;
         self.leave(keys());
         answer

@@ -26,6 +26,8 @@ use crate::store::DynamoStore;
 use crate::writes::indexed_item;
 use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem};
 use docstore::batch::{self, BatchBytes, CheckedBatch, Decision, Write, WriteOutcome};
+use docstore::config::CounterMode;
+use docstore::driver::Origin;
 use docstore::{Document, Error, Key, Result, WriteId};
 use std::collections::HashMap;
 
@@ -134,18 +136,29 @@ impl DynamoStore {
     }
 
     /// `write_all`: read, decide, one transaction; again under contention.
+    ///
+    /// With a caller identity, a batch whose identity is on one of the items it reads (or,
+    /// for a batch that only deletes, on one of its collection counters as their last
+    /// mover) is a repeat: nothing is written, and the outcomes come from the items read.
     pub(crate) async fn write_all_items(
         &self,
         batch: &CheckedBatch<'_>,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Vec<WriteOutcome>> {
         let (writes, bytes) = (batch.writes(), batch.bytes());
+        let actor = origin.actor;
         let keys: Vec<Key> = writes.iter().map(|w| w.key().clone()).collect();
         let mut uncounted: Vec<(String, String)> = Vec::new();
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
             let read = self.read_many(&keys).await?;
-            let w = WriteId::random();
+            if let Some(id) = origin.write_id
+                && self.batch_repeated(&keys, &read, id).await?
+            {
+                let current = read.into_iter().map(|r| r.map(|stored| stored.doc));
+                return batch::repeated_outcomes(writes, current.collect());
+            }
+            let w = origin.write_id.cloned().unwrap_or_else(WriteId::random);
             let (planned, counters) = self
                 .plan(writes, &read, actor, bytes, &w, &uncounted)
                 .await?;
@@ -378,6 +391,30 @@ impl DynamoStore {
             TransactionFailure::Contended => Sent::Contended,
             TransactionFailure::Unknown(err) => Sent::Unknown(err),
         })
+    }
+
+    /// Whether the batch with the caller identity `id` was applied by an earlier call: an
+    /// item read holds it, or — when none of its keys has an item — one of its collection
+    /// counters' last mover is it (so a batch that only deletes is recognised until another
+    /// create or delete moves that counter).
+    async fn batch_repeated(
+        &self,
+        keys: &[Key],
+        read: &[Option<Stored>],
+        id: &WriteId,
+    ) -> Result<bool> {
+        if read.iter().flatten().any(|stored| stored.holds(id)) {
+            return Ok(true);
+        }
+        if read.iter().any(Option::is_some) || self.counters != CounterMode::Exact {
+            return Ok(false);
+        }
+        for key in keys {
+            if self.counter_write_id(key).await?.as_deref() == Some(id.as_str()) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Whether the batch with identity `w` committed: one of the items it puts holds `w`, or

@@ -159,6 +159,7 @@ mod attempts;
 mod backoff;
 mod batch;
 mod counters;
+mod deleted;
 mod errors;
 mod explain;
 mod history;

@@ -89,13 +89,30 @@ impl DynamoStore {
         w: &WriteId,
     ) -> Result<Sent> {
         if delta != 0 && self.counters == CounterMode::Exact {
-            return self.send_transaction(key, action, expect, delta, w).await;
+            return self
+                .send_transaction(key, action, expect, delta, w, None)
+                .await;
         }
         let sent = self.send_single(key, action, expect).await?;
         if delta != 0 && matches!(sent, Sent::Applied) {
             self.bump_counter(key.site(), key.collection(), delta).await;
         }
         Ok(sent)
+    }
+
+    /// A delete with the record of its caller identity (`record`, see [`crate::deleted`]), and
+    /// the counter move when `delta` is not 0, in one `TransactWriteItems` in either counter
+    /// mode: the record exists exactly when the delete happened.
+    pub(crate) async fn send_recorded_delete(
+        &self,
+        key: &Key,
+        expect: Expect<'_>,
+        delta: i64,
+        w: &WriteId,
+        record: Item,
+    ) -> Result<Sent> {
+        self.send_transaction(key, &Action::Delete, expect, delta, w, Some(record))
+            .await
     }
 
     /// A lone PutItem or DeleteItem.
@@ -183,21 +200,30 @@ impl DynamoStore {
         expect: Expect<'_>,
         delta: i64,
         w: &WriteId,
+        record: Option<Item>,
     ) -> Result<Sent> {
         let guarded = match action {
             Action::Put(item) => Guarded::Put(item.clone()),
             Action::Delete => Guarded::Delete,
         };
-        let document = transact_action(&self.table, key, guarded, expect)?;
-        let counter = TransactWriteItem::builder()
-            .update(counter_update(&self.table, key, delta, Some(w))?)
-            .build();
+        let mut actions = vec![transact_action(&self.table, key, guarded, expect)?];
+        if delta != 0 {
+            let counter = counter_update(&self.table, key, delta, Some(w))?;
+            actions.push(TransactWriteItem::builder().update(counter).build());
+        }
+        if let Some(record) = record {
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(record))
+                .build()
+                .map_err(build_error)?;
+            actions.push(TransactWriteItem::builder().put(put).build());
+        }
         let attempts = Attempts::default();
         let result = self
             .client
             .transact_write_items()
-            .transact_items(document)
-            .transact_items(counter)
+            .set_transact_items(Some(actions))
             .client_request_token(WriteId::random().as_str())
             .customize()
             .interceptor(attempts.clone())

@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use docstore::config::{CounterMode, DynamoDbConfig};
-use docstore::driver::Driver;
+use docstore::driver::{Driver, Origin};
 use docstore::query::CompiledQuery;
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
@@ -282,20 +282,20 @@ impl Driver for DynamoStore {
         &self.options
     }
 
-    async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        self.create_document(key, data, actor).await
+    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
+        self.create_document(key, data, origin).await
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
         Ok(self.read(key).await?.map(|stored| stored.doc))
     }
 
-    async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        self.put_document(key, data, actor).await
+    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
+        self.put_document(key, data, origin).await
     }
 
-    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
-        self.update_document(key, patch, actor).await
+    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document> {
+        self.update_document(key, patch, origin).await
     }
 
     async fn update_if(
@@ -303,9 +303,9 @@ impl Driver for DynamoStore {
         key: &Key,
         patch: &Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
-        self.update_document_if(key, Edit::Merge(patch), expected_version, actor)
+        self.update_document_if(key, Edit::Merge(patch), expected_version, origin)
             .await
     }
 
@@ -314,25 +314,28 @@ impl Driver for DynamoStore {
         key: &Key,
         data: Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
-        self.update_document_if(key, Edit::Replace(data), expected_version, actor)
+        self.update_document_if(key, Edit::Replace(data), expected_version, origin)
             .await
     }
 
-    async fn delete(&self, key: &Key) -> Result<bool> {
-        self.delete_document(key, None).await
+    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool> {
+        self.delete_document(key, None, origin.write_id).await
     }
 
-    async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
-        match self.delete_document(key, Some(expected_version)).await? {
+    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
+        let deleted = self
+            .delete_document(key, Some(expected_version), origin.write_id)
+            .await?;
+        match deleted {
             true => Ok(()),
             false => Err(Error::NotFound),
         }
     }
 
-    async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
-        self.restore_document(key, document).await
+    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
+        self.restore_document(key, document, origin).await
     }
 
     async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {
@@ -367,9 +370,9 @@ impl Driver for DynamoStore {
     async fn write_all(
         &self,
         batch: &docstore::batch::CheckedBatch<'_>,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Vec<docstore::WriteOutcome>> {
-        self.write_all_items(batch, actor).await
+        self.write_all_items(batch, origin).await
     }
 }
 

@@ -8,6 +8,13 @@
 //! - it was resent, and the item proves the attempt was not applied (the same incarnation,
 //!   too few writes since for `w` to have left the history): a genuine refusal too;
 //! - otherwise the outcome cannot be known: `Unavailable`.
+//!
+//! A caller identity (`Origin::write_id`) is used as `w` for every attempt of the call, and a
+//! call that meets it on the item it reads (or, for a create, on the item its condition
+//! failed on at the first send) is a repeat of an earlier call: it writes nothing and answers
+//! with the document as it stands. A caller-identified delete is recorded
+//! ([`crate::deleted`]) in the delete's transaction; a delete that finds its identity there
+//! answers as the first did.
 
 use crate::backoff::Backoff;
 use crate::history::Stored;
@@ -17,6 +24,7 @@ use crate::send::{Action, Expect, Sent};
 use crate::store::DynamoStore;
 use docstore::config::CounterMode;
 use docstore::document::check_size;
+use docstore::driver::Origin;
 use docstore::{Data, Document, Error, Key, Result, WriteId};
 
 /// How often `update` (and `put` and `delete`, which never report a conflict) try before
@@ -71,20 +79,33 @@ impl DynamoStore {
         &self,
         key: &Key,
         data: Data,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
-        let doc = Document::first(key.id(), data, actor, self.options.clock.now());
-        self.insert_new(key, &doc).await?;
-        Ok(doc)
+        let doc = Document::first(key.id(), data, origin.actor, self.options.clock.now());
+        match self.insert_new(key, &doc, origin.write_id).await? {
+            Some(repeated) => Ok(repeated),
+            None => Ok(doc),
+        }
     }
 
     /// `restore`: `doc` written exactly as given, like `create`.
-    pub(crate) async fn restore_document(&self, key: &Key, doc: &Document) -> Result<()> {
-        self.insert_new(key, doc).await
+    pub(crate) async fn restore_document(
+        &self,
+        key: &Key,
+        doc: &Document,
+        origin: Origin<'_>,
+    ) -> Result<()> {
+        self.insert_new(key, doc, origin.write_id).await.map(drop)
     }
 
-    /// Writes `doc` where no document exists, with the counter.
-    async fn insert_new(&self, key: &Key, doc: &Document) -> Result<()> {
+    /// Writes `doc` where no document exists, with the counter; `Some` with the document as
+    /// it stands when the call repeats the caller's write `chosen`, which wrote it.
+    async fn insert_new(
+        &self,
+        key: &Key,
+        doc: &Document,
+        chosen: Option<&WriteId>,
+    ) -> Result<Option<Document>> {
         check_item_size(
             key,
             data_text(&doc.data).len(),
@@ -92,24 +113,31 @@ impl DynamoStore {
             doc.updated_by.len(),
         )?;
         if self.quota_reached(key.site()).await? {
-            // A taken id is AlreadyExists even in a full site.
-            if self.read(key).await?.is_some() {
-                return Err(Error::AlreadyExists);
+            // A taken id is AlreadyExists even in a full site (or this call's repeat).
+            if let Some(current) = self.read(key).await? {
+                return match repeats(chosen, &current) {
+                    true => Ok(Some(current.doc)),
+                    false => Err(Error::AlreadyExists),
+                };
             }
             return Err(self.quota_error());
         }
-        let w = WriteId::random();
+        let w = identity(chosen);
         let registry = self.registry().await?;
         let action = Action::Put(indexed_item(&registry, key, doc, &[w.as_str().to_owned()])?);
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
             match self.send_write(key, &action, Expect::Absent, 1, &w).await? {
-                Sent::Applied => return Ok(()),
+                Sent::Applied => return Ok(None),
                 Sent::Contended | Sent::CounterAtZero => backoff.wait().await,
                 Sent::Refused { current, resent } => {
-                    if current.as_ref().is_some_and(|c| c.holds(&w)) {
+                    if let Some(current) = current.as_ref().filter(|c| c.holds(&w)) {
+                        if !resent {
+                            // Not this call's attempt: an earlier call with its identity.
+                            return Ok(Some(current.doc.clone()));
+                        }
                         self.count_late(key, 1).await;
-                        return Ok(());
+                        return Ok(None);
                     }
                     if !resent {
                         return Err(Error::AlreadyExists);
@@ -120,7 +148,7 @@ impl DynamoStore {
                         // transaction that had committed with success, so this refusal is
                         // genuine.
                         if self.counter_proves(key, &w).await? {
-                            return Ok(());
+                            return Ok(None);
                         }
                         if self.trust_request_tokens {
                             return Err(Error::AlreadyExists);
@@ -131,7 +159,7 @@ impl DynamoStore {
                 Sent::Unknown(err) => {
                     self.settle(key, &w, err).await?;
                     self.count_late(key, 1).await;
-                    return Ok(());
+                    return Ok(None);
                 }
             }
         }
@@ -144,13 +172,17 @@ impl DynamoStore {
         &self,
         key: &Key,
         data: Data,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
+        let (actor, chosen) = (origin.actor, origin.write_id);
         let text = data_text(&data);
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
             let current = self.read(key).await?;
-            let w = WriteId::random();
+            if let Some(read) = current.as_ref().filter(|read| repeats(chosen, read)) {
+                return Ok(read.doc.clone());
+            }
+            let w = identity(chosen);
             let now = self.options.clock.now();
             let (doc, history, delta) = match &current {
                 None => {
@@ -220,16 +252,20 @@ impl DynamoStore {
         &self,
         key: &Key,
         patch: &Data,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
+        let (actor, chosen) = (origin.actor, origin.write_id);
         let mut backoff = Backoff::new();
         let mut seen = 0;
         for _ in 0..MAX_TRIES {
             let Some(read) = self.read(key).await? else {
                 return Err(Error::NotFound);
             };
+            if repeats(chosen, &read) {
+                return Ok(read.doc);
+            }
             seen = read.doc.version;
-            let w = WriteId::random();
+            let w = identity(chosen);
             let registry = self.registry().await?;
             let (doc, action) =
                 self.patched(&registry, key, &read, Edit::Merge(patch), actor, &w)?;
@@ -272,17 +308,21 @@ impl DynamoStore {
         key: &Key,
         edit: Edit<'_>,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
+        let (actor, chosen) = (origin.actor, origin.write_id);
         let Some(read) = self.read(key).await? else {
             return Err(Error::NotFound);
         };
+        if repeats(chosen, &read) {
+            return Ok(read.doc);
+        }
         if read.doc.version != expected_version {
             return Err(Error::Conflict {
                 current: read.doc.version,
             });
         }
-        let w = WriteId::random();
+        let w = identity(chosen);
         let registry = self.registry().await?;
         let (doc, action) = self.patched(&registry, key, &read, edit, actor, &w)?;
         let mut backoff = Backoff::new();
@@ -326,11 +366,26 @@ impl DynamoStore {
     /// A delete never touches a document created after its read: when the revision it read is
     /// gone and another incarnation stands at the key, that one was created after this call's
     /// delete could have happened, and the call reports that there was nothing to delete.
+    ///
+    /// A delete with a caller identity (`chosen`) first reads the key's delete record: one
+    /// holding the identity means an earlier call did this delete (`Ok(true)`, nothing
+    /// removed); otherwise the delete is sent with its record in one transaction.
     pub(crate) async fn delete_document(
         &self,
         key: &Key,
         expected_version: Option<u64>,
+        chosen: Option<&WriteId>,
     ) -> Result<bool> {
+        let recorded = match chosen {
+            Some(id) => {
+                let recorded = self.recorded_deletes(key).await?;
+                if recorded.ids.holds(id) {
+                    return Ok(true);
+                }
+                Some(recorded)
+            }
+            None => None,
+        };
         let mut backoff = Backoff::new();
         let mut with_counter = true;
         for _ in 0..MAX_TRIES {
@@ -344,12 +399,21 @@ impl DynamoStore {
                     current: read.doc.version,
                 });
             }
-            let w = WriteId::random();
+            let w = identity(chosen);
             let delta = if with_counter { -1 } else { 0 };
-            match self
-                .send_write(key, &Action::Delete, Expect::Revision(&read), delta, &w)
-                .await?
-            {
+            let expect = Expect::Revision(&read);
+            let sent = match &recorded {
+                Some(recorded) => {
+                    let record = recorded.item(key, &w, self.options.clock.now());
+                    self.send_recorded_delete(key, expect, delta, &w, record)
+                        .await?
+                }
+                None => {
+                    self.send_write(key, &Action::Delete, expect, delta, &w)
+                        .await?
+                }
+            };
+            match sent {
                 Sent::Applied => return Ok(true),
                 Sent::Contended => backoff.wait().await,
                 Sent::CounterAtZero => {
@@ -377,6 +441,10 @@ impl DynamoStore {
                     if !resent {
                         return Ok(false);
                     }
+                    if recorded.is_some() {
+                        // The record went in with the delete: it says whether that committed.
+                        return Ok(self.recorded_deletes(key).await?.ids.holds(&w));
+                    }
                     if self.transactional(delta) {
                         // The counter's last mover is this call: committed. Otherwise the
                         // token says the lost attempt did not commit: another caller deleted
@@ -394,6 +462,13 @@ impl DynamoStore {
                     return Ok(true);
                 }
                 Sent::Unknown(err) => {
+                    if recorded.is_some() {
+                        let record = self.recorded_deletes(key).await;
+                        if record.is_ok_and(|r| r.ids.holds(&w)) {
+                            return Ok(true);
+                        }
+                        return Err(err);
+                    }
                     if delta != 0 && self.counter_proves(key, &w).await.unwrap_or(false) {
                         return Ok(true);
                     }
@@ -459,6 +534,16 @@ impl DynamoStore {
             _ => Err(may_have_been_applied(err)),
         }
     }
+}
+
+/// The identity of one attempt: the caller's, or a fresh one.
+fn identity(chosen: Option<&WriteId>) -> WriteId {
+    chosen.cloned().unwrap_or_else(WriteId::random)
+}
+
+/// Whether `read` was written by the caller's write `chosen`: the call is a repeat.
+fn repeats(chosen: Option<&WriteId>, read: &Stored) -> bool {
+    chosen.is_some_and(|id| read.holds(id))
 }
 
 /// The item of `doc` with its history and the keys of every index of its collection,

@@ -29,20 +29,25 @@
 use async_trait::async_trait;
 use docstore::batch::{self, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::document::{check_size, merged_fits};
-use docstore::driver::Driver;
+use docstore::driver::{Driver, Origin};
 use docstore::index::{CompiledIndex, Step};
 use docstore::query::CompiledQuery;
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
-use parking_lot::RwLock;
+use identities::Identities;
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+
+mod identities;
 
 /// The in-memory backend. See the [crate docs](crate).
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     sites: RwLock<HashMap<String, Site>>,
+    /// Taken only while `sites` is write-locked, so always after it.
+    identities: Mutex<Identities>,
     options: StoreOptions,
 }
 
@@ -138,6 +143,7 @@ impl MemoryStore {
     pub fn with_options(options: StoreOptions) -> Self {
         MemoryStore {
             sites: RwLock::default(),
+            identities: Mutex::default(),
             options,
         }
     }
@@ -212,11 +218,11 @@ impl MemoryStore {
     /// not at `expected_version`.
     fn change_existing(
         &self,
+        sites: &mut HashMap<String, Site>,
         key: &Key,
         expected_version: Option<u64>,
         change: impl FnOnce(&mut Document) -> Result<Document>,
     ) -> Result<Document> {
-        let mut sites = self.sites.write();
         let defs = self.defs(key.collection());
         let collection = sites
             .get_mut(key.site())
@@ -239,24 +245,58 @@ impl MemoryStore {
         key: &Key,
         patch: &Data,
         expected_version: Option<u64>,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
         let limit = self.options.max_doc_bytes;
-        self.change_existing(key, expected_version, |current| {
-            if merged_fits(&current.data, patch, limit) {
-                // Cannot fail: merge in place, no copy to fall back on needed.
-                docstore::merge_patch(&mut current.data, patch);
-                return Ok(self.stamp(current, actor));
-            }
-            let mut data = current.data.clone();
-            docstore::merge_patch(&mut data, patch);
-            check_size(&data, limit)?;
-            Ok(self.rewrite(current, data, actor))
+        let actor = origin.actor;
+        self.write_once(key, origin, |sites| {
+            self.change_existing(sites, key, expected_version, |current| {
+                if merged_fits(&current.data, patch, limit) {
+                    // Cannot fail: merge in place, no copy to fall back on needed.
+                    docstore::merge_patch(&mut current.data, patch);
+                    return Ok(self.stamp(current, actor));
+                }
+                let mut data = current.data.clone();
+                docstore::merge_patch(&mut data, patch);
+                check_size(&data, limit)?;
+                Ok(self.rewrite(current, data, actor))
+            })
         })
     }
 
-    fn remove(&self, key: &Key, expected_version: Option<u64>) -> Result<bool> {
+    /// Runs `write` under the write lock, unless `origin` repeats a write the document at
+    /// `key` keeps: then the document as it stands, and nothing written. A caller identity
+    /// is kept on the document `write` wrote.
+    fn write_once(
+        &self,
+        key: &Key,
+        origin: Origin<'_>,
+        write: impl FnOnce(&mut HashMap<String, Site>) -> Result<Document>,
+    ) -> Result<Document> {
         let mut sites = self.sites.write();
+        let Some(id) = origin.write_id else {
+            return write(&mut sites);
+        };
+        if self.identities.lock().written(key, id)
+            && let Some(doc) = Self::lookup(&sites, key)
+        {
+            return Ok(doc.clone());
+        }
+        let doc = write(&mut sites)?;
+        self.identities.lock().record_write(key, id);
+        Ok(doc)
+    }
+
+    /// Deletes the document at `key` (if at `expected_version`); `Ok(false)` when there is
+    /// none. A delete that `origin` repeats answers `Ok(true)` and removes nothing.
+    fn remove(&self, key: &Key, expected_version: Option<u64>, origin: Origin<'_>) -> Result<bool> {
+        let mut sites = self.sites.write();
+        let now = self.options.clock.now();
+        if let Some(id) = origin.write_id
+            && self.identities.lock().deleted(key, id, now)
+        {
+            return Ok(true);
+        }
         let Some(site) = sites.get_mut(key.site()) else {
             return Ok(false);
         };
@@ -277,7 +317,18 @@ impl MemoryStore {
         if collection.is_empty() {
             site.remove(key.collection());
         }
+        self.forget_removed(key, origin.write_id, now);
         Ok(true)
+    }
+
+    /// Forgets the identities of the document just removed at `key`, recording the
+    /// delete's own when it has one.
+    fn forget_removed(&self, key: &Key, delete_id: Option<&docstore::WriteId>, now: i64) {
+        let mut identities = self.identities.lock();
+        match delete_id {
+            Some(id) => identities.record_delete(key, id, now),
+            None => identities.forget(key),
+        }
     }
 }
 
@@ -338,6 +389,14 @@ impl MemoryStore {
         Ok(outcomes)
     }
 
+    /// Whether a batch with identity `id` was applied: one of its keys keeps `id`.
+    fn batch_repeated(&self, writes: &[Write], id: &docstore::WriteId, now: i64) -> bool {
+        let identities = self.identities.lock();
+        writes.iter().any(|write| {
+            identities.written(write.key(), id) || identities.deleted(write.key(), id, now)
+        })
+    }
+
     fn site_count<'a, 'c>(
         &self,
         sites: &HashMap<String, Site>,
@@ -352,6 +411,7 @@ impl MemoryStore {
     }
 
     fn remove_unchecked(&self, sites: &mut HashMap<String, Site>, key: &Key) {
+        self.identities.lock().forget(key);
         if let Some(site) = sites.get_mut(key.site())
             && let Some(collection) = site.get_mut(key.collection())
         {
@@ -372,9 +432,10 @@ impl Driver for MemoryStore {
         &self.options
     }
 
-    async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        let mut sites = self.sites.write();
-        self.insert_new(&mut sites, key, self.new_document(key, data, actor))
+    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
+        self.write_once(key, origin, |sites| {
+            self.insert_new(sites, key, self.new_document(key, data, origin.actor))
+        })
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
@@ -386,25 +447,27 @@ impl Driver for MemoryStore {
             .cloned())
     }
 
-    async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        let mut sites = self.sites.write();
-        let defs = self.defs(key.collection());
-        let existing = sites
-            .get_mut(key.site())
-            .and_then(|site| site.get_mut(key.collection()))
-            .filter(|collection| collection.contains_key(key.id()));
-        if let Some(collection) = existing {
-            let mut data = Some(data);
-            let rewritten = collection.modify(defs, key.id(), |current| {
-                Ok(self.rewrite(current, data.take().expect("once"), actor))
-            });
-            return rewritten.expect("checked present");
-        }
-        self.insert_new(&mut sites, key, self.new_document(key, data, actor))
+    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
+        let actor = origin.actor;
+        self.write_once(key, origin, |sites| {
+            let defs = self.defs(key.collection());
+            let existing = sites
+                .get_mut(key.site())
+                .and_then(|site| site.get_mut(key.collection()))
+                .filter(|collection| collection.contains_key(key.id()));
+            if let Some(collection) = existing {
+                let mut data = Some(data);
+                let rewritten = collection.modify(defs, key.id(), |current| {
+                    Ok(self.rewrite(current, data.take().expect("once"), actor))
+                });
+                return rewritten.expect("checked present");
+            }
+            self.insert_new(sites, key, self.new_document(key, data, actor))
+        })
     }
 
-    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
-        self.patch(key, patch, None, actor)
+    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document> {
+        self.patch(key, patch, None, origin)
     }
 
     async fn update_if(
@@ -412,9 +475,9 @@ impl Driver for MemoryStore {
         key: &Key,
         patch: &Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
-        self.patch(key, patch, Some(expected_version), actor)
+        self.patch(key, patch, Some(expected_version), origin)
     }
 
     async fn replace_if(
@@ -422,27 +485,31 @@ impl Driver for MemoryStore {
         key: &Key,
         data: Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
-        self.change_existing(key, Some(expected_version), |current| {
-            Ok(self.rewrite(current, data, actor))
+        self.write_once(key, origin, |sites| {
+            self.change_existing(sites, key, Some(expected_version), |current| {
+                Ok(self.rewrite(current, data, origin.actor))
+            })
         })
     }
 
-    async fn delete(&self, key: &Key) -> Result<bool> {
-        self.remove(key, None)
+    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool> {
+        self.remove(key, None, origin)
     }
 
-    async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
-        match self.remove(key, Some(expected_version))? {
+    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
+        match self.remove(key, Some(expected_version), origin)? {
             true => Ok(()),
             false => Err(Error::NotFound),
         }
     }
 
-    async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
-        let mut sites = self.sites.write();
-        self.insert_new(&mut sites, key, document.clone()).map(drop)
+    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
+        self.write_once(key, origin, |sites| {
+            self.insert_new(sites, key, document.clone())
+        })
+        .map(drop)
     }
 
     async fn query(&self, site: &str, collection: &str, compiled: &CompiledQuery) -> Result<Page> {
@@ -528,10 +595,33 @@ impl Driver for MemoryStore {
 
     /// One write lock for the whole batch: every write is decided first, then all are
     /// applied, so a failing one leaves the store untouched.
-    async fn write_all(&self, batch: &CheckedBatch<'_>, actor: &str) -> Result<Vec<WriteOutcome>> {
+    async fn write_all(
+        &self,
+        batch: &CheckedBatch<'_>,
+        origin: Origin<'_>,
+    ) -> Result<Vec<WriteOutcome>> {
         let (writes, bytes) = (batch.writes(), batch.bytes());
         let mut sites = self.sites.write();
-        self.apply_batch(&mut sites, writes, actor, bytes)
+        let Some(id) = origin.write_id else {
+            return self.apply_batch(&mut sites, writes, origin.actor, bytes);
+        };
+        let now = self.options.clock.now();
+        if self.batch_repeated(writes, id, now) {
+            let current = writes
+                .iter()
+                .map(|w| Self::lookup(&sites, w.key()).cloned());
+            return batch::repeated_outcomes(writes, current.collect());
+        }
+        let outcomes = self.apply_batch(&mut sites, writes, origin.actor, bytes)?;
+        let mut identities = self.identities.lock();
+        for (write, outcome) in writes.iter().zip(&outcomes) {
+            match outcome {
+                WriteOutcome::Written(_) => identities.record_write(write.key(), id),
+                WriteOutcome::Deleted => identities.record_delete(write.key(), id, now),
+                _ => {}
+            }
+        }
+        Ok(outcomes)
     }
 
     /// The memory backend counts its maps, so its counters can never disagree: `changes` is

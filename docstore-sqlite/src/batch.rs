@@ -3,10 +3,10 @@
 //! the same triggers as single writes); several reads run in one read transaction.
 
 use crate::error::Fail;
-use crate::rows;
 use crate::store::Inner;
+use crate::{rows, write_ids};
 use docstore::batch::{self, BatchBytes, CheckedBatch, Write, WriteOutcome};
-use docstore::{Document, Error, Key};
+use docstore::{Document, Error, Key, WriteId};
 use rusqlite::Connection;
 
 /// One write of a batch as the writer needs it: owned (it may run on the writer thread), with
@@ -39,6 +39,19 @@ pub(crate) enum Step {
         metadata: Document,
         text: String,
     },
+}
+
+impl Step {
+    fn key(&self) -> &Key {
+        match self {
+            Step::Create { key, .. }
+            | Step::Put { key, .. }
+            | Step::Patch { key, .. }
+            | Step::DeleteIf { key, .. }
+            | Step::Check { key, .. }
+            | Step::Restore { key, .. } => key,
+        }
+    }
 }
 
 /// A checked batch ready for [`apply`]: every stored data serialized once, and the byte
@@ -117,6 +130,46 @@ pub(crate) fn apply(
         outcomes.push(outcome);
     }
     Ok(outcomes)
+}
+
+/// What a batch with a caller identity found: applied now (the outcomes, as [`apply`] gives
+/// them), or before — by the call this one repeats — with the documents at its keys as they
+/// stand.
+pub(crate) enum Applied {
+    Now(Vec<WriteOutcome>),
+    Before(Vec<Option<Document>>),
+}
+
+/// [`apply`], unless `id` (the caller's identity of the batch) is kept on one of its keys:
+/// then the batch is a repeat and nothing is written. An applied batch with an identity
+/// keeps it on every key it wrote or deleted.
+pub(crate) fn apply_once(
+    inner: &Inner,
+    conn: &Connection,
+    steps: &[Step],
+    actor: &str,
+    bytes: BatchBytes,
+    id: Option<&WriteId>,
+) -> Result<Applied, Fail> {
+    let Some(id) = id else {
+        return Ok(Applied::Now(apply(inner, conn, steps, actor, bytes)?));
+    };
+    let now = inner.options.clock.now();
+    for step in steps {
+        if write_ids::deleted(conn, step.key(), id, now)? {
+            let keys: Vec<Key> = steps.iter().map(|step| step.key().clone()).collect();
+            return Ok(Applied::Before(load_many_in(conn, &keys)?));
+        }
+    }
+    let outcomes = apply(inner, conn, steps, actor, bytes)?;
+    for (step, outcome) in steps.iter().zip(&outcomes) {
+        match outcome {
+            WriteOutcome::Written(_) => write_ids::record_write(conn, step.key(), id)?,
+            WriteOutcome::Deleted => write_ids::record_delete(conn, step.key(), id, now)?,
+            _ => {}
+        }
+    }
+    Ok(Applied::Now(outcomes))
 }
 
 /// Applies one write; with the size of a patch's merged data (0 for the others, whose data
@@ -199,5 +252,10 @@ pub(crate) fn attach_data(writes: &[Write], outcomes: &mut [WriteOutcome]) {
 pub(crate) fn load_many(conn: &Connection, keys: &[Key]) -> Result<Vec<Option<Document>>, Fail> {
     // Dropped without commit: a read transaction has nothing to keep.
     let _snapshot = conn.unchecked_transaction()?;
+    load_many_in(conn, keys)
+}
+
+/// Reads `keys` on `conn` inside the caller's transaction.
+fn load_many_in(conn: &Connection, keys: &[Key]) -> Result<Vec<Option<Document>>, Fail> {
     keys.iter().map(|key| rows::load(conn, key)).collect()
 }

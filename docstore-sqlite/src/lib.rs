@@ -147,6 +147,7 @@ mod rows;
 mod schema;
 mod sql;
 mod store;
+mod write_ids;
 
 pub use options::{Durability, SqliteOptions};
 pub use store::SqliteStore;

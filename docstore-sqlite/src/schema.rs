@@ -5,10 +5,10 @@ use crate::options::{Durability, SqliteOptions};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this library writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// Migration `n` (1-based) takes a database from version `n - 1` to `n`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     // Version 1: one row per document, the keys as the primary key, the data as SQLite's binary
     // JSON (JSONB keeps every number and string literal as the text serde_json wrote, so
     // `json(data)` gives that text back verbatim, and queries navigate it without parsing),
@@ -68,6 +68,29 @@ const MIGRATIONS: [&str; 2] = [
         entry_id   TEXT    NOT NULL,
         PRIMARY KEY (index_id, entry_site, entry_key)
     ) STRICT, WITHOUT ROWID;
+    "#,
+    // Version 3: caller write identities (`docstore::identity`). One row per key that has
+    // any: `ids` newest first, space-separated; `deleted_at` NULL while the document stands
+    // (the row goes with it, by trigger, unless a caller-identified delete made it a record
+    // of the deletion, kept for a day). Apart from `documents`, so writing identities never
+    // fires the index triggers.
+    r#"
+    CREATE TABLE write_ids (
+        site       TEXT    NOT NULL,
+        collection TEXT    NOT NULL,
+        id         TEXT    NOT NULL,
+        ids        TEXT    NOT NULL,
+        deleted_at INTEGER,
+        PRIMARY KEY (site, collection, id)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE INDEX write_ids_deleted ON write_ids (deleted_at) WHERE deleted_at IS NOT NULL;
+
+    CREATE TRIGGER write_ids_forget AFTER DELETE ON documents BEGIN
+        DELETE FROM write_ids
+            WHERE site = OLD.site AND collection = OLD.collection AND id = OLD.id
+              AND deleted_at IS NULL;
+    END;
     "#,
 ];
 

@@ -4,13 +4,13 @@
 use crate::conn::{Connections, blocking};
 use crate::error::Fail;
 use crate::options::SqliteOptions;
-use crate::{query, rows};
+use crate::{query, rows, write_ids};
 use async_trait::async_trait;
 use docstore::batch::{CheckedBatch, WriteOutcome};
-use docstore::driver::Driver;
+use docstore::driver::{Driver, Origin};
 use docstore::query::CompiledQuery;
 use docstore::{
-    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
+    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions, WriteId,
 };
 use rusqlite::Connection;
 use std::collections::BTreeMap;
@@ -137,6 +137,85 @@ impl SqliteStore {
                 .await;
         }
         self.inner.conns.write(move |conn| op(&inner, conn)).await
+    }
+
+    /// `update` and `update_if`.
+    async fn merge(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<Document> {
+        let (owned_key, patch) = (key.clone(), rows::Patch::new(patch)?);
+        let actor = origin.actor.to_owned();
+        let op = move |inner: &Inner, conn: &Connection| {
+            inner.patch(conn, &owned_key, &patch, expected_version, &actor)
+        };
+        let repeat = |doc: Document| rows::Merged::parsed(doc, 0);
+        written(self.write_once(key, origin.write_id, op, repeat).await?)
+    }
+
+    /// `delete` and `delete_if`: `Ok(false)` when there is no document. A delete with a
+    /// caller identity is recorded on the key; one repeating a recorded delete answers
+    /// `Ok(true)` and removes nothing.
+    async fn remove(
+        &self,
+        key: &Key,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<bool> {
+        let (key, id) = (key.clone(), origin.write_id.cloned());
+        self.write(move |inner, conn| {
+            let now = inner.now();
+            if let Some(id) = &id
+                && write_ids::deleted(conn, &key, id, now)?
+            {
+                return Ok(true);
+            }
+            if let Some(expected) = expected_version {
+                let Some(current) = rows::version(conn, &key)? else {
+                    return Ok(false);
+                };
+                if expected != current {
+                    return Err(Error::Conflict { current }.into());
+                }
+            }
+            let removed = rows::remove(conn, &key)?;
+            if let Some(id) = &id
+                && removed
+            {
+                write_ids::record_delete(conn, &key, id, now)?;
+            }
+            Ok(removed)
+        })
+        .await
+    }
+
+    /// Runs the write `op` as [`SqliteStore::write`] does, unless `id` — the caller's
+    /// identity of the write — is kept on the document at `key`: then the call is a repeat,
+    /// nothing is written and `repeat` makes the answer from the document as it stands. A
+    /// write with an identity keeps it, in the same transaction.
+    async fn write_once<T: Send + 'static>(
+        &self,
+        key: &Key,
+        id: Option<&WriteId>,
+        mut op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
+        repeat: fn(Document) -> T,
+    ) -> Result<T> {
+        let Some(id) = id.cloned() else {
+            return self.write(op).await;
+        };
+        let key = key.clone();
+        self.write(move |inner, conn| {
+            if let Some(doc) = write_ids::repeated(conn, &key, &id)? {
+                return Ok(repeat(doc));
+            }
+            let written = op(inner, conn)?;
+            write_ids::record_write(conn, &key, &id)?;
+            Ok(written)
+        })
+        .await
     }
 
     /// Runs `op` on a read connection, without stalling the async runtime.
@@ -295,6 +374,22 @@ impl Inner {
     }
 }
 
+/// What a single write answers: the document it wrote, without its data (the caller has
+/// it), or — for a repeat — the document as it stands.
+enum Written {
+    Fresh(Document),
+    Repeat(Document),
+}
+
+impl Written {
+    fn with_data(self, data: Data) -> Document {
+        match self {
+            Written::Fresh(doc) => Document { data, ..doc },
+            Written::Repeat(doc) => doc,
+        }
+    }
+}
+
 /// The document a single update wrote, its data parsed after the commit (outside the writer
 /// connection's lock). Failing here takes data SQLite holds and serde_json cannot read (a
 /// row edited by hand), and the error says that the write happened.
@@ -313,16 +408,16 @@ impl Driver for SqliteStore {
         &self.inner.options
     }
 
-    async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
         let text = rows::text(&data)?;
-        let (key, actor) = (key.clone(), actor.to_owned());
-        let doc = self
-            .write(move |inner, conn| {
-                inner.check_absent(conn, &key)?;
-                inner.insert_new(conn, &key, &text, &actor)
-            })
-            .await?;
-        Ok(Document { data, ..doc })
+        let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
+        let op = move |inner: &Inner, conn: &Connection| {
+            inner.check_absent(conn, &owned_key)?;
+            let doc = inner.insert_new(conn, &owned_key, &text, &actor)?;
+            Ok(Written::Fresh(doc))
+        };
+        let written = self.write_once(key, origin.write_id, op, Written::Repeat);
+        Ok(written.await?.with_data(data))
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
@@ -330,21 +425,18 @@ impl Driver for SqliteStore {
         self.read(move |conn| rows::load(conn, &key)).await
     }
 
-    async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
+    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
         let text = rows::text(&data)?;
-        let (key, actor) = (key.clone(), actor.to_owned());
-        let doc = self
-            .write(move |inner, conn| inner.put(conn, &key, &text, &actor))
-            .await?;
-        Ok(Document { data, ..doc })
+        let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
+        let op = move |inner: &Inner, conn: &Connection| {
+            Ok(Written::Fresh(inner.put(conn, &owned_key, &text, &actor)?))
+        };
+        let written = self.write_once(key, origin.write_id, op, Written::Repeat);
+        Ok(written.await?.with_data(data))
     }
 
-    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
-        let (key, patch, actor) = (key.clone(), rows::Patch::new(patch)?, actor.to_owned());
-        let merged = self
-            .write(move |inner, conn| inner.patch(conn, &key, &patch, None, &actor))
-            .await?;
-        written(merged)
+    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document> {
+        self.merge(key, patch, None, origin).await
     }
 
     async fn update_if(
@@ -352,15 +444,9 @@ impl Driver for SqliteStore {
         key: &Key,
         patch: &Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
-        let (key, patch, actor) = (key.clone(), rows::Patch::new(patch)?, actor.to_owned());
-        let merged = self
-            .write(move |inner, conn| {
-                inner.patch(conn, &key, &patch, Some(expected_version), &actor)
-            })
-            .await?;
-        written(merged)
+        self.merge(key, patch, Some(expected_version), origin).await
     }
 
     async fn replace_if(
@@ -368,48 +454,43 @@ impl Driver for SqliteStore {
         key: &Key,
         data: Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
         let text = rows::text(&data)?;
-        let (key, actor) = (key.clone(), actor.to_owned());
-        let doc = self
-            .write(move |inner, conn| {
-                let current = rows::load_metadata(conn, &key)?.ok_or(Error::NotFound)?;
-                if current.version != expected_version {
-                    return Err(Error::Conflict {
-                        current: current.version,
-                    }
-                    .into());
+        let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
+        let op = move |inner: &Inner, conn: &Connection| {
+            let current = rows::load_metadata(conn, &owned_key)?.ok_or(Error::NotFound)?;
+            if current.version != expected_version {
+                return Err(Error::Conflict {
+                    current: current.version,
                 }
-                inner.replace(conn, &key, current, Data::new(), &text, &actor)
-            })
-            .await?;
-        Ok(Document { data, ..doc })
-    }
-
-    async fn delete(&self, key: &Key) -> Result<bool> {
-        let key = key.clone();
-        self.write(move |_, conn| rows::remove(conn, &key)).await
-    }
-
-    async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
-        let key = key.clone();
-        self.write(move |_, conn| {
-            let current = rows::version(conn, &key)?.ok_or(Error::NotFound)?;
-            if current != expected_version {
-                return Err(Error::Conflict { current }.into());
+                .into());
             }
-            rows::remove(conn, &key)?;
-            Ok(())
-        })
-        .await
+            let doc = inner.replace(conn, &owned_key, current, Data::new(), &text, &actor)?;
+            Ok(Written::Fresh(doc))
+        };
+        let written = self.write_once(key, origin.write_id, op, Written::Repeat);
+        Ok(written.await?.with_data(data))
     }
 
-    async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
+    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool> {
+        self.remove(key, None, origin).await
+    }
+
+    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
+        match self.remove(key, Some(expected_version), origin).await? {
+            true => Ok(()),
+            false => Err(Error::NotFound),
+        }
+    }
+
+    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
         let text = rows::text(&document.data)?;
-        let (key, metadata) = (key.clone(), rows::without_data(document));
-        self.write(move |inner, conn| inner.restore(conn, &key, &metadata, &text))
-            .await
+        let (owned_key, metadata) = (key.clone(), rows::without_data(document));
+        let op = move |inner: &Inner, conn: &Connection| {
+            inner.restore(conn, &owned_key, &metadata, &text)
+        };
+        self.write_once(key, origin.write_id, op, drop).await
     }
 
     /// One read transaction on one connection: the answer is one snapshot.
@@ -421,20 +502,31 @@ impl Driver for SqliteStore {
 
     /// One immediate transaction: the writes in order, the counters through the same
     /// triggers; the first failing write rolls everything back.
-    async fn write_all(&self, batch: &CheckedBatch<'_>, actor: &str) -> Result<Vec<WriteOutcome>> {
+    async fn write_all(
+        &self,
+        batch: &CheckedBatch<'_>,
+        origin: Origin<'_>,
+    ) -> Result<Vec<WriteOutcome>> {
         let writes = batch.writes();
         let (steps, bytes) = crate::batch::prepare(batch)?;
         if steps.is_empty() {
             return Ok(Vec::new());
         }
-        let actor = actor.to_owned();
-        let mut outcomes = self
+        let (actor, id) = (origin.actor.to_owned(), origin.write_id.cloned());
+        let applied = self
             .write_off_the_runtime(move |inner, conn| {
-                crate::batch::apply(inner, conn, &steps, &actor, bytes)
+                crate::batch::apply_once(inner, conn, &steps, &actor, bytes, id.as_ref())
             })
             .await?;
-        crate::batch::attach_data(writes, &mut outcomes);
-        Ok(outcomes)
+        match applied {
+            crate::batch::Applied::Now(mut outcomes) => {
+                crate::batch::attach_data(writes, &mut outcomes);
+                Ok(outcomes)
+            }
+            crate::batch::Applied::Before(current) => {
+                docstore::batch::repeated_outcomes(writes, current)
+            }
+        }
     }
 
     async fn query(&self, site: &str, collection: &str, compiled: &CompiledQuery) -> Result<Page> {

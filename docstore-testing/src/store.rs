@@ -7,7 +7,7 @@ use crate::plan::{CallKind, Fault, Plan};
 use crate::summary;
 use async_trait::async_trait;
 use docstore::batch::CheckedBatch;
-use docstore::driver::Driver;
+use docstore::driver::{Driver, Origin};
 use docstore::query::CompiledQuery;
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, Store, StoreOptions,
@@ -192,8 +192,8 @@ impl Driver for FaultyDriver {
         self.inner.driver().options()
     }
 
-    async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        let forward = || self.inner.driver().create(key, data, actor);
+    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
+        let forward = || self.inner.driver().create(key, data, origin);
         self.call(
             CallKind::Create,
             summary::path(key),
@@ -216,8 +216,8 @@ impl Driver for FaultyDriver {
         .await
     }
 
-    async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        let forward = || self.inner.driver().put(key, data, actor);
+    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
+        let forward = || self.inner.driver().put(key, data, origin);
         self.call(
             CallKind::Put,
             summary::path(key),
@@ -228,8 +228,8 @@ impl Driver for FaultyDriver {
         .await
     }
 
-    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
-        let forward = || self.inner.driver().update(key, patch, actor);
+    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document> {
+        let forward = || self.inner.driver().update(key, patch, origin);
         self.call(
             CallKind::Update,
             summary::path(key),
@@ -245,13 +245,13 @@ impl Driver for FaultyDriver {
         key: &Key,
         patch: &Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
         let target = format!("{} @v{expected_version}", summary::path(key));
         let forward = || {
             self.inner
                 .driver()
-                .update_if(key, patch, expected_version, actor)
+                .update_if(key, patch, expected_version, origin)
         };
         self.call(
             CallKind::UpdateIf,
@@ -273,9 +273,13 @@ impl Driver for FaultyDriver {
         .await
     }
 
-    async fn write_all(&self, batch: &CheckedBatch<'_>, actor: &str) -> Result<Vec<WriteOutcome>> {
+    async fn write_all(
+        &self,
+        batch: &CheckedBatch<'_>,
+        origin: Origin<'_>,
+    ) -> Result<Vec<WriteOutcome>> {
         let writes = batch.writes();
-        let forward = || self.inner.driver().write_all(batch, actor);
+        let forward = || self.inner.driver().write_all(batch, origin);
         let touchable = versioned(writes);
         self.call(
             CallKind::WriteAll,
@@ -292,13 +296,13 @@ impl Driver for FaultyDriver {
         key: &Key,
         data: Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
         let target = format!("{} @v{expected_version}", summary::path(key));
         let forward = || {
             self.inner
                 .driver()
-                .replace_if(key, data, expected_version, actor)
+                .replace_if(key, data, expected_version, origin)
         };
         self.call(
             CallKind::ReplaceIf,
@@ -310,8 +314,8 @@ impl Driver for FaultyDriver {
         .await
     }
 
-    async fn delete(&self, key: &Key) -> Result<bool> {
-        let forward = || self.inner.driver().delete(key);
+    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool> {
+        let forward = || self.inner.driver().delete(key, origin);
         self.call(
             CallKind::Delete,
             summary::path(key),
@@ -322,16 +326,16 @@ impl Driver for FaultyDriver {
         .await
     }
 
-    async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
+    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
         let target = format!("{} @v{expected_version}", summary::path(key));
-        let forward = || self.inner.driver().delete_if(key, expected_version);
+        let forward = || self.inner.driver().delete_if(key, expected_version, origin);
         self.call(CallKind::DeleteIf, target, &[key], forward, summary::done)
             .await
     }
 
-    async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
+    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
         let target = format!("{} v{}", summary::path(key), document.version);
-        let forward = || self.inner.driver().restore(key, document);
+        let forward = || self.inner.driver().restore(key, document, origin);
         self.call(CallKind::Restore, target, &[key], forward, summary::done)
             .await
     }

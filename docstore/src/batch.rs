@@ -415,6 +415,28 @@ impl Decision {
     }
 }
 
+/// The answer to a batch repeated with the caller identity of one that was applied (see
+/// [`Origin`](crate::driver::Origin)): nothing is written again, and each write answers from
+/// `current`, the documents at its keys now (in the batch's order) — `Written` with the
+/// document as it stands, `Deleted`, `Checked`. A document a `Write` stored that has been
+/// deleted since is [`Error::NotFound`] in a failed batch: what it wrote is gone.
+pub fn repeated_outcomes(
+    writes: &[Write],
+    current: Vec<Option<Document>>,
+) -> Result<Vec<WriteOutcome>> {
+    writes
+        .iter()
+        .zip(current)
+        .enumerate()
+        .map(|(index, (write, current))| match (write, current) {
+            (Write::DeleteIf { .. }, _) => Ok(WriteOutcome::Deleted),
+            (Write::Check { .. }, _) => Ok(WriteOutcome::Checked),
+            (_, Some(document)) => Ok(WriteOutcome::Written(document)),
+            (_, None) => Err(failed(index, Error::NotFound)),
+        })
+        .collect()
+}
+
 /// Decides write `index` of a checked batch on `current` (what its key holds now), written by
 /// `actor` at `now`: its [`Decision`], or the error the single call would give, as
 /// [`Error::Batch`] with `index` (`AlreadyExists`, `NotFound`, `Conflict { current }`, and for

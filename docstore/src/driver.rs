@@ -4,6 +4,7 @@
 use crate::Result;
 use crate::batch::{CheckedBatch, WriteOutcome};
 use crate::document::{Data, Document};
+use crate::identity::WriteId;
 use crate::key::Key;
 use crate::query::{CompiledQuery, Cursor};
 use async_trait::async_trait;
@@ -212,6 +213,43 @@ pub struct Recount {
     pub changes: Vec<CounterChange>,
 }
 
+/// Who makes a write, and the identity the caller gave it: what every write method of a
+/// [`Driver`] receives besides its input.
+///
+/// With `write_id: Some(id)` the write must be safe to repeat: when the document at the key
+/// holds `id` among its kept identities ([`WriteIds`](crate::identity::WriteIds)), the driver
+/// applies nothing and answers with the document as it stands (`restore`: `Ok`); a delete
+/// records `id` on the deleted key for
+/// [`DELETE_IDS_KEPT_FOR`](crate::identity::DELETE_IDS_KEPT_FOR), and a delete whose `id` is
+/// recorded there answers as its first call did and removes nothing, not even a document
+/// created at the key since. With `None`, identities are the driver's own business (DynamoDB
+/// draws one per call for its resends; memory and SQLite keep none).
+#[derive(Clone, Copy, Debug)]
+pub struct Origin<'a> {
+    /// The actor the write is stamped with (checked by the front end).
+    pub actor: &'a str,
+    /// The caller's identity of the write, when it gave one.
+    pub write_id: Option<&'a WriteId>,
+}
+
+impl<'a> Origin<'a> {
+    /// A write by `actor` without a caller identity.
+    pub fn actor(actor: &'a str) -> Self {
+        Origin {
+            actor,
+            write_id: None,
+        }
+    }
+
+    /// A write by `actor` with the caller's identity, if any.
+    pub fn with(actor: &'a str, write_id: &'a Option<WriteId>) -> Self {
+        Origin {
+            actor,
+            write_id: write_id.as_ref(),
+        }
+    }
+}
+
 /// A backend: what needs the database, and nothing else.
 ///
 /// Applications never call a driver: they hold a [`Store`](crate::Store) (built with
@@ -234,20 +272,20 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
 
     /// Creates a document at version 1; [`Error::AlreadyExists`](crate::Error::AlreadyExists)
     /// if the id is taken.
-    async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document>;
+    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document>;
 
     /// Reads a document.
     async fn get(&self, key: &Key) -> Result<Option<Document>>;
 
     /// Creates or replaces a document; a replaced document keeps its `created_*` fields and
     /// its version grows by one.
-    async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document>;
+    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document>;
 
     /// Applies an RFC 7386 merge patch, retrying internally when a concurrent write got in
     /// between; [`Error::NotFound`](crate::Error::NotFound) if the document does not exist,
     /// [`Error::Conflict`](crate::Error::Conflict) only after bounded retries under heavy
     /// contention.
-    async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document>;
+    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document>;
 
     /// Applies a merge patch if the document is still at `expected_version`;
     /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise.
@@ -256,7 +294,7 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
         key: &Key,
         patch: &Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document>;
 
     /// Replaces the whole data of the document if it is still at `expected_version` (its
@@ -268,14 +306,14 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
         key: &Key,
         data: Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document>;
 
     /// Deletes a document; `true` when there was one.
-    async fn delete(&self, key: &Key) -> Result<bool>;
+    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool>;
 
     /// Deletes a document if it is still at `expected_version`.
-    async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()>;
+    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()>;
 
     /// Writes `document` exactly as given — data, timestamps, actors and version — when no
     /// document with its id exists: the write behind import, copy and restore from backups.
@@ -284,7 +322,7 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) when the id is taken,
     /// [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) in a full site, and the collection
     /// counter grows by one.
-    async fn restore(&self, key: &Key, document: &Document) -> Result<()>;
+    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()>;
 
     /// Reads several distinct keys: one `Option` per key, in the keys' order, strongly
     /// consistent; a driver with a per-request limit splits them. Its docs say whether the
@@ -294,7 +332,15 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     /// Applies a batch (already checked: limits and distinct keys) atomically: all of its
     /// writes, or — when any fails — none, with [`Error::Batch`](crate::Error::Batch) naming
     /// it. Counters move with the writes, in the same transaction.
-    async fn write_all(&self, batch: &CheckedBatch<'_>, actor: &str) -> Result<Vec<WriteOutcome>>;
+    ///
+    /// With a caller identity, every document the batch writes keeps it and every key it
+    /// deletes records it ([`Origin`]); a batch repeated with it — found on any of its keys —
+    /// applies nothing and answers with [`batch::repeated_outcomes`](crate::batch::repeated_outcomes).
+    async fn write_all(
+        &self,
+        batch: &CheckedBatch<'_>,
+        origin: Origin<'_>,
+    ) -> Result<Vec<WriteOutcome>>;
 
     /// Runs a query over one collection: exactly the reference evaluator's page
     /// ([`CompiledQuery::evaluate`]), whatever the driver pushes down. Cursors of the answer

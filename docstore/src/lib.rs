@@ -58,7 +58,7 @@ pub mod document;
 pub mod driver;
 mod error;
 pub mod front;
-mod identity;
+pub mod identity;
 pub mod index;
 pub mod json;
 pub mod key;
@@ -73,7 +73,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use document::{Data, Document, object};
 pub use driver::{CounterChange, Explain, Page, Recount, RecountMode};
 pub use error::{BoxError, Error, Result};
-pub use front::{Collection, DocumentStream, Site, SiteBatch, Store, TypedPage, Versioned};
+pub use front::{
+    Collection, DocumentStream, Site, SiteBatch, Store, TypedPage, Versioned, WriteCall,
+};
 pub use identity::WriteId;
 pub use index::{Index, IndexSet};
 pub use key::Key;

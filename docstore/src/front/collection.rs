@@ -1,8 +1,10 @@
 //! Typed collections: an application's own serde types in, [`Versioned`] values out.
 
-use super::Site;
+use super::{Site, WriteCall};
 use crate::document::{Data, Document};
+use crate::driver::Origin;
 use crate::driver::{Explain, Page};
+use crate::identity::WriteId;
 use crate::key::{Key, validate_collection};
 use crate::query::{Cursor, Filter, Query};
 use crate::{Error, Result};
@@ -18,6 +20,10 @@ use std::marker::PhantomData;
 /// [`Error::Conflict`]: every round that loses to another writer means that writer won, so
 /// with `n` writers on one document each call gets through within `n` rounds.
 pub const MODIFY_TRIES: u32 = 100;
+
+/// How often [`Collection::modify`] sends a write again, with the same identity, after it
+/// ended [`Error::Unavailable`] (its answer was lost), before it hands that error on.
+pub const MODIFY_RESENDS: u32 = 3;
 
 /// A stored value with its metadata: what a typed [`Collection`] reads and writes.
 #[derive(Clone, Debug, PartialEq)]
@@ -246,11 +252,15 @@ where
 
     /// Creates the document `id` holding `value`, at version 1;
     /// [`Error::AlreadyExists`] if the id is taken.
-    pub async fn create(&self, id: &str, value: &T) -> Result<Versioned<T>> {
-        let key = self.key(id)?;
-        let data = encode(value, "the value")?;
-        let doc = self.store().create(&key, data, self.actor()).await?;
-        self.versioned(doc)
+    pub fn create(&self, id: &str, value: &T) -> WriteCall<'_, Versioned<T>> {
+        let input = self
+            .key(id)
+            .and_then(|key| Ok((key, encode(value, "the value")?)));
+        WriteCall::new(move |write_id| async move {
+            let (key, data) = input?;
+            let origin = Origin::with(self.actor(), &write_id);
+            self.versioned(self.store().create_with(&key, data, origin).await?)
+        })
     }
 
     /// Reads the document `id` (`None` when there is none).
@@ -277,56 +287,72 @@ where
 
     /// Creates or replaces the document `id` with `value` (a replaced one keeps its
     /// `created_*` fields; its version grows by one).
-    pub async fn put(&self, id: &str, value: &T) -> Result<Versioned<T>> {
-        let key = self.key(id)?;
-        let data = encode(value, "the value")?;
-        let doc = self.store().put(&key, data, self.actor()).await?;
-        self.versioned(doc)
+    pub fn put(&self, id: &str, value: &T) -> WriteCall<'_, Versioned<T>> {
+        let input = self
+            .key(id)
+            .and_then(|key| Ok((key, encode(value, "the value")?)));
+        WriteCall::new(move |write_id| async move {
+            let (key, data) = input?;
+            let origin = Origin::with(self.actor(), &write_id);
+            self.versioned(self.store().put_with(&key, data, origin).await?)
+        })
     }
 
     /// Merges `patch` (anything that serializes to a JSON object: an RFC 7386 merge patch,
     /// `null` removing a field) into the document `id`; [`Error::NotFound`] without one.
-    pub async fn update(&self, id: &str, patch: &impl Serialize) -> Result<Versioned<T>> {
-        let key = self.key(id)?;
-        let patch = patch_data(patch)?;
-        let doc = self.store().update(&key, &patch, self.actor()).await?;
-        self.versioned(doc)
+    pub fn update(&self, id: &str, patch: &impl Serialize) -> WriteCall<'_, Versioned<T>> {
+        let input = self.key(id).and_then(|key| Ok((key, patch_data(patch)?)));
+        WriteCall::new(move |write_id| async move {
+            let (key, patch) = input?;
+            let origin = Origin::with(self.actor(), &write_id);
+            self.versioned(self.store().update_with(&key, &patch, origin).await?)
+        })
     }
 
     /// [`update`](Self::update) if the document is still at `expected_version`;
     /// [`Error::Conflict`] with the current version otherwise.
-    pub async fn update_if(
+    pub fn update_if(
         &self,
         id: &str,
         patch: &impl Serialize,
         expected_version: u64,
-    ) -> Result<Versioned<T>> {
-        let key = self.key(id)?;
-        let patch = patch_data(patch)?;
-        let doc = self
-            .store()
-            .update_if(&key, &patch, expected_version, self.actor())
-            .await?;
-        self.versioned(doc)
+    ) -> WriteCall<'_, Versioned<T>> {
+        let input = self.key(id).and_then(|key| Ok((key, patch_data(patch)?)));
+        WriteCall::new(move |write_id| async move {
+            let (key, patch) = input?;
+            let origin = Origin::with(self.actor(), &write_id);
+            let store = self.store();
+            self.versioned(
+                store
+                    .update_if_with(&key, &patch, expected_version, origin)
+                    .await?,
+            )
+        })
     }
 
     /// Replaces the document `id` with `value` if it is still at `expected_version`
     /// (`created_*` kept, version one more): [`Error::NotFound`], or [`Error::Conflict`] with
     /// the current version. Every field of `value` is stored as `create` stores it (a `None`
     /// is `null`), which a merge patch cannot do.
-    pub async fn replace_if(
+    pub fn replace_if(
         &self,
         id: &str,
         value: &T,
         expected_version: u64,
-    ) -> Result<Versioned<T>> {
-        let key = self.key(id)?;
-        let data = encode(value, "the value")?;
-        let doc = self
-            .store()
-            .replace_if(&key, data, expected_version, self.actor())
-            .await?;
-        self.versioned(doc)
+    ) -> WriteCall<'_, Versioned<T>> {
+        let input = self
+            .key(id)
+            .and_then(|key| Ok((key, encode(value, "the value")?)));
+        WriteCall::new(move |write_id| async move {
+            let (key, data) = input?;
+            let origin = Origin::with(self.actor(), &write_id);
+            let store = self.store();
+            self.versioned(
+                store
+                    .replace_if_with(&key, data, expected_version, origin)
+                    .await?,
+            )
+        })
     }
 
     /// Reads the document `id`, lets `change` edit its value and writes it back with
@@ -335,6 +361,12 @@ where
     /// [`MODIFY_TRIES`] times ([`Error::Conflict`] after that). So `change` may run more
     /// than once: it should only edit the value it is given. [`Error::NotFound`] without a
     /// document.
+    ///
+    /// Exactly one change is applied per call, lost answers included: every write of the
+    /// call carries one identity (the caller's, given with [`WriteCall::write_id`], or a
+    /// fresh one), and a write that ended [`Error::Unavailable`] is sent again with it, up to
+    /// [`MODIFY_RESENDS`] times, so a write that was applied is recognised instead of made
+    /// twice.
     ///
     /// ```
     /// # async fn demo(counters: &docstore::Collection<docstore::Data>) -> docstore::Result<()> {
@@ -347,21 +379,32 @@ where
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn modify(
-        &self,
+    pub fn modify<'a>(
+        &'a self,
         id: &str,
+        change: impl FnMut(&mut T) + Send + 'a,
+    ) -> WriteCall<'a, Versioned<T>> {
+        let key = self.key(id);
+        WriteCall::new(move |write_id| async move {
+            let write_id = write_id.unwrap_or_else(WriteId::random);
+            self.modify_with(&key?, change, &write_id).await
+        })
+    }
+
+    async fn modify_with(
+        &self,
+        key: &Key,
         mut change: impl FnMut(&mut T) + Send,
+        write_id: &WriteId,
     ) -> Result<Versioned<T>> {
-        let key = self.key(id)?;
         let mut current = 0;
         for _ in 0..MODIFY_TRIES {
-            let doc = self.store().get(&key).await?.ok_or(Error::NotFound)?;
+            let doc = self.store().get(key).await?.ok_or(Error::NotFound)?;
             let mut read = self.versioned(doc)?;
             change(&mut read.value);
             let data = encode(&read.value, "the changed value")?;
             match self
-                .store()
-                .replace_if(&key, data, read.version, self.actor())
+                .resend_unavailable(key, data, read.version, write_id)
                 .await
             {
                 Ok(doc) => return self.versioned(doc),
@@ -372,17 +415,52 @@ where
         Err(Error::Conflict { current })
     }
 
+    /// `replace_if` with `write_id`, sent again with the same identity while it ends
+    /// [`Error::Unavailable`], at most [`MODIFY_RESENDS`] times more.
+    async fn resend_unavailable(
+        &self,
+        key: &Key,
+        data: Data,
+        version: u64,
+        write_id: &WriteId,
+    ) -> Result<Document> {
+        let origin = Origin {
+            actor: self.actor(),
+            write_id: Some(write_id),
+        };
+        let mut resends = 0;
+        loop {
+            let sent = self
+                .store()
+                .replace_if_with(key, data.clone(), version, origin)
+                .await;
+            match sent {
+                Err(Error::Unavailable { .. }) if resends < MODIFY_RESENDS => resends += 1,
+                other => return other,
+            }
+        }
+    }
+
     /// Deletes the document `id`; `true` when there was one.
-    pub async fn delete(&self, id: &str) -> Result<bool> {
-        self.store().delete(&self.key(id)?).await
+    pub fn delete(&self, id: &str) -> WriteCall<'_, bool> {
+        let key = self.key(id);
+        WriteCall::new(move |write_id| async move {
+            let key = key?;
+            self.store().delete(&key).with_id(write_id).await
+        })
     }
 
     /// Deletes the document `id` if it is still at `expected_version`: [`Error::NotFound`],
     /// or [`Error::Conflict`] with the current version.
-    pub async fn delete_if(&self, id: &str, expected_version: u64) -> Result<()> {
-        self.store()
-            .delete_if(&self.key(id)?, expected_version)
-            .await
+    pub fn delete_if(&self, id: &str, expected_version: u64) -> WriteCall<'_, ()> {
+        let key = self.key(id);
+        WriteCall::new(move |write_id| async move {
+            let key = key?;
+            self.store()
+                .delete_if(&key, expected_version)
+                .with_id(write_id)
+                .await
+        })
     }
 
     /// One page of `query`'s answer over this collection.

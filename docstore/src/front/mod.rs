@@ -6,18 +6,20 @@
 //! keys, queries and their cursors (bound to their site and collection). A driver receives only
 //! inputs that passed, and keeps only the work that needs its database.
 
+mod call;
 mod collection;
 mod site;
 mod stream;
 
-pub use collection::MODIFY_TRIES;
+pub use call::WriteCall;
 pub use collection::{Collection, TypedPage, Versioned};
+pub use collection::{MODIFY_RESENDS, MODIFY_TRIES};
 pub use site::{Site, SiteBatch};
 pub use stream::{DEFAULT_STREAM_PAGE, DocumentStream};
 
 use crate::batch::{self, Write, WriteOutcome};
 use crate::document::{Data, Document, check_restorable, check_size, validate_actor};
-use crate::driver::{Driver, Explain, Page, Recount, RecountMode};
+use crate::driver::{Driver, Explain, Origin, Page, Recount, RecountMode};
 use crate::key::{Key, validate_site};
 use crate::query::Query;
 use crate::{Result, StoreOptions};
@@ -89,10 +91,26 @@ impl Store {
 
     /// Creates a document at version 1; [`Error::AlreadyExists`](crate::Error::AlreadyExists)
     /// if the id is taken.
-    pub async fn create(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        validate_actor(actor)?;
+    pub fn create<'a>(
+        &'a self,
+        key: &'a Key,
+        data: Data,
+        actor: &'a str,
+    ) -> WriteCall<'a, Document> {
+        WriteCall::new(move |id| async move {
+            self.create_with(key, data, Origin::with(actor, &id)).await
+        })
+    }
+
+    pub(crate) async fn create_with(
+        &self,
+        key: &Key,
+        data: Data,
+        origin: Origin<'_>,
+    ) -> Result<Document> {
+        validate_actor(origin.actor)?;
         check_size(&data, self.max_doc_bytes())?;
-        self.driver.create(key, data, actor).await
+        self.driver.create(key, data, origin).await
     }
 
     /// Reads a document.
@@ -102,63 +120,122 @@ impl Store {
 
     /// Creates or replaces a document; a replaced document keeps its `created_*` fields and
     /// its version grows by one.
-    pub async fn put(&self, key: &Key, data: Data, actor: &str) -> Result<Document> {
-        validate_actor(actor)?;
+    pub fn put<'a>(&'a self, key: &'a Key, data: Data, actor: &'a str) -> WriteCall<'a, Document> {
+        WriteCall::new(
+            move |id| async move { self.put_with(key, data, Origin::with(actor, &id)).await },
+        )
+    }
+
+    pub(crate) async fn put_with(
+        &self,
+        key: &Key,
+        data: Data,
+        origin: Origin<'_>,
+    ) -> Result<Document> {
+        validate_actor(origin.actor)?;
         check_size(&data, self.max_doc_bytes())?;
-        self.driver.put(key, data, actor).await
+        self.driver.put(key, data, origin).await
     }
 
     /// Applies an RFC 7386 merge patch (see [`merge_patch`](crate::merge_patch)), retrying
     /// when a concurrent write got in between; [`Error::NotFound`](crate::Error::NotFound)
     /// without a document, [`Error::Conflict`](crate::Error::Conflict) only after bounded
     /// retries under heavy contention.
-    pub async fn update(&self, key: &Key, patch: &Data, actor: &str) -> Result<Document> {
+    pub fn update<'a>(
+        &'a self,
+        key: &'a Key,
+        patch: &'a Data,
+        actor: &'a str,
+    ) -> WriteCall<'a, Document> {
+        WriteCall::new(move |id| async move {
+            self.update_with(key, patch, Origin::with(actor, &id)).await
+        })
+    }
+
+    pub(crate) async fn update_with(
+        &self,
+        key: &Key,
+        patch: &Data,
+        origin: Origin<'_>,
+    ) -> Result<Document> {
         // The patch's depth is not refused here: what counts is the merged result's, which
         // the driver checks (a patch one level too deep may merge into data that fits).
-        validate_actor(actor)?;
-        self.driver.update(key, patch, actor).await
+        validate_actor(origin.actor)?;
+        self.driver.update(key, patch, origin).await
     }
 
     /// Applies a merge patch if the document is still at `expected_version`;
     /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise.
-    pub async fn update_if(
+    pub fn update_if<'a>(
+        &'a self,
+        key: &'a Key,
+        patch: &'a Data,
+        expected_version: u64,
+        actor: &'a str,
+    ) -> WriteCall<'a, Document> {
+        WriteCall::new(move |id| async move {
+            self.update_if_with(key, patch, expected_version, Origin::with(actor, &id))
+                .await
+        })
+    }
+
+    pub(crate) async fn update_if_with(
         &self,
         key: &Key,
         patch: &Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
-        validate_actor(actor)?;
+        validate_actor(origin.actor)?;
         self.driver
-            .update_if(key, patch, expected_version, actor)
+            .update_if(key, patch, expected_version, origin)
             .await
     }
 
     /// Replaces the whole data if the document is still at `expected_version` (`created_*`
     /// kept, version one more): [`Error::NotFound`](crate::Error::NotFound), or
     /// [`Error::Conflict`](crate::Error::Conflict) with the current version.
-    pub async fn replace_if(
+    pub fn replace_if<'a>(
+        &'a self,
+        key: &'a Key,
+        data: Data,
+        expected_version: u64,
+        actor: &'a str,
+    ) -> WriteCall<'a, Document> {
+        WriteCall::new(move |id| async move {
+            self.replace_if_with(key, data, expected_version, Origin::with(actor, &id))
+                .await
+        })
+    }
+
+    pub(crate) async fn replace_if_with(
         &self,
         key: &Key,
         data: Data,
         expected_version: u64,
-        actor: &str,
+        origin: Origin<'_>,
     ) -> Result<Document> {
-        validate_actor(actor)?;
+        validate_actor(origin.actor)?;
         check_size(&data, self.max_doc_bytes())?;
         self.driver
-            .replace_if(key, data, expected_version, actor)
+            .replace_if(key, data, expected_version, origin)
             .await
     }
 
     /// Deletes a document; `true` when there was one.
-    pub async fn delete(&self, key: &Key) -> Result<bool> {
-        self.driver.delete(key).await
+    pub fn delete<'a>(&'a self, key: &'a Key) -> WriteCall<'a, bool> {
+        WriteCall::new(
+            move |id| async move { self.driver.delete(key, Origin::with("", &id)).await },
+        )
     }
 
     /// Deletes a document if it is still at `expected_version`.
-    pub async fn delete_if(&self, key: &Key, expected_version: u64) -> Result<()> {
-        self.driver.delete_if(key, expected_version).await
+    pub fn delete_if<'a>(&'a self, key: &'a Key, expected_version: u64) -> WriteCall<'a, ()> {
+        WriteCall::new(move |id| async move {
+            self.driver
+                .delete_if(key, expected_version, Origin::with("", &id))
+                .await
+        })
     }
 
     /// Writes `document` exactly as given — data, timestamps, actors and version — when no
@@ -170,9 +247,12 @@ impl Store {
     /// [`check_restorable`]. Then, like `create`:
     /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) when the id is taken,
     /// [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) in a full site.
-    pub async fn restore(&self, key: &Key, document: &Document) -> Result<()> {
-        check_restorable(key, document, self.max_doc_bytes())?;
-        self.driver.restore(key, document).await
+    pub fn restore<'a>(&'a self, key: &'a Key, document: &'a Document) -> WriteCall<'a, ()> {
+        WriteCall::new(move |id| async move {
+            check_restorable(key, document, self.max_doc_bytes())?;
+            let origin = Origin::with(&document.updated_by, &id);
+            self.driver.restore(key, document, origin).await
+        })
     }
 
     /// Reads several documents: one `Option` per key, in the keys' order, strongly
@@ -192,14 +272,30 @@ impl Store {
     /// ([`Error::InvalidArgument`](crate::Error::InvalidArgument) otherwise, nothing written);
     /// a failing write is [`Error::Batch`](crate::Error::Batch) with its index and the error
     /// the single call would give. A [`Site`] builds batches of typed writes
-    /// ([`Site::batch`]).
-    pub async fn write_all(&self, writes: &[Write], actor: &str) -> Result<Vec<WriteOutcome>> {
-        validate_actor(actor)?;
+    /// ([`Site::batch`]). With an identity ([`WriteCall::write_id`]), a repeated batch
+    /// answers from the documents as they stand
+    /// ([`batch::repeated_outcomes`](crate::batch::repeated_outcomes)).
+    pub fn write_all<'a>(
+        &'a self,
+        writes: &'a [Write],
+        actor: &'a str,
+    ) -> WriteCall<'a, Vec<WriteOutcome>> {
+        WriteCall::new(move |id| async move {
+            self.write_all_with(writes, Origin::with(actor, &id)).await
+        })
+    }
+
+    pub(crate) async fn write_all_with(
+        &self,
+        writes: &[Write],
+        origin: Origin<'_>,
+    ) -> Result<Vec<WriteOutcome>> {
+        validate_actor(origin.actor)?;
         let batch = batch::CheckedBatch::check(writes, self.max_doc_bytes())?;
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        self.driver.write_all(&batch, actor).await
+        self.driver.write_all(&batch, origin).await
     }
 
     /// Runs a query over one collection: one page, with the cursor of the next.

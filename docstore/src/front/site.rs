@@ -1,9 +1,11 @@
 //! The tenant scope: one site, and nothing beyond it.
 
 use super::Store;
+use super::WriteCall;
 use super::collection::{Collection, encode, patch_data};
 use crate::batch::{Write, WriteOutcome};
 use crate::document::validate_actor;
+use crate::driver::Origin;
 use crate::key::{Key, validate_site};
 use crate::{Error, Result};
 use serde::Serialize;
@@ -228,14 +230,15 @@ impl SiteBatch {
         self.writes.is_empty()
     }
 
-    /// Applies every write, or none: one outcome per write, in order.
-    pub async fn commit(self) -> Result<Vec<WriteOutcome>> {
-        if let Some((index, err)) = self.refused {
-            return Err(crate::batch::failed(index, err));
-        }
-        self.site
-            .store
-            .write_all(&self.writes, &self.site.actor)
-            .await
+    /// Applies every write, or none: one outcome per write, in order. Give the call an
+    /// identity ([`WriteCall::write_id`]) to make the batch safe to repeat.
+    pub fn commit(self) -> WriteCall<'static, Vec<WriteOutcome>> {
+        WriteCall::new(move |write_id| async move {
+            if let Some((index, err)) = self.refused {
+                return Err(crate::batch::failed(index, err));
+            }
+            let origin = Origin::with(&self.site.actor, &write_id);
+            self.site.store.write_all_with(&self.writes, origin).await
+        })
     }
 }

@@ -1,0 +1,92 @@
+//! Records of caller-identified deletes: the document item is gone, so the delete's write
+//! identity is kept on an item of its own, written in the same transaction as the delete, so
+//! that a repeated delete (see [`docstore::driver::Origin`]) is recognised and never removes
+//! a document created at the key since.
+//!
+//! The item: `pk` = `<site>#__deleted` (names starting `__` are reserved, so no collection
+//! has this partition), `sk` = `<collection>#<id>` (collection names hold no `#`), `wh` (L of
+//! S) the identities of the key's recorded deletes, newest first, `expires` (N, Unix seconds)
+//! for DynamoDB's time to live, which `create_table` enables. Reads ignore a record past
+//! `expires` (TTL deletes late), so the window is the same as on every backend:
+//! [`DELETE_IDS_KEPT_FOR`](docstore::identity::DELETE_IDS_KEPT_FOR).
+
+use crate::item::{Item, PK, SK, WRITE_HISTORY, num, text};
+use crate::store::DynamoStore;
+use aws_sdk_dynamodb::types::AttributeValue;
+use docstore::identity::{DELETE_IDS_KEPT_FOR, WriteIds};
+use docstore::{Key, Result, WriteId};
+use std::collections::HashMap;
+
+/// The attribute DynamoDB's time to live reads: when the record may go, in Unix seconds.
+pub(crate) const EXPIRES: &str = "expires";
+
+/// The key of the delete record of `key`.
+fn record_key(key: &Key) -> Item {
+    HashMap::from([
+        (PK.to_owned(), text(format!("{}#__deleted", key.site()))),
+        (
+            SK.to_owned(),
+            text(format!("{}#{}", key.collection(), key.id())),
+        ),
+    ])
+}
+
+/// The identities of the recorded deletes of `key`, newest first (empty without a record or
+/// past its window).
+pub(crate) struct Recorded {
+    pub(crate) ids: WriteIds,
+}
+
+impl Recorded {
+    /// The record the delete `id` writes at `now_nanos`: `id`, then the earlier ones.
+    pub(crate) fn item(&self, key: &Key, id: &WriteId, now_nanos: i64) -> Item {
+        let mut ids = WriteIds::default();
+        ids.record(id);
+        ids.extend_older(&self.ids);
+        let expires = now_nanos / 1_000_000_000 + DELETE_IDS_KEPT_FOR.as_secs() as i64;
+        let mut item = record_key(key);
+        let list = ids.iter().map(|id| text(id.as_str())).collect();
+        item.insert(WRITE_HISTORY.to_owned(), AttributeValue::L(list));
+        item.insert(EXPIRES.to_owned(), num(expires));
+        item
+    }
+}
+
+impl DynamoStore {
+    /// The recorded deletes of `key` (a strongly consistent read).
+    pub(crate) async fn recorded_deletes(&self, key: &Key) -> Result<Recorded> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(record_key(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| self.error("GetItem", e))?;
+        let now_secs = self.options.clock.now() / 1_000_000_000;
+        let ids = match output.item {
+            Some(item) if !expired(&item, now_secs) => ids_of(&item),
+            _ => WriteIds::default(),
+        };
+        Ok(Recorded { ids })
+    }
+}
+
+fn expired(item: &Item, now_secs: i64) -> bool {
+    match item.get(EXPIRES) {
+        Some(AttributeValue::N(n)) => n.parse::<i64>().is_ok_and(|at| at <= now_secs),
+        _ => false,
+    }
+}
+
+fn ids_of(item: &Item) -> WriteIds {
+    let texts: Vec<&str> = match item.get(WRITE_HISTORY) {
+        Some(AttributeValue::L(list)) => list
+            .iter()
+            .filter_map(|value| value.as_s().ok().map(String::as_str))
+            .collect(),
+        _ => Vec::new(),
+    };
+    WriteIds::decode(&texts.join(" "))
+}
