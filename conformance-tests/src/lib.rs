@@ -272,6 +272,13 @@ macro_rules! __front_end_cases {
                 filters_take_any_serializable_value,
                 modify_under_contention_loses_nothing,
             ],
+            write_ids: [
+                a_repeated_write_answers_as_the_first,
+                a_repeat_after_other_writes_applies_nothing,
+                a_repeated_delete_spares_a_new_document,
+                a_repeated_batch_answers_as_the_first,
+                modify_applies_once_under_lost_answers,
+            ],
         }
     };
 }

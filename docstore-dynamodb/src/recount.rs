@@ -43,7 +43,10 @@ impl DynamoStore {
                 if pk == counters_key {
                     let n: i64 = number(item, COUNT)?;
                     counters.insert(string(item, SK)?.to_owned(), n.max(0) as u64);
-                } else if let Some(collection) = pk.strip_prefix(&prefix) {
+                } else if let Some(collection) = pk.strip_prefix(&prefix)
+                    // Reserved names are the backend's own partitions (delete records).
+                    && !collection.starts_with("__")
+                {
                     *documents.entry(collection.to_owned()).or_default() += 1;
                 }
             }

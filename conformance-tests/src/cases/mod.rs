@@ -26,3 +26,4 @@ pub mod sites;
 pub mod sorting;
 pub mod streams;
 pub mod typed;
+pub mod write_ids;

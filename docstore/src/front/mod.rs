@@ -274,7 +274,7 @@ impl Store {
     /// the single call would give. A [`Site`] builds batches of typed writes
     /// ([`Site::batch`]). With an identity ([`WriteCall::write_id`]), a repeated batch
     /// answers from the documents as they stand
-    /// ([`batch::repeated_outcomes`](crate::batch::repeated_outcomes)).
+    /// ([`batch::repeated_outcomes`]).
     pub fn write_all<'a>(
         &'a self,
         writes: &'a [Write],
