@@ -80,7 +80,7 @@ impl CliError {
 /// The exit code for a store error.
 pub fn code_of(err: &Error) -> i32 {
     match err {
-        Error::NotFound => 3,
+        Error::NotFound { .. } => 3,
         Error::AlreadyExists => 4,
         Error::Conflict { .. } => 5,
         Error::InvalidArgument(_) => 6,

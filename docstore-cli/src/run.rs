@@ -304,7 +304,7 @@ async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Res
 /// A store error of a call on `key`, with the key in its message.
 fn in_key(err: docstore::Error, key: &Key) -> CliError {
     match err {
-        docstore::Error::NotFound => CliError::new(3, format!("no document {key}")),
+        docstore::Error::NotFound { .. } => CliError::new(3, format!("no document {key}")),
         err => CliError::from(err).context(key),
     }
 }

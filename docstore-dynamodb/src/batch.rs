@@ -461,7 +461,7 @@ fn refusal(write: &Write, current: Option<Stored>) -> Option<Error> {
         Write::Check { version: None, .. } => Some(Error::AlreadyExists),
         Write::UpdateIf { .. } | Write::DeleteIf { .. } | Write::Check { .. } => {
             Some(match current {
-                None => Error::NotFound,
+                None => Error::not_found(write.key()),
                 Some(c) => Error::Conflict {
                     current: c.doc.version,
                 },

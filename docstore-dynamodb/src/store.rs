@@ -330,7 +330,7 @@ impl Driver for DynamoStore {
             .await?;
         match deleted {
             true => Ok(()),
-            false => Err(Error::NotFound),
+            false => Err(Error::not_found(key)),
         }
     }
 

@@ -259,7 +259,7 @@ impl DynamoStore {
         let mut seen = 0;
         for _ in 0..MAX_TRIES {
             let Some(read) = self.read(key).await? else {
-                return Err(Error::NotFound);
+                return Err(Error::not_found(key));
             };
             if repeats(chosen, &read) {
                 return Ok(read.doc);
@@ -288,7 +288,7 @@ impl DynamoStore {
                     }
                     if current.is_none() {
                         // Deleted since the read.
-                        return Err(Error::NotFound);
+                        return Err(Error::not_found(key));
                     }
                     backoff.wait().await;
                 }
@@ -312,7 +312,7 @@ impl DynamoStore {
     ) -> Result<Document> {
         let (actor, chosen) = (origin.actor, origin.write_id);
         let Some(read) = self.read(key).await? else {
-            return Err(Error::NotFound);
+            return Err(Error::not_found(key));
         };
         if repeats(chosen, &read) {
             return Ok(read.doc);
@@ -345,7 +345,7 @@ impl DynamoStore {
                         return Err(unknown_outcome("update_if", key));
                     }
                     return match current {
-                        None => Err(Error::NotFound),
+                        None => Err(Error::not_found(key)),
                         Some(c) => Err(Error::Conflict {
                             current: c.doc.version,
                         }),

@@ -836,7 +836,7 @@ async fn apply(store: &Store, site: &str, op: &Op, versions: bool) -> String {
 
 fn kind(err: &Error) -> String {
     match err {
-        Error::NotFound => "NotFound".into(),
+        Error::NotFound { .. } => "NotFound".into(),
         Error::AlreadyExists => "AlreadyExists".into(),
         Error::Conflict { .. } => "Conflict".into(),
         other => format!("unexpected error: {other}"),
@@ -1037,7 +1037,7 @@ async fn task_run(
             let matches = match (&got, &expected) {
                 (Ok(doc), Ok(want)) => doc == want,
                 (Err(Error::AlreadyExists), Err("AlreadyExists"))
-                | (Err(Error::NotFound), Err("NotFound")) => true,
+                | (Err(Error::NotFound { .. }), Err("NotFound")) => true,
                 // Emulator limitation (moto ignores the client request token): a refused
                 // create whose answer was lost cannot be told from one applied and replaced.
                 (Err(Error::Unavailable { .. }), Err("AlreadyExists")) => {
@@ -1109,7 +1109,9 @@ async fn task_run(
                     if let Err(err) = &got
                         && !matches!(
                             err,
-                            Error::NotFound | Error::Conflict { .. } | Error::Unavailable { .. }
+                            Error::NotFound { .. }
+                                | Error::Conflict { .. }
+                                | Error::Unavailable { .. }
                         )
                     {
                         tally.wrong.push(format!("{call_id} delete_if {id}: {err}"));

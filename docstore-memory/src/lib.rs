@@ -214,7 +214,7 @@ impl MemoryStore {
     }
 
     /// Changes the existing document at `key` in place under the write lock (moving its
-    /// index keys); [`Error::NotFound`] when there is none, [`Error::Conflict`] when it is
+    /// index keys); [`Error::NotFound { .. }`] when there is none, [`Error::Conflict`] when it is
     /// not at `expected_version`.
     fn change_existing(
         &self,
@@ -227,7 +227,7 @@ impl MemoryStore {
         let collection = sites
             .get_mut(key.site())
             .and_then(|site| site.get_mut(key.collection()))
-            .ok_or(Error::NotFound)?;
+            .ok_or_else(|| Error::not_found(key))?;
         collection
             .modify(defs, key.id(), |current| {
                 if expected_version.is_some_and(|v| v != current.version) {
@@ -237,7 +237,7 @@ impl MemoryStore {
                 }
                 change(current)
             })
-            .ok_or(Error::NotFound)?
+            .ok_or_else(|| Error::not_found(key))?
     }
 
     fn patch(
@@ -501,7 +501,7 @@ impl Driver for MemoryStore {
     async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
         match self.remove(key, Some(expected_version), origin)? {
             true => Ok(()),
-            false => Err(Error::NotFound),
+            false => Err(Error::not_found(key)),
         }
     }
 

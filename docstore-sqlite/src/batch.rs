@@ -199,7 +199,7 @@ fn apply_one(
             key,
             expected_version,
         } => {
-            let current = rows::version(conn, key)?.ok_or(Error::NotFound)?;
+            let current = rows::version(conn, key)?.ok_or_else(|| Error::not_found(key))?;
             if current != *expected_version {
                 return Err(Error::Conflict { current }.into());
             }
@@ -209,7 +209,7 @@ fn apply_one(
         Step::Check { key, version } => {
             match (version, rows::version(conn, key)?) {
                 (None, Some(_)) => return Err(Error::AlreadyExists.into()),
-                (Some(_), None) => return Err(Error::NotFound.into()),
+                (Some(_), None) => return Err(Error::not_found(key).into()),
                 (Some(expected), Some(current)) if *expected != current => {
                     return Err(Error::Conflict { current }.into());
                 }

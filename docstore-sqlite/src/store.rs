@@ -335,7 +335,7 @@ impl Inner {
             .into()),
             Some(merged) => Ok(merged),
             None => match rows::version(conn, key)? {
-                None => Err(Error::NotFound.into()),
+                None => Err(Error::not_found(key).into()),
                 Some(current) if expected_version.is_some_and(|v| v != current) => {
                     Err(Error::Conflict { current }.into())
                 }
@@ -358,7 +358,7 @@ impl Inner {
         expected_version: Option<u64>,
         actor: &str,
     ) -> Result<rows::Merged, Fail> {
-        let mut current = rows::load(conn, key)?.ok_or(Error::NotFound)?;
+        let mut current = rows::load(conn, key)?.ok_or_else(|| Error::not_found(key))?;
         if expected_version.is_some_and(|expected| expected != current.version) {
             return Err(Error::Conflict {
                 current: current.version,
@@ -459,7 +459,8 @@ impl Driver for SqliteStore {
         let text = rows::text(&data)?;
         let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
         let op = move |inner: &Inner, conn: &Connection| {
-            let current = rows::load_metadata(conn, &owned_key)?.ok_or(Error::NotFound)?;
+            let current = rows::load_metadata(conn, &owned_key)?
+                .ok_or_else(|| Error::not_found(&owned_key))?;
             if current.version != expected_version {
                 return Err(Error::Conflict {
                     current: current.version,
@@ -480,7 +481,7 @@ impl Driver for SqliteStore {
     async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
         match self.remove(key, Some(expected_version), origin).await? {
             true => Ok(()),
-            false => Err(Error::NotFound),
+            false => Err(Error::not_found(key)),
         }
     }
 

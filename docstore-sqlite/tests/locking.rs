@@ -155,7 +155,7 @@ async fn reopening_keeps_data_and_a_newer_schema_is_refused() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .unwrap();
@@ -166,4 +166,42 @@ async fn reopening_keeps_data_and_a_newer_schema_is_refused() {
         Err(Error::Backend { message, .. }) => assert!(message.contains("99"), "{message}"),
         other => panic!("expected Backend, got {other:?}"),
     }
+}
+
+/// A file of schema version 2 (before write identities) is migrated on open: its documents
+/// stay, and a repeated call with a write identity is recognised on them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_version_2_file_is_migrated_and_keeps_its_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v2.db");
+    let key = Key::new("s", "c", "k").unwrap();
+    let data = docstore::object(json!({"n": 1})).unwrap();
+    {
+        let store = Store::new(SqliteStore::open(&db).unwrap());
+        store.create(&key, data.clone(), "a").await.unwrap();
+    }
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER write_ids_forget; DROP TABLE write_ids; PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let store = Store::new(SqliteStore::open(&db).unwrap());
+    assert_eq!(store.get(&key).await.unwrap().unwrap().data, data);
+    let id = docstore::WriteId::random();
+    let patch = docstore::object(json!({"n": 2})).unwrap();
+    let first = store
+        .update(&key, &patch, "b")
+        .write_id(id.clone())
+        .await
+        .unwrap();
+    let again = store.update(&key, &patch, "b").write_id(id).await.unwrap();
+    assert_eq!((first.version, again), (2, first.clone()));
+    drop(store);
+    let conn = Connection::open(&db).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 3);
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// [`Error::NotFound`].
+    /// [`Error::NotFound { .. }`].
     NotFound,
     /// [`Error::AlreadyExists`].
     AlreadyExists,
@@ -42,7 +42,7 @@ impl ErrorKind {
     /// The kind of `error`.
     pub fn of(error: &Error) -> Self {
         match error {
-            Error::NotFound => ErrorKind::NotFound,
+            Error::NotFound { .. } => ErrorKind::NotFound,
             Error::AlreadyExists => ErrorKind::AlreadyExists,
             Error::Conflict { current } => ErrorKind::Conflict { current: *current },
             Error::InvalidArgument(_) => ErrorKind::InvalidArgument,

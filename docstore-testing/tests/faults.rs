@@ -224,7 +224,7 @@ async fn a_concurrent_writer_finds_nothing_to_change() {
     let answer = wrapped
         .update_if(&key("tickets", "T-7"), &data(5), 1, "app")
         .await;
-    assert!(matches!(answer, Err(Error::NotFound)), "{answer:?}");
+    assert!(matches!(answer, Err(Error::NotFound { .. })), "{answer:?}");
     let history = faulty.history();
     assert!(matches!(
         &history.entries()[0].injected,

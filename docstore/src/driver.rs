@@ -282,7 +282,7 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document>;
 
     /// Applies an RFC 7386 merge patch, retrying internally when a concurrent write got in
-    /// between; [`Error::NotFound`](crate::Error::NotFound) if the document does not exist,
+    /// between; [`Error::NotFound { .. }`](crate::Error::NotFound { .. }) if the document does not exist,
     /// [`Error::Conflict`](crate::Error::Conflict) only after bounded retries under heavy
     /// contention.
     async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document>;
@@ -299,7 +299,7 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
 
     /// Replaces the whole data of the document if it is still at `expected_version` (its
     /// `created_*` fields kept, its version one more);
-    /// [`Error::NotFound`](crate::Error::NotFound) or
+    /// [`Error::NotFound { .. }`](crate::Error::NotFound { .. }) or
     /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise.
     async fn replace_if(
         &self,

@@ -14,14 +14,18 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// fn should_retry(err: &Error) -> bool {
 ///     matches!(err, Error::Unavailable { .. })
 /// }
-/// assert!(!should_retry(&Error::NotFound));
+/// assert!(!should_retry(&Error::NotFound { key: "acme/tickets/T-1".into() }));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The document does not exist.
-    #[error("document not found")]
-    NotFound,
+    /// The document does not exist; `key` is its key as [`Key`](crate::Key) prints it
+    /// (`site/collection/id`).
+    #[error("no document {key}")]
+    NotFound {
+        /// The key that holds no document.
+        key: String,
+    },
 
     /// `create` found a document with the same id.
     #[error("a document with this id already exists")]
@@ -122,14 +126,30 @@ pub enum Error {
 }
 
 impl Error {
+    /// [`Error::NotFound { .. }`] naming `key`.
+    ///
+    /// ```
+    /// let key = docstore::Key::new("acme", "tickets", "T-1")?;
+    /// let err = docstore::Error::not_found(&key);
+    /// assert_eq!(err.to_string(), "no document acme/tickets/T-1");
+    /// # Ok::<(), docstore::Error>(())
+    /// ```
+    pub fn not_found(key: &crate::Key) -> Self {
+        Error::NotFound {
+            key: key.to_string(),
+        }
+    }
+
     /// For [`Error::Batch`]: the failing write's index and its error.
     ///
     /// ```
     /// use docstore::Error;
     ///
-    /// let err = docstore::batch::failed(0, Error::NotFound);
-    /// assert!(matches!(err.batch_failure(), Some((0, Error::NotFound))));
-    /// assert!(Error::NotFound.batch_failure().is_none());
+    /// let key = docstore::Key::new("acme", "tickets", "T-1")?;
+    /// let err = docstore::batch::failed(0, Error::not_found(&key));
+    /// assert!(matches!(err.batch_failure(), Some((0, Error::NotFound { .. }))));
+    /// assert!(Error::not_found(&key).batch_failure().is_none());
+    /// # Ok::<(), Error>(())
     /// ```
     pub fn batch_failure(&self) -> Option<(usize, &Error)> {
         match self {

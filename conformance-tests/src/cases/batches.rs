@@ -184,7 +184,7 @@ pub async fn failing_write_changes_nothing_at_any_position(h: &dyn Harness) {
     let big = obj(json!({"big": "x".repeat(2_000)}));
     type Kind = fn(&Error) -> bool;
     let already: Kind = |e| matches!(e, Error::AlreadyExists);
-    let not_found: Kind = |e| matches!(e, Error::NotFound);
+    let not_found: Kind = |e| matches!(e, Error::NotFound { .. });
     let conflict: Kind = |e| matches!(e, Error::Conflict { current: 1 });
     let too_large: Kind = |e| matches!(e, Error::TooLarge { limit: 1_000, .. });
     let invalid: Kind = |e| matches!(e, Error::InvalidArgument(_));

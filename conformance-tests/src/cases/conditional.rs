@@ -61,7 +61,10 @@ pub async fn update_if_missing_is_not_found(h: &dyn Harness) {
         .update_if(&key, &obj(json!({"a": 1})), 1, "")
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::NotFound), "{err:?}");
+    assert!(
+        matches!(&err, Error::NotFound { key: named } if *named == key.to_string()),
+        "{err:?}"
+    );
     assert_eq!(ctx.store.get(&key).await.unwrap(), None);
 }
 
@@ -99,11 +102,11 @@ pub async fn delete_if_stale_version_is_conflict(h: &dyn Harness) {
 /// `delete_if` on a missing document is `NotFound`.
 pub async fn delete_if_missing_is_not_found(h: &dyn Harness) {
     let ctx = Ctx::new(h, "cond").await;
-    let err = ctx
-        .store
-        .delete_if(&ctx.key("c", "d"), 1)
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::NotFound), "{err:?}");
+    let key = ctx.key("c", "d");
+    let err = ctx.store.delete_if(&key, 1).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::NotFound { key: named } if *named == key.to_string()),
+        "{err:?}"
+    );
     assert_eq!(ctx.store.collections(&ctx.site).await.unwrap(), vec![]);
 }

@@ -130,7 +130,10 @@ pub async fn update_merges_or_is_not_found(h: &dyn Harness) {
         .update(&key, &obj(json!({"a": 1})), "ann")
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::NotFound), "{err:?}");
+    assert!(
+        matches!(&err, Error::NotFound { key: named } if *named == key.to_string()),
+        "{err:?}"
+    );
     assert_eq!(ctx.store.get(&key).await.unwrap(), None);
     assert_eq!(ctx.store.count(&ctx.site).await.unwrap(), 0);
     ctx.store

@@ -104,6 +104,12 @@ enum Outcome {
     Failed(String),
 }
 
+/// `NotFound` in the model, which compares the kinds of errors (the key it names is checked
+/// by the crud family).
+fn not_found() -> Error {
+    Error::NotFound { key: String::new() }
+}
+
 fn failure(err: Error) -> Outcome {
     match err {
         Error::InvalidArgument(_) => Outcome::Failed("InvalidArgument".into()),
@@ -111,7 +117,7 @@ fn failure(err: Error) -> Outcome {
             Outcome::Failed(kind) => Outcome::Failed(format!("Batch {index} {kind}")),
             other => panic!("not a failure: {other:?}"),
         },
-        Error::NotFound => Outcome::Failed("NotFound".into()),
+        Error::NotFound { .. } => Outcome::Failed("NotFound".into()),
         Error::AlreadyExists => Outcome::Failed("AlreadyExists".into()),
         Error::Conflict { current } => Outcome::Failed(format!("Conflict {current}")),
         Error::TooLarge { size, limit } => Outcome::Failed(format!("TooLarge {size} {limit}")),
@@ -199,7 +205,7 @@ impl Model {
             Op::UpdateIf(c, id, patch, v, actor) => self.patch((c, id), patch, Some(*v), actor),
             Op::Delete(c, id) => Outcome::Deleted(self.docs.remove(&(*c, *id)).is_some()),
             Op::DeleteIf(c, id, expected) => match self.docs.get(&(*c, *id)) {
-                None => failure(Error::NotFound),
+                None => failure(not_found()),
                 Some(doc) if doc.version != *expected => failure(Error::Conflict {
                     current: doc.version,
                 }),
@@ -274,7 +280,7 @@ impl Model {
                 BatchOp::DeleteIf(c, id, v) => next.step(&Op::DeleteIf(c, id, *v)),
                 BatchOp::Check(c, id, version) => match (version, next.docs.get(&(*c, *id))) {
                     (None, Some(_)) => failure(Error::AlreadyExists),
-                    (Some(_), None) => failure(Error::NotFound),
+                    (Some(_), None) => failure(not_found()),
                     (Some(v), Some(doc)) if *v != doc.version => failure(Error::Conflict {
                         current: doc.version,
                     }),
@@ -302,7 +308,7 @@ impl Model {
         actor: &str,
     ) -> Outcome {
         let Some(doc) = self.docs.get(&key) else {
-            return failure(Error::NotFound);
+            return failure(not_found());
         };
         if expected.is_some_and(|v| v != doc.version) {
             return failure(Error::Conflict {

@@ -218,7 +218,7 @@ pub async fn replace_if_stores_the_value_whole(h: &dyn Harness) {
     ));
     assert!(matches!(
         tickets.replace_if("nope", &ticket(3), 1).await,
-        Err(Error::NotFound)
+        Err(Error::NotFound { .. })
     ));
     assert_eq!(tickets.get("T-1").await.unwrap().unwrap().value, ticket(1));
     assert_eq!(site.count().await.unwrap(), 2);
@@ -287,6 +287,6 @@ pub async fn modify_under_contention_loses_nothing(h: &dyn Harness) {
     assert_eq!(done.version, TASKS * EACH + 1);
     assert!(matches!(
         counters.modify("missing", |_| {}).await,
-        Err(Error::NotFound)
+        Err(Error::NotFound { .. })
     ));
 }

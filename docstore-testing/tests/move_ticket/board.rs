@@ -34,7 +34,7 @@ pub fn tickets(data: &Data) -> Vec<String> {
 }
 
 async fn read(store: &Store, key: &Key) -> Result<Board> {
-    let doc = store.get(key).await?.ok_or(Error::NotFound)?;
+    let doc = store.get(key).await?.ok_or_else(|| Error::not_found(key))?;
     Ok(Board {
         tickets: tickets(&doc.data),
         version: doc.version,

@@ -138,7 +138,7 @@ impl Store {
     }
 
     /// Applies an RFC 7386 merge patch (see [`merge_patch`](crate::merge_patch)), retrying
-    /// when a concurrent write got in between; [`Error::NotFound`](crate::Error::NotFound)
+    /// when a concurrent write got in between; [`Error::NotFound { .. }`](crate::Error::NotFound { .. })
     /// without a document, [`Error::Conflict`](crate::Error::Conflict) only after bounded
     /// retries under heavy contention.
     pub fn update<'a>(
@@ -193,7 +193,7 @@ impl Store {
     }
 
     /// Replaces the whole data if the document is still at `expected_version` (`created_*`
-    /// kept, version one more): [`Error::NotFound`](crate::Error::NotFound), or
+    /// kept, version one more): [`Error::NotFound { .. }`](crate::Error::NotFound { .. }), or
     /// [`Error::Conflict`](crate::Error::Conflict) with the current version.
     pub fn replace_if<'a>(
         &'a self,
