@@ -109,22 +109,13 @@ impl Driver for Watch {
         &self,
         key: &Key,
         patch: &Data,
-        origin: Origin<'_>,
-    ) -> docstore::Result<Document> {
-        self.single(key, self.inner.driver().update(key, patch, origin))
-            .await
-    }
-    async fn update_if(
-        &self,
-        key: &Key,
-        patch: &Data,
-        expected_version: u64,
+        expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> docstore::Result<Document> {
         let call = self
             .inner
             .driver()
-            .update_if(key, patch, expected_version, origin);
+            .update(key, patch, expected_version, origin);
         self.single(key, call).await
     }
     async fn replace_if(
@@ -140,21 +131,14 @@ impl Driver for Watch {
             .replace_if(key, data, expected_version, origin);
         self.single(key, call).await
     }
-    async fn delete(&self, key: &Key, origin: Origin<'_>) -> docstore::Result<bool> {
-        self.single(key, self.inner.driver().delete(key, origin))
-            .await
-    }
-    async fn delete_if(
+    async fn delete(
         &self,
         key: &Key,
-        expected_version: u64,
+        expected_version: Option<u64>,
         origin: Origin<'_>,
-    ) -> docstore::Result<()> {
-        self.single(
-            key,
-            self.inner.driver().delete_if(key, expected_version, origin),
-        )
-        .await
+    ) -> docstore::Result<bool> {
+        let call = self.inner.driver().delete(key, expected_version, origin);
+        self.single(key, call).await
     }
     async fn restore(
         &self,

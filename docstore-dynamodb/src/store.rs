@@ -164,8 +164,36 @@ impl DynamoStore {
             for (index, slot) in slots {
                 self.register(index, slot, IndexState::Built, now).await?;
             }
+            self.expire_delete_records().await;
         }
         Ok(())
+    }
+
+    /// Turns on DynamoDB's time to live for the records of caller-identified deletes
+    /// ([`crate::deleted`]), so they go once their window is over. A service without time to
+    /// live (some emulators) keeps them; reads ignore expired ones either way, so it only
+    /// costs storage, and the warning says so.
+    async fn expire_delete_records(&self) {
+        let spec = aws_sdk_dynamodb::types::TimeToLiveSpecification::builder()
+            .attribute_name(crate::deleted::EXPIRES)
+            .enabled(true)
+            .build()
+            .expect("name and flag are set");
+        let enabled = self
+            .client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(spec)
+            .send()
+            .await;
+        if let Err(err) = enabled {
+            tracing::warn!(
+                table = %self.table,
+                error = %self.error("UpdateTimeToLive", err),
+                "time to live could not be enabled: records of deletes stay after their window \
+                 (they are ignored once expired)"
+            );
+        }
     }
 
     /// Waits until the table, and the GSI `index` when given, are active.
@@ -294,19 +322,20 @@ impl Driver for DynamoStore {
         self.put_document(key, data, origin).await
     }
 
-    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document> {
-        self.update_document(key, patch, origin).await
-    }
-
-    async fn update_if(
+    async fn update(
         &self,
         key: &Key,
         patch: &Data,
-        expected_version: u64,
+        expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        self.update_document_if(key, Edit::Merge(patch), expected_version, origin)
-            .await
+        match expected_version {
+            None => self.update_document(key, patch, origin).await,
+            Some(expected) => {
+                self.update_document_if(key, Edit::Merge(patch), expected, origin)
+                    .await
+            }
+        }
     }
 
     async fn replace_if(
@@ -320,18 +349,16 @@ impl Driver for DynamoStore {
             .await
     }
 
-    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool> {
-        self.delete_document(key, None, origin.write_id).await
-    }
-
-    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
+    async fn delete(
+        &self,
+        key: &Key,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<bool> {
         let deleted = self
-            .delete_document(key, Some(expected_version), origin.write_id)
+            .delete_document(key, expected_version, origin.write_id)
             .await?;
-        match deleted {
-            true => Ok(()),
-            false => Err(Error::not_found(key)),
-        }
+        docstore::driver::delete_answer(key, expected_version, deleted)
     }
 
     async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {

@@ -11,7 +11,7 @@
 mod support;
 
 use docstore::config::CounterMode;
-use docstore::{Document, Error, Key, RecountMode, Store, StoreOptions};
+use docstore::{Document, Error, Key, RecountMode, Store, StoreOptions, WriteId};
 use serde_json::json;
 use support::faults::{Faults, Loss, Refusal};
 use support::{Emulator, ensure_table, obj, site, store_for, store_on, store_with_counters};
@@ -1315,6 +1315,85 @@ async fn concurrent_writers_with_losses_match_the_model(
     }
 }
 
+/// The caller's write identity is the one the item keeps: a call whose answer the SDK lost
+/// (and settled itself), made again by the app with the same identity — after a crash before
+/// it saw the answer, say — gets the first outcome: never `AlreadyExists` or a second version
+/// step, and a delete made again spares a document created since.
+async fn app_retries_with_a_write_id_get_the_first_outcome(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    let s = Setup::new(emulator, cell).await;
+    let key = s.key("a");
+    let id = WriteId::random();
+    s.lose(&s.counted("PutItem"), Loss::ServerError);
+    let data = obj(json!({"n": 1}));
+    let first = s
+        .lossy
+        .create(&key, data.clone(), "c")
+        .write_id(id.clone())
+        .await
+        .unwrap();
+    let again = s.clean.create(&key, data, "c").write_id(id).await.unwrap();
+    assert_eq!(again, first, "create");
+
+    let id = WriteId::random();
+    s.lose("PutItem", Loss::Dropped);
+    let patch = obj(json!({"u": 1}));
+    let first = s
+        .lossy
+        .update(&key, &patch, "u")
+        .write_id(id.clone())
+        .await
+        .unwrap();
+    s.clean
+        .update(&key, &obj(json!({"other": 1})), "o")
+        .await
+        .unwrap();
+    let again = s
+        .clean
+        .update(&key, &patch, "u")
+        .write_id(id)
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.version, again.version),
+        (2, 3),
+        "update: applied once"
+    );
+    assert_eq!(again.data, obj(json!({"n": 1, "u": 1, "other": 1})));
+
+    let id = WriteId::random();
+    s.lose("PutItem", Loss::ServerError);
+    let patch = obj(json!({"i": 1}));
+    let first = s
+        .lossy
+        .update_if(&key, &patch, 3, "i")
+        .write_id(id.clone())
+        .await
+        .unwrap();
+    let again = s
+        .clean
+        .update_if(&key, &patch, 3, "i")
+        .write_id(id)
+        .await
+        .unwrap();
+    assert_eq!(again, first, "update_if: not a Conflict with its own write");
+
+    let id = WriteId::random();
+    // A delete with a caller identity goes with its record, in a transaction.
+    s.lose("TransactWriteItems", Loss::ServerError);
+    assert!(s.lossy.delete(&key).write_id(id.clone()).await.unwrap());
+    s.clean
+        .create(&key, obj(json!({"new": 1})), "n")
+        .await
+        .unwrap();
+    assert!(s.clean.delete(&key).write_id(id).await.unwrap(), "delete");
+    assert_eq!(s.stored("a").await.unwrap().data, obj(json!({"new": 1})));
+    s.assert_lost(4);
+    s.assert_counters_exact("app retries").await;
+}
+
 macro_rules! on_both_emulators {
     ($($case:ident),* $(,)?) => {
         mod dynoxide {
@@ -1338,6 +1417,7 @@ macro_rules! on_both_emulators {
 
 on_both_emulators!(
     every_write_succeeds_once,
+    app_retries_with_a_write_id_get_the_first_outcome,
     own_writes_are_recognised_after_other_writers,
     create_after_delete_and_recreate,
     batches_succeed_once_after_a_lost_answer,

@@ -214,7 +214,7 @@ impl MemoryStore {
     }
 
     /// Changes the existing document at `key` in place under the write lock (moving its
-    /// index keys); [`Error::NotFound { .. }`] when there is none, [`Error::Conflict`] when it is
+    /// index keys); [`Error::NotFound`] when there is none, [`Error::Conflict`] when it is
     /// not at `expected_version`.
     fn change_existing(
         &self,
@@ -466,18 +466,14 @@ impl Driver for MemoryStore {
         })
     }
 
-    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document> {
-        self.patch(key, patch, None, origin)
-    }
-
-    async fn update_if(
+    async fn update(
         &self,
         key: &Key,
         patch: &Data,
-        expected_version: u64,
+        expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        self.patch(key, patch, Some(expected_version), origin)
+        self.patch(key, patch, expected_version, origin)
     }
 
     async fn replace_if(
@@ -494,15 +490,14 @@ impl Driver for MemoryStore {
         })
     }
 
-    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool> {
-        self.remove(key, None, origin)
-    }
-
-    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
-        match self.remove(key, Some(expected_version), origin)? {
-            true => Ok(()),
-            false => Err(Error::not_found(key)),
-        }
+    async fn delete(
+        &self,
+        key: &Key,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<bool> {
+        let deleted = self.remove(key, expected_version, origin)?;
+        docstore::driver::delete_answer(key, expected_version, deleted)
     }
 
     async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {

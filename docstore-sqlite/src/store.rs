@@ -435,18 +435,14 @@ impl Driver for SqliteStore {
         Ok(written.await?.with_data(data))
     }
 
-    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document> {
-        self.merge(key, patch, None, origin).await
-    }
-
-    async fn update_if(
+    async fn update(
         &self,
         key: &Key,
         patch: &Data,
-        expected_version: u64,
+        expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        self.merge(key, patch, Some(expected_version), origin).await
+        self.merge(key, patch, expected_version, origin).await
     }
 
     async fn replace_if(
@@ -474,15 +470,14 @@ impl Driver for SqliteStore {
         Ok(written.await?.with_data(data))
     }
 
-    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool> {
-        self.remove(key, None, origin).await
-    }
-
-    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
-        match self.remove(key, Some(expected_version), origin).await? {
-            true => Ok(()),
-            false => Err(Error::not_found(key)),
-        }
+    async fn delete(
+        &self,
+        key: &Key,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<bool> {
+        let deleted = self.remove(key, expected_version, origin).await?;
+        docstore::driver::delete_answer(key, expected_version, deleted)
     }
 
     async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// [`Error::NotFound { .. }`].
+    /// [`Error::NotFound`].
     NotFound,
     /// [`Error::AlreadyExists`].
     AlreadyExists,

@@ -32,7 +32,7 @@
 //! /// The code under test: adds one to a counter, retrying transient failures.
 //! async fn increment(store: &Store, key: &Key) -> docstore::Result<()> {
 //!     loop {
-//!         let doc = store.get(key).await?.ok_or(Error::NotFound { .. })?;
+//!         let doc = store.get(key).await?.ok_or_else(|| Error::not_found(key))?;
 //!         let n = doc.data["n"].as_i64().unwrap_or(0);
 //!         let patch = docstore::object(json!({"n": n + 1}))?;
 //!         match store.update_if(key, &patch, doc.version, "app").await {

@@ -228,39 +228,24 @@ impl Driver for FaultyDriver {
         .await
     }
 
-    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document> {
-        let forward = || self.inner.driver().update(key, patch, origin);
-        self.call(
-            CallKind::Update,
-            summary::path(key),
-            &[key],
-            forward,
-            summary::document,
-        )
-        .await
-    }
-
-    async fn update_if(
+    async fn update(
         &self,
         key: &Key,
         patch: &Data,
-        expected_version: u64,
+        expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        let target = format!("{} @v{expected_version}", summary::path(key));
+        let (kind, target) = match expected_version {
+            None => (CallKind::Update, summary::path(key)),
+            Some(v) => (CallKind::UpdateIf, format!("{} @v{v}", summary::path(key))),
+        };
         let forward = || {
             self.inner
                 .driver()
-                .update_if(key, patch, expected_version, origin)
+                .update(key, patch, expected_version, origin)
         };
-        self.call(
-            CallKind::UpdateIf,
-            target,
-            &[key],
-            forward,
-            summary::document,
-        )
-        .await
+        self.call(kind, target, &[key], forward, summary::document)
+            .await
     }
 
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
@@ -314,22 +299,18 @@ impl Driver for FaultyDriver {
         .await
     }
 
-    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool> {
-        let forward = || self.inner.driver().delete(key, origin);
-        self.call(
-            CallKind::Delete,
-            summary::path(key),
-            &[key],
-            forward,
-            summary::deleted,
-        )
-        .await
-    }
-
-    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()> {
-        let target = format!("{} @v{expected_version}", summary::path(key));
-        let forward = || self.inner.driver().delete_if(key, expected_version, origin);
-        self.call(CallKind::DeleteIf, target, &[key], forward, summary::done)
+    async fn delete(
+        &self,
+        key: &Key,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<bool> {
+        let (kind, target) = match expected_version {
+            None => (CallKind::Delete, summary::path(key)),
+            Some(v) => (CallKind::DeleteIf, format!("{} @v{v}", summary::path(key))),
+        };
+        let forward = || self.inner.driver().delete(key, expected_version, origin);
+        self.call(kind, target, &[key], forward, summary::deleted)
             .await
     }
 

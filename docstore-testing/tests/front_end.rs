@@ -56,18 +56,39 @@ async fn modify_retries_a_conflict_and_applies_once() {
     assert_eq!(inner.get(&key("c", "x")).await.unwrap().unwrap().version, 3);
 }
 
-/// `modify`'s write is applied and its answer lost: the call says `Unavailable` ("may have
-/// been applied") and never writes a second time.
+/// `modify`'s write is applied and its answer lost: the call sends it again with the same
+/// write identity, which finds it applied — success, with the change made once.
 #[tokio::test]
 async fn modify_never_applies_twice_after_a_lost_answer() {
     let plan = Plan::new().on_nth(CallKind::ReplaceIf, 1, Fault::LostAnswer);
+    let (store, faulty, inner) = setup(plan).await;
+    let done = increment(&store).await.unwrap();
+    assert_eq!((done.version, &done.value["n"]), (2, &json!(1)));
+    assert_eq!(
+        replaces(&faulty),
+        2,
+        "the write and its resend: {}",
+        faulty.history()
+    );
+    let stored = inner.get(&key("c", "x")).await.unwrap().unwrap();
+    assert_eq!((stored.version, &stored.data["n"]), (2, &json!(1)));
+}
+
+/// Every answer lost, the resends' too: `modify` gives up with `Unavailable` ("may have been
+/// applied") after `MODIFY_RESENDS`, and never writes a second time.
+#[tokio::test]
+async fn modify_says_unavailable_when_every_answer_is_lost() {
+    let mut plan = Plan::new();
+    for n in 1..=u64::from(docstore::front::MODIFY_RESENDS) + 1 {
+        plan = plan.on_nth(CallKind::ReplaceIf, n, Fault::LostAnswer);
+    }
     let (store, faulty, inner) = setup(plan).await;
     let answer = increment(&store).await;
     assert!(
         matches!(answer, Err(Error::Unavailable { .. })),
         "{answer:?}"
     );
-    assert_eq!(replaces(&faulty), 1, "{}", faulty.history());
+    assert_eq!(replaces(&faulty), 4, "{}", faulty.history());
     let stored = inner.get(&key("c", "x")).await.unwrap().unwrap();
     assert_eq!((stored.version, &stored.data["n"]), (2, &json!(1)));
 }

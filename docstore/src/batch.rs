@@ -9,9 +9,8 @@
 //!
 //! /// Moves `amount` from one account to another, or changes nothing.
 //! async fn transfer(store: &Store, from: &Key, to: &Key, amount: i64) -> docstore::Result<()> {
-//!     let (Some(a), Some(b)) = (store.get(from).await?, store.get(to).await?) else {
-//!         return Err(Error::NotFound { .. });
-//!     };
+//!     let Some(a) = store.get(from).await? else { return Err(Error::not_found(from)) };
+//!     let Some(b) = store.get(to).await? else { return Err(Error::not_found(to)) };
 //!     let balance = |d: &docstore::Document| d.data["balance"].as_i64().unwrap_or(0);
 //!     let writes = [
 //!         Write::update_if(from.clone(), docstore::object(json!({"balance": balance(&a) - amount}))?, a.version),
@@ -40,7 +39,7 @@
 //! - A failure of *one write* is [`Error::Batch`] `{ index, source }`: `index` is the write's
 //!   position in the slice and `source` the error the equivalent single call would give
 //!   ([`Error::Conflict`] with the current version, [`Error::AlreadyExists`],
-//!   [`Error::NotFound { .. }`], [`Error::TooLarge`], [`Error::QuotaExceeded`], or
+//!   [`Error::NotFound`], [`Error::TooLarge`], [`Error::QuotaExceeded`], or
 //!   [`Error::InvalidArgument`] for a write whose own input is bad, e.g. data nested too deep).
 //!   Match the kind on `source`; [`Error::batch_failure`] gives both.
 //! - [`Error::Unavailable`] and [`Error::Backend`] are returned as they are (not wrapped):
@@ -124,7 +123,7 @@ pub enum Write {
         data: Data,
     },
     /// Merges an RFC 7386 patch into the document, whatever its version
-    /// ([`Error::NotFound { .. }`] if it does not exist). A backend that checks versions
+    /// ([`Error::NotFound`] if it does not exist). A backend that checks versions
     /// optimistically re-reads and retries the whole batch when this document changed under
     /// it, as [`Store::update`](crate::Store::update) does.
     Update {
@@ -133,7 +132,7 @@ pub enum Write {
         /// The merge patch.
         patch: Data,
     },
-    /// Merges a patch if the document is at `expected_version` ([`Error::NotFound { .. }`],
+    /// Merges a patch if the document is at `expected_version` ([`Error::NotFound`],
     /// [`Error::Conflict`] otherwise).
     UpdateIf {
         /// Where.
@@ -143,7 +142,7 @@ pub enum Write {
         /// The version the document must have.
         expected_version: u64,
     },
-    /// Deletes the document if it is at `expected_version` ([`Error::NotFound { .. }`],
+    /// Deletes the document if it is at `expected_version` ([`Error::NotFound`],
     /// [`Error::Conflict`] otherwise).
     DeleteIf {
         /// Where.
@@ -152,7 +151,7 @@ pub enum Write {
         expected_version: u64,
     },
     /// Writes nothing, but the batch applies only if the document is at `version`
-    /// (`Some(v)`: [`Error::NotFound { .. }`] when missing, [`Error::Conflict`] when at another
+    /// (`Some(v)`: [`Error::NotFound`] when missing, [`Error::Conflict`] when at another
     /// version) or does not exist (`None`: [`Error::AlreadyExists`] when it does).
     Check {
         /// Where.
@@ -419,7 +418,7 @@ impl Decision {
 /// [`Origin`](crate::driver::Origin)): nothing is written again, and each write answers from
 /// `current`, the documents at its keys now (in the batch's order) — `Written` with the
 /// document as it stands, `Deleted`, `Checked`. A document a `Write` stored that has been
-/// deleted since is [`Error::NotFound { .. }`] in a failed batch: what it wrote is gone.
+/// deleted since is [`Error::NotFound`] in a failed batch: what it wrote is gone.
 pub fn repeated_outcomes(
     writes: &[Write],
     current: Vec<Option<Document>>,

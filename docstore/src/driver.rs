@@ -166,6 +166,26 @@ pub fn estimated_id_order_reads(query: &CompiledQuery, collection_size: u64) -> 
     }
 }
 
+/// What [`Driver::delete`] answers once the driver knows whether it `deleted` the document at
+/// `key`: `delete` says so, `delete_if` (`expected_version: Some`) finds a missing document
+/// [`Error::NotFound`](crate::Error::NotFound).
+///
+/// ```
+/// use docstore::driver::delete_answer;
+///
+/// let key = docstore::Key::new("acme", "tickets", "T-1")?;
+/// assert_eq!(delete_answer(&key, None, false)?, false);
+/// assert!(delete_answer(&key, Some(3), false).is_err());
+/// assert_eq!(delete_answer(&key, Some(3), true)?, true);
+/// # Ok::<(), docstore::Error>(())
+/// ```
+pub fn delete_answer(key: &Key, expected_version: Option<u64>, deleted: bool) -> Result<bool> {
+    match (deleted, expected_version) {
+        (false, Some(_)) => Err(crate::Error::not_found(key)),
+        _ => Ok(deleted),
+    }
+}
+
 /// The recount comparison every driver makes: the counters that disagree with the documents'
 /// true counts, by collection name — collections with documents but no counter (`counter:
 /// None`), counters left over for empty collections (`documents: 0`) and counters off by any
@@ -281,25 +301,23 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     /// its version grows by one.
     async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document>;
 
-    /// Applies an RFC 7386 merge patch, retrying internally when a concurrent write got in
-    /// between; [`Error::NotFound { .. }`](crate::Error::NotFound { .. }) if the document does not exist,
-    /// [`Error::Conflict`](crate::Error::Conflict) only after bounded retries under heavy
-    /// contention.
-    async fn update(&self, key: &Key, patch: &Data, origin: Origin<'_>) -> Result<Document>;
-
-    /// Applies a merge patch if the document is still at `expected_version`;
-    /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise.
-    async fn update_if(
+    /// Applies an RFC 7386 merge patch; [`Error::NotFound`](crate::Error::NotFound) if the
+    /// document does not exist. With `expected_version: None` (`update`), retrying internally
+    /// when a concurrent write got in between, [`Error::Conflict`](crate::Error::Conflict)
+    /// only after bounded retries under heavy contention; with `Some(version)` (`update_if`),
+    /// once, if the document is still at `version`, and `Conflict` with the current version
+    /// otherwise.
+    async fn update(
         &self,
         key: &Key,
         patch: &Data,
-        expected_version: u64,
+        expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<Document>;
 
     /// Replaces the whole data of the document if it is still at `expected_version` (its
     /// `created_*` fields kept, its version one more);
-    /// [`Error::NotFound { .. }`](crate::Error::NotFound { .. }) or
+    /// [`Error::NotFound`](crate::Error::NotFound) or
     /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise.
     async fn replace_if(
         &self,
@@ -309,11 +327,17 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
         origin: Origin<'_>,
     ) -> Result<Document>;
 
-    /// Deletes a document; `true` when there was one.
-    async fn delete(&self, key: &Key, origin: Origin<'_>) -> Result<bool>;
-
-    /// Deletes a document if it is still at `expected_version`.
-    async fn delete_if(&self, key: &Key, expected_version: u64, origin: Origin<'_>) -> Result<()>;
+    /// Deletes a document; `true` when there was one. With `expected_version:
+    /// Some(version)` (`delete_if`), only if it is still at `version`:
+    /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise, and
+    /// [`Error::NotFound`](crate::Error::NotFound) when there is none (see
+    /// [`delete_answer`]).
+    async fn delete(
+        &self,
+        key: &Key,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<bool>;
 
     /// Writes `document` exactly as given — data, timestamps, actors and version — when no
     /// document with its id exists: the write behind import, copy and restore from backups.

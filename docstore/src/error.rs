@@ -126,7 +126,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// [`Error::NotFound { .. }`] naming `key`.
+    /// [`Error::NotFound`] naming `key`.
     ///
     /// ```
     /// let key = docstore::Key::new("acme", "tickets", "T-1")?;

@@ -299,7 +299,7 @@ where
     }
 
     /// Merges `patch` (anything that serializes to a JSON object: an RFC 7386 merge patch,
-    /// `null` removing a field) into the document `id`; [`Error::NotFound { .. }`] without one.
+    /// `null` removing a field) into the document `id`; [`Error::NotFound`] without one.
     pub fn update(&self, id: &str, patch: &impl Serialize) -> WriteCall<'_, Versioned<T>> {
         let input = self.key(id).and_then(|key| Ok((key, patch_data(patch)?)));
         WriteCall::new(move |write_id| async move {
@@ -331,7 +331,7 @@ where
     }
 
     /// Replaces the document `id` with `value` if it is still at `expected_version`
-    /// (`created_*` kept, version one more): [`Error::NotFound { .. }`], or [`Error::Conflict`] with
+    /// (`created_*` kept, version one more): [`Error::NotFound`], or [`Error::Conflict`] with
     /// the current version. Every field of `value` is stored as `create` stores it (a `None`
     /// is `null`), which a merge patch cannot do.
     pub fn replace_if(
@@ -359,7 +359,7 @@ where
     /// [`replace_if`](Self::replace_if) at the version read; when another writer got in
     /// between, reads again and calls `change` again on the new value, at most
     /// [`MODIFY_TRIES`] times ([`Error::Conflict`] after that). So `change` may run more
-    /// than once: it should only edit the value it is given. [`Error::NotFound { .. }`] without a
+    /// than once: it should only edit the value it is given. [`Error::NotFound`] without a
     /// document.
     ///
     /// Exactly one change is applied per call, lost answers included: every write of the
@@ -454,7 +454,7 @@ where
         })
     }
 
-    /// Deletes the document `id` if it is still at `expected_version`: [`Error::NotFound { .. }`],
+    /// Deletes the document `id` if it is still at `expected_version`: [`Error::NotFound`],
     /// or [`Error::Conflict`] with the current version.
     pub fn delete_if(&self, id: &str, expected_version: u64) -> WriteCall<'_, ()> {
         let key = self.key(id);

@@ -138,7 +138,7 @@ impl Store {
     }
 
     /// Applies an RFC 7386 merge patch (see [`merge_patch`](crate::merge_patch)), retrying
-    /// when a concurrent write got in between; [`Error::NotFound { .. }`](crate::Error::NotFound { .. })
+    /// when a concurrent write got in between; [`Error::NotFound`](crate::Error::NotFound)
     /// without a document, [`Error::Conflict`](crate::Error::Conflict) only after bounded
     /// retries under heavy contention.
     pub fn update<'a>(
@@ -161,7 +161,7 @@ impl Store {
         // The patch's depth is not refused here: what counts is the merged result's, which
         // the driver checks (a patch one level too deep may merge into data that fits).
         validate_actor(origin.actor)?;
-        self.driver.update(key, patch, origin).await
+        self.driver.update(key, patch, None, origin).await
     }
 
     /// Applies a merge patch if the document is still at `expected_version`;
@@ -188,12 +188,12 @@ impl Store {
     ) -> Result<Document> {
         validate_actor(origin.actor)?;
         self.driver
-            .update_if(key, patch, expected_version, origin)
+            .update(key, patch, Some(expected_version), origin)
             .await
     }
 
     /// Replaces the whole data if the document is still at `expected_version` (`created_*`
-    /// kept, version one more): [`Error::NotFound { .. }`](crate::Error::NotFound { .. }), or
+    /// kept, version one more): [`Error::NotFound`](crate::Error::NotFound), or
     /// [`Error::Conflict`](crate::Error::Conflict) with the current version.
     pub fn replace_if<'a>(
         &'a self,
@@ -224,17 +224,17 @@ impl Store {
 
     /// Deletes a document; `true` when there was one.
     pub fn delete<'a>(&'a self, key: &'a Key) -> WriteCall<'a, bool> {
-        WriteCall::new(
-            move |id| async move { self.driver.delete(key, Origin::with("", &id)).await },
-        )
+        WriteCall::new(move |id| async move {
+            self.driver.delete(key, None, Origin::with("", &id)).await
+        })
     }
 
     /// Deletes a document if it is still at `expected_version`.
     pub fn delete_if<'a>(&'a self, key: &'a Key, expected_version: u64) -> WriteCall<'a, ()> {
         WriteCall::new(move |id| async move {
-            self.driver
-                .delete_if(key, expected_version, Origin::with("", &id))
-                .await
+            let origin = Origin::with("", &id);
+            let deleted = self.driver.delete(key, Some(expected_version), origin);
+            deleted.await.map(drop)
         })
     }
 
