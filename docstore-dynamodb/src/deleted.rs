@@ -31,30 +31,24 @@ fn record_key(key: &Key) -> Item {
     ])
 }
 
-/// The identities of the recorded deletes of `key`, newest first (empty without a record or
-/// past its window).
-pub(crate) struct Recorded {
-    pub(crate) ids: WriteIds,
-}
-
-impl Recorded {
-    /// The record the delete `id` writes at `now_nanos`: `id`, then the earlier ones.
-    pub(crate) fn item(&self, key: &Key, id: &WriteId, now_nanos: i64) -> Item {
-        let mut ids = WriteIds::default();
-        ids.record(id);
-        ids.extend_older(&self.ids);
-        let expires = now_nanos / 1_000_000_000 + DELETE_IDS_KEPT_FOR.as_secs() as i64;
-        let mut item = record_key(key);
-        let list = ids.iter().map(|id| text(id.as_str())).collect();
-        item.insert(WRITE_HISTORY.to_owned(), AttributeValue::L(list));
-        item.insert(EXPIRES.to_owned(), num(expires));
-        item
-    }
+/// The record the delete `id` of `key` writes at `now_nanos`: `id`, then the identities of
+/// the key's `earlier` recorded deletes.
+pub(crate) fn record_item(key: &Key, earlier: &WriteIds, id: &WriteId, now_nanos: i64) -> Item {
+    let mut ids = WriteIds::default();
+    ids.record(id);
+    ids.extend_older(earlier);
+    let expires = now_nanos / 1_000_000_000 + DELETE_IDS_KEPT_FOR.as_secs() as i64;
+    let mut item = record_key(key);
+    let list = ids.iter().map(|id| text(id.as_str())).collect();
+    item.insert(WRITE_HISTORY.to_owned(), AttributeValue::L(list));
+    item.insert(EXPIRES.to_owned(), num(expires));
+    item
 }
 
 impl DynamoStore {
-    /// The recorded deletes of `key` (a strongly consistent read).
-    pub(crate) async fn recorded_deletes(&self, key: &Key) -> Result<Recorded> {
+    /// The identities of the recorded deletes of `key`, newest first (a strongly consistent
+    /// read; empty without a record or past its window).
+    pub(crate) async fn recorded_deletes(&self, key: &Key) -> Result<WriteIds> {
         let output = self
             .client
             .get_item()
@@ -65,11 +59,10 @@ impl DynamoStore {
             .await
             .map_err(|e| self.error("GetItem", e))?;
         let now_secs = self.options.clock.now() / 1_000_000_000;
-        let ids = match output.item {
+        Ok(match output.item {
             Some(item) if !expired(&item, now_secs) => ids_of(&item),
             _ => WriteIds::default(),
-        };
-        Ok(Recorded { ids })
+        })
     }
 }
 
@@ -81,12 +74,12 @@ fn expired(item: &Item, now_secs: i64) -> bool {
 }
 
 fn ids_of(item: &Item) -> WriteIds {
-    let texts: Vec<&str> = match item.get(WRITE_HISTORY) {
+    match item.get(WRITE_HISTORY) {
         Some(AttributeValue::L(list)) => list
             .iter()
-            .filter_map(|value| value.as_s().ok().map(String::as_str))
+            .filter_map(|value| value.as_s().ok())
+            .map(WriteId::from_stored)
             .collect(),
-        _ => Vec::new(),
-    };
-    WriteIds::decode(&texts.join(" "))
+        _ => WriteIds::default(),
+    }
 }

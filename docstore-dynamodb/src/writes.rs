@@ -379,7 +379,7 @@ impl DynamoStore {
         let recorded = match chosen {
             Some(id) => {
                 let recorded = self.recorded_deletes(key).await?;
-                if recorded.ids.holds(id) {
+                if recorded.holds(id) {
                     return Ok(true);
                 }
                 Some(recorded)
@@ -404,7 +404,8 @@ impl DynamoStore {
             let expect = Expect::Revision(&read);
             let sent = match &recorded {
                 Some(recorded) => {
-                    let record = recorded.item(key, &w, self.options.clock.now());
+                    let now = self.options.clock.now();
+                    let record = crate::deleted::record_item(key, recorded, &w, now);
                     self.send_recorded_delete(key, expect, delta, &w, record)
                         .await?
                 }
@@ -443,7 +444,7 @@ impl DynamoStore {
                     }
                     if recorded.is_some() {
                         // The record went in with the delete: it says whether that committed.
-                        return Ok(self.recorded_deletes(key).await?.ids.holds(&w));
+                        return Ok(self.recorded_deletes(key).await?.holds(&w));
                     }
                     if self.transactional(delta) {
                         // The counter's last mover is this call: committed. Otherwise the
@@ -464,7 +465,7 @@ impl DynamoStore {
                 Sent::Unknown(err) => {
                     if recorded.is_some() {
                         let record = self.recorded_deletes(key).await;
-                        if record.is_ok_and(|r| r.ids.holds(&w)) {
+                        if record.is_ok_and(|ids| ids.holds(&w)) {
                             return Ok(true);
                         }
                         return Err(err);

@@ -155,17 +155,24 @@ pub(crate) fn apply_once(
         return Ok(Applied::Now(apply(inner, conn, steps, actor, bytes)?));
     };
     let now = inner.options.clock.now();
-    for step in steps {
-        if write_ids::deleted(conn, step.key(), id, now)? {
-            let keys: Vec<Key> = steps.iter().map(|step| step.key().clone()).collect();
-            return Ok(Applied::Before(load_many_in(conn, &keys)?));
-        }
+    let kept = steps
+        .iter()
+        .map(|step| write_ids::kept(conn, step.key()))
+        .collect::<Result<Vec<_>, Fail>>()?;
+    if kept
+        .iter()
+        .flatten()
+        .any(|kept| kept.repeats_delete(id, now))
+    {
+        let keys: Vec<Key> = steps.iter().map(|step| step.key().clone()).collect();
+        return Ok(Applied::Before(load_many_in(conn, &keys)?));
     }
     let outcomes = apply(inner, conn, steps, actor, bytes)?;
-    for (step, outcome) in steps.iter().zip(&outcomes) {
+    for ((step, outcome), kept) in steps.iter().zip(&outcomes).zip(&kept) {
+        let (key, kept) = (step.key(), kept.as_ref());
         match outcome {
-            WriteOutcome::Written(_) => write_ids::record_write(conn, step.key(), id)?,
-            WriteOutcome::Deleted => write_ids::record_delete(conn, step.key(), id, now)?,
+            WriteOutcome::Written(_) => write_ids::record_write(conn, key, id, kept)?,
+            WriteOutcome::Deleted => write_ids::record_delete(conn, key, id, now, kept)?,
             _ => {}
         }
     }

@@ -139,59 +139,6 @@ impl SqliteStore {
         self.inner.conns.write(move |conn| op(&inner, conn)).await
     }
 
-    /// `update` and `update_if`.
-    async fn merge(
-        &self,
-        key: &Key,
-        patch: &Data,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        let (owned_key, patch) = (key.clone(), rows::Patch::new(patch)?);
-        let actor = origin.actor.to_owned();
-        let op = move |inner: &Inner, conn: &Connection| {
-            inner.patch(conn, &owned_key, &patch, expected_version, &actor)
-        };
-        let repeat = |doc: Document| rows::Merged::parsed(doc, 0);
-        written(self.write_once(key, origin.write_id, op, repeat).await?)
-    }
-
-    /// `delete` and `delete_if`: `Ok(false)` when there is no document. A delete with a
-    /// caller identity is recorded on the key; one repeating a recorded delete answers
-    /// `Ok(true)` and removes nothing.
-    async fn remove(
-        &self,
-        key: &Key,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<bool> {
-        let (key, id) = (key.clone(), origin.write_id.cloned());
-        self.write(move |inner, conn| {
-            let now = inner.now();
-            if let Some(id) = &id
-                && write_ids::deleted(conn, &key, id, now)?
-            {
-                return Ok(true);
-            }
-            if let Some(expected) = expected_version {
-                let Some(current) = rows::version(conn, &key)? else {
-                    return Ok(false);
-                };
-                if expected != current {
-                    return Err(Error::Conflict { current }.into());
-                }
-            }
-            let removed = rows::remove(conn, &key)?;
-            if let Some(id) = &id
-                && removed
-            {
-                write_ids::record_delete(conn, &key, id, now)?;
-            }
-            Ok(removed)
-        })
-        .await
-    }
-
     /// Runs the write `op` as [`SqliteStore::write`] does, unless `id` — the caller's
     /// identity of the write — is kept on the document at `key`: then the call is a repeat,
     /// nothing is written and `repeat` makes the answer from the document as it stands. A
@@ -208,11 +155,14 @@ impl SqliteStore {
         };
         let key = key.clone();
         self.write(move |inner, conn| {
-            if let Some(doc) = write_ids::repeated(conn, &key, &id)? {
+            let kept = write_ids::kept(conn, &key)?;
+            if kept.as_ref().is_some_and(|kept| kept.repeats_write(&id))
+                && let Some(doc) = rows::load(conn, &key)?
+            {
                 return Ok(repeat(doc));
             }
             let written = op(inner, conn)?;
-            write_ids::record_write(conn, &key, &id)?;
+            write_ids::record_write(conn, &key, &id, kept.as_ref())?;
             Ok(written)
         })
         .await
@@ -374,6 +324,44 @@ impl Inner {
     }
 }
 
+/// Removes the document at `key` (if at `expected_version`); `Ok(false)` when there is none.
+/// A delete with a caller identity `id` is recorded on the key; one repeating a recorded
+/// delete answers `Ok(true)` and removes nothing.
+fn remove_once(
+    conn: &Connection,
+    key: &Key,
+    expected_version: Option<u64>,
+    id: Option<&WriteId>,
+    now: i64,
+) -> Result<bool, Fail> {
+    let kept = match id {
+        Some(_) => write_ids::kept(conn, key)?,
+        None => None,
+    };
+    if let Some(id) = id
+        && kept
+            .as_ref()
+            .is_some_and(|kept| kept.repeats_delete(id, now))
+    {
+        return Ok(true);
+    }
+    if let Some(expected) = expected_version {
+        let Some(current) = rows::version(conn, key)? else {
+            return Ok(false);
+        };
+        if expected != current {
+            return Err(Error::Conflict { current }.into());
+        }
+    }
+    let removed = rows::remove(conn, key)?;
+    if let Some(id) = id
+        && removed
+    {
+        write_ids::record_delete(conn, key, id, now, kept.as_ref())?;
+    }
+    Ok(removed)
+}
+
 /// What a single write answers: the document it wrote, without its data (the caller has
 /// it), or — for a repeat — the document as it stands.
 enum Written {
@@ -442,7 +430,13 @@ impl Driver for SqliteStore {
         expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        self.merge(key, patch, expected_version, origin).await
+        let (owned_key, patch) = (key.clone(), rows::Patch::new(patch)?);
+        let actor = origin.actor.to_owned();
+        let op = move |inner: &Inner, conn: &Connection| {
+            inner.patch(conn, &owned_key, &patch, expected_version, &actor)
+        };
+        let repeat = |doc: Document| rows::Merged::parsed(doc, 0);
+        written(self.write_once(key, origin.write_id, op, repeat).await?)
     }
 
     async fn replace_if(
@@ -476,7 +470,12 @@ impl Driver for SqliteStore {
         expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<bool> {
-        let deleted = self.remove(key, expected_version, origin).await?;
+        let (owned_key, id) = (key.clone(), origin.write_id.cloned());
+        let deleted = self
+            .write(move |inner, conn| {
+                remove_once(conn, &owned_key, expected_version, id.as_ref(), inner.now())
+            })
+            .await?;
         docstore::driver::delete_answer(key, expected_version, deleted)
     }
 

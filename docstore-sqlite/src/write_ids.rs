@@ -6,19 +6,36 @@
 //! document's row goes by trigger).
 
 use crate::error::Fail;
-use crate::rows;
 use docstore::identity::{DELETE_IDS_KEPT_FOR_NANOS, WriteIds};
-use docstore::{Document, Key, WriteId};
+use docstore::{Key, WriteId};
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// The row of `key`: its identities, and when a delete recorded them (`None`: the document
-/// stands).
-struct Kept {
+/// The row of a key: its identities, and when a delete recorded them (`None`: the document
+/// stands). Read once per write and handed to the `record_*` call that follows.
+pub(crate) struct Kept {
     ids: WriteIds,
     deleted_at: Option<i64>,
 }
 
-fn kept(conn: &Connection, key: &Key) -> Result<Option<Kept>, Fail> {
+impl Kept {
+    /// Whether a write with `id` repeats one that wrote the standing document.
+    pub(crate) fn repeats_write(&self, id: &WriteId) -> bool {
+        self.deleted_at.is_none() && self.ids.holds(id)
+    }
+
+    /// Whether a delete (or a batch) with `id` repeats one this key keeps: on a standing
+    /// document, or on a delete record within the window (whether or not a document was
+    /// created at the key since).
+    pub(crate) fn repeats_delete(&self, id: &WriteId, now: i64) -> bool {
+        self.ids.holds(id)
+            && self
+                .deleted_at
+                .is_none_or(|at| now - at < DELETE_IDS_KEPT_FOR_NANOS)
+    }
+}
+
+/// The row of `key`, if it has one.
+pub(crate) fn kept(conn: &Connection, key: &Key) -> Result<Option<Kept>, Fail> {
     let mut stmt = conn.prepare_cached(
         "SELECT ids, deleted_at FROM write_ids WHERE site = ?1 AND collection = ?2 AND id = ?3",
     )?;
@@ -33,56 +50,42 @@ fn kept(conn: &Connection, key: &Key) -> Result<Option<Kept>, Fail> {
     Ok(row)
 }
 
-/// The document at `key` when it keeps `id`: the write is a repeat.
-pub(crate) fn repeated(
+/// Keeps `id` on the document just written at `key`, after the identities the key had
+/// (`earlier`, read before the write).
+pub(crate) fn record_write(
     conn: &Connection,
     key: &Key,
     id: &WriteId,
-) -> Result<Option<Document>, Fail> {
-    match kept(conn, key)? {
-        Some(kept) if kept.deleted_at.is_none() && kept.ids.holds(id) => rows::load(conn, key),
-        _ => Ok(None),
-    }
+    earlier: Option<&Kept>,
+) -> Result<(), Fail> {
+    upsert(conn, key, &with_earlier(id, earlier), None)
 }
 
-/// Keeps `id` on the document just written at `key` (after any identities the key had).
-pub(crate) fn record_write(conn: &Connection, key: &Key, id: &WriteId) -> Result<(), Fail> {
-    let mut ids = WriteIds::default();
-    ids.record(id);
-    if let Some(earlier) = kept(conn, key)? {
-        ids.extend_older(&earlier.ids);
-    }
-    upsert(conn, key, &ids, None)
-}
-
-/// Whether a delete with `id` removed the document at `key` within the window (its
-/// identity kept on the key, whether or not a document was created there since).
-pub(crate) fn deleted(conn: &Connection, key: &Key, id: &WriteId, now: i64) -> Result<bool, Fail> {
-    Ok(kept(conn, key)?.is_some_and(|kept| {
-        kept.ids.holds(id)
-            && kept
-                .deleted_at
-                .is_none_or(|at| now - at < DELETE_IDS_KEPT_FOR_NANOS)
-    }))
-}
-
-/// Records that a delete with `id` just removed the document at `key`, and forgets deletes
-/// older than the window.
+/// Records that a delete with `id` just removed the document at `key` (`earlier`: the key's
+/// row read before the delete), and forgets deletes older than the window.
 pub(crate) fn record_delete(
     conn: &Connection,
     key: &Key,
     id: &WriteId,
     now: i64,
+    earlier: Option<&Kept>,
 ) -> Result<(), Fail> {
-    let mut ids = WriteIds::default();
-    ids.record(id);
-    if let Some(earlier) = kept(conn, key)? {
-        ids.extend_older(&earlier.ids);
-    }
-    upsert(conn, key, &ids, Some(now))?;
+    // A standing document's row went with it (by trigger): only a delete record stays.
+    let earlier = earlier.filter(|kept| kept.deleted_at.is_some());
+    upsert(conn, key, &with_earlier(id, earlier), Some(now))?;
     let mut prune = conn.prepare_cached("DELETE FROM write_ids WHERE deleted_at < ?1")?;
     prune.execute(params![now.saturating_sub(DELETE_IDS_KEPT_FOR_NANOS)])?;
     Ok(())
+}
+
+/// `id`, then the identities of `earlier`.
+fn with_earlier(id: &WriteId, earlier: Option<&Kept>) -> WriteIds {
+    let mut ids = WriteIds::default();
+    ids.record(id);
+    if let Some(earlier) = earlier {
+        ids.extend_older(&earlier.ids);
+    }
+    ids
 }
 
 fn upsert(

@@ -150,7 +150,14 @@ impl WriteIds {
 
     /// The identities [`encode`](Self::encode) wrote.
     pub fn decode(text: &str) -> Self {
-        WriteIds(text.split_whitespace().map(WriteId::from_stored).collect())
+        text.split_whitespace().map(WriteId::from_stored).collect()
+    }
+}
+
+/// Identities read back from storage, newest first (at most [`KEPT_WRITE_IDS`] are kept).
+impl FromIterator<WriteId> for WriteIds {
+    fn from_iter<I: IntoIterator<Item = WriteId>>(ids: I) -> Self {
+        WriteIds(ids.into_iter().take(KEPT_WRITE_IDS).collect())
     }
 }
 

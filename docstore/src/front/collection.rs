@@ -250,12 +250,15 @@ where
         self.site.actor()
     }
 
+    /// The key of `id` and `value` as document data: the input of a write that stores a value.
+    fn key_and_value(&self, id: &str, value: &T) -> Result<(Key, Data)> {
+        Ok((self.key(id)?, encode(value, "the value")?))
+    }
+
     /// Creates the document `id` holding `value`, at version 1;
     /// [`Error::AlreadyExists`] if the id is taken.
     pub fn create(&self, id: &str, value: &T) -> WriteCall<'_, Versioned<T>> {
-        let input = self
-            .key(id)
-            .and_then(|key| Ok((key, encode(value, "the value")?)));
+        let input = self.key_and_value(id, value);
         WriteCall::new(move |write_id| async move {
             let (key, data) = input?;
             let origin = Origin::with(self.actor(), &write_id);
@@ -288,9 +291,7 @@ where
     /// Creates or replaces the document `id` with `value` (a replaced one keeps its
     /// `created_*` fields; its version grows by one).
     pub fn put(&self, id: &str, value: &T) -> WriteCall<'_, Versioned<T>> {
-        let input = self
-            .key(id)
-            .and_then(|key| Ok((key, encode(value, "the value")?)));
+        let input = self.key_and_value(id, value);
         WriteCall::new(move |write_id| async move {
             let (key, data) = input?;
             let origin = Origin::with(self.actor(), &write_id);
@@ -301,12 +302,7 @@ where
     /// Merges `patch` (anything that serializes to a JSON object: an RFC 7386 merge patch,
     /// `null` removing a field) into the document `id`; [`Error::NotFound`] without one.
     pub fn update(&self, id: &str, patch: &impl Serialize) -> WriteCall<'_, Versioned<T>> {
-        let input = self.key(id).and_then(|key| Ok((key, patch_data(patch)?)));
-        WriteCall::new(move |write_id| async move {
-            let (key, patch) = input?;
-            let origin = Origin::with(self.actor(), &write_id);
-            self.versioned(self.store().update_with(&key, &patch, origin).await?)
-        })
+        self.merge(id, patch, None)
     }
 
     /// [`update`](Self::update) if the document is still at `expected_version`;
@@ -317,16 +313,25 @@ where
         patch: &impl Serialize,
         expected_version: u64,
     ) -> WriteCall<'_, Versioned<T>> {
+        self.merge(id, patch, Some(expected_version))
+    }
+
+    /// `update` (`expected_version: None`) and `update_if`.
+    fn merge(
+        &self,
+        id: &str,
+        patch: &impl Serialize,
+        expected_version: Option<u64>,
+    ) -> WriteCall<'_, Versioned<T>> {
         let input = self.key(id).and_then(|key| Ok((key, patch_data(patch)?)));
         WriteCall::new(move |write_id| async move {
             let (key, patch) = input?;
             let origin = Origin::with(self.actor(), &write_id);
             let store = self.store();
-            self.versioned(
-                store
-                    .update_if_with(&key, &patch, expected_version, origin)
-                    .await?,
-            )
+            let doc = store
+                .update_with(&key, &patch, expected_version, origin)
+                .await?;
+            self.versioned(doc)
         })
     }
 
@@ -340,9 +345,7 @@ where
         value: &T,
         expected_version: u64,
     ) -> WriteCall<'_, Versioned<T>> {
-        let input = self
-            .key(id)
-            .and_then(|key| Ok((key, encode(value, "the value")?)));
+        let input = self.key_and_value(id, value);
         WriteCall::new(move |write_id| async move {
             let (key, data) = input?;
             let origin = Origin::with(self.actor(), &write_id);

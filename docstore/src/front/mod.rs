@@ -108,9 +108,14 @@ impl Store {
         data: Data,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        validate_actor(origin.actor)?;
-        check_size(&data, self.max_doc_bytes())?;
+        self.check_written(&data, origin)?;
         self.driver.create(key, data, origin).await
+    }
+
+    /// The checks of a write that stores `data` whole: its actor, then its size.
+    fn check_written(&self, data: &Data, origin: Origin<'_>) -> Result<()> {
+        validate_actor(origin.actor)?;
+        check_size(data, self.max_doc_bytes())
     }
 
     /// Reads a document.
@@ -132,8 +137,7 @@ impl Store {
         data: Data,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        validate_actor(origin.actor)?;
-        check_size(&data, self.max_doc_bytes())?;
+        self.check_written(&data, origin)?;
         self.driver.put(key, data, origin).await
     }
 
@@ -148,20 +152,25 @@ impl Store {
         actor: &'a str,
     ) -> WriteCall<'a, Document> {
         WriteCall::new(move |id| async move {
-            self.update_with(key, patch, Origin::with(actor, &id)).await
+            self.update_with(key, patch, None, Origin::with(actor, &id))
+                .await
         })
     }
 
+    /// `update` (`expected_version: None`) and `update_if`.
     pub(crate) async fn update_with(
         &self,
         key: &Key,
         patch: &Data,
+        expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<Document> {
         // The patch's depth is not refused here: what counts is the merged result's, which
         // the driver checks (a patch one level too deep may merge into data that fits).
         validate_actor(origin.actor)?;
-        self.driver.update(key, patch, None, origin).await
+        self.driver
+            .update(key, patch, expected_version, origin)
+            .await
     }
 
     /// Applies a merge patch if the document is still at `expected_version`;
@@ -174,22 +183,10 @@ impl Store {
         actor: &'a str,
     ) -> WriteCall<'a, Document> {
         WriteCall::new(move |id| async move {
-            self.update_if_with(key, patch, expected_version, Origin::with(actor, &id))
+            let origin = Origin::with(actor, &id);
+            self.update_with(key, patch, Some(expected_version), origin)
                 .await
         })
-    }
-
-    pub(crate) async fn update_if_with(
-        &self,
-        key: &Key,
-        patch: &Data,
-        expected_version: u64,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        validate_actor(origin.actor)?;
-        self.driver
-            .update(key, patch, Some(expected_version), origin)
-            .await
     }
 
     /// Replaces the whole data if the document is still at `expected_version` (`created_*`
@@ -215,8 +212,7 @@ impl Store {
         expected_version: u64,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        validate_actor(origin.actor)?;
-        check_size(&data, self.max_doc_bytes())?;
+        self.check_written(&data, origin)?;
         self.driver
             .replace_if(key, data, expected_version, origin)
             .await
