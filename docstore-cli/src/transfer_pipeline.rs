@@ -203,6 +203,17 @@ impl Driver for Watch {
     async fn recount(&self, site: &str, mode: RecountMode) -> docstore::Result<Recount> {
         self.inner.driver().recount(site, mode).await
     }
+    async fn changes(
+        &self,
+        scope: &docstore::feed::FeedScope,
+        start: &docstore::FeedStart,
+        limit: usize,
+    ) -> docstore::Result<docstore::feed::ChangePage> {
+        self.inner.driver().changes(scope, start, limit).await
+    }
+    async fn wait_for_changes(&self, after: &docstore::ChangeCursor) -> docstore::Result<()> {
+        self.inner.driver().wait_for_changes(after).await
+    }
 }
 
 /// A document line of site `s`, collection `c`.

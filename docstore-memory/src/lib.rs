@@ -30,16 +30,20 @@ use async_trait::async_trait;
 use docstore::batch::{self, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::document::{check_size, merged_fits};
 use docstore::driver::{Driver, Origin};
+use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::index::{CompiledIndex, Step};
 use docstore::query::CompiledQuery;
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
+pub use feed::DEFAULT_FEED_RETENTION;
+use feed::Feed;
 use identities::Identities;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
+mod feed;
 mod identities;
 
 /// The in-memory backend. See the [crate docs](crate).
@@ -48,6 +52,8 @@ pub struct MemoryStore {
     sites: RwLock<HashMap<String, Site>>,
     /// Taken only while `sites` is write-locked, so always after it.
     identities: Mutex<Identities>,
+    /// Appended only while `sites` is write-locked, so in commit order.
+    feed: Feed,
     options: StoreOptions,
 }
 
@@ -144,8 +150,34 @@ impl MemoryStore {
         MemoryStore {
             sites: RwLock::default(),
             identities: Mutex::default(),
+            feed: Feed::default(),
             options,
         }
+    }
+
+    /// The same store keeping its last `changes` changes for the feed (default
+    /// [`DEFAULT_FEED_RETENTION`]); a cursor older than those is
+    /// [`Error::CursorExpired`].
+    ///
+    /// ```
+    /// use docstore::{Error, FeedStart, Key, Store};
+    /// use docstore_memory::MemoryStore;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = Store::new(MemoryStore::new().with_feed_retention(2));
+    /// let first = store.changes(&FeedStart::Now, 1).await?.next;
+    /// for id in ["a", "b", "c"] {
+    ///     store.create(&Key::new("acme", "notes", id)?, docstore::Data::new(), "ann").await?;
+    /// }
+    /// let expired = store.changes(&FeedStart::After(first), 10).await;
+    /// assert!(matches!(expired, Err(Error::CursorExpired(_))));
+    /// assert_eq!(store.changes(&FeedStart::Oldest, 10).await?.changes.len(), 2);
+    /// # Ok::<(), docstore::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn with_feed_retention(mut self, changes: usize) -> Self {
+        self.feed = Feed::new(changes);
+        self
     }
 
     fn check_quota(&self, site: Option<&Site>) -> Result<()> {
@@ -173,6 +205,7 @@ impl MemoryStore {
             return Err(Error::AlreadyExists);
         }
         self.check_quota(site)?;
+        self.feed.stored(key, ChangeKind::Created, &doc);
         self.collection_mut(sites, key)
             .set(self.defs(key.collection()), doc.clone());
         Ok(doc)
@@ -228,7 +261,7 @@ impl MemoryStore {
             .get_mut(key.site())
             .and_then(|site| site.get_mut(key.collection()))
             .ok_or_else(|| Error::not_found(key))?;
-        collection
+        let changed = collection
             .modify(defs, key.id(), |current| {
                 if expected_version.is_some_and(|v| v != current.version) {
                     return Err(Error::Conflict {
@@ -237,7 +270,9 @@ impl MemoryStore {
                 }
                 change(current)
             })
-            .ok_or_else(|| Error::not_found(key))?
+            .ok_or_else(|| Error::not_found(key))??;
+        self.feed.stored(key, ChangeKind::Updated, &changed);
+        Ok(changed)
     }
 
     fn patch(
@@ -313,10 +348,12 @@ impl MemoryStore {
                 current: current.version,
             });
         }
+        let version = current.version;
         collection.remove(self.defs(key.collection()), key.id());
         if collection.is_empty() {
             site.remove(key.collection());
         }
+        self.feed.deleted(key, version, now, origin.actor);
         self.forget_removed(key, origin.write_id, now);
         Ok(true)
     }
@@ -374,13 +411,21 @@ impl MemoryStore {
         for (write, decision) in writes.iter().zip(decisions) {
             let key = write.key();
             outcomes.push(match decision {
-                Decision::Store { document, .. } => {
+                Decision::Store { document, creates } => {
+                    let kind = if creates {
+                        ChangeKind::Created
+                    } else {
+                        ChangeKind::Updated
+                    };
+                    self.feed.stored(key, kind, &document);
                     self.collection_mut(sites, key)
                         .set(self.defs(key.collection()), document.clone());
                     WriteOutcome::Written(document)
                 }
                 Decision::Remove => {
-                    self.remove_unchecked(sites, key);
+                    if let Some(removed) = self.remove_unchecked(sites, key) {
+                        self.feed.deleted(key, removed.version, now, actor);
+                    }
                     WriteOutcome::Deleted
                 }
                 Decision::Keep => WriteOutcome::Checked,
@@ -410,19 +455,19 @@ impl MemoryStore {
         })
     }
 
-    fn remove_unchecked(&self, sites: &mut HashMap<String, Site>, key: &Key) {
+    /// Removes the document at `key` without checks; the removed document.
+    fn remove_unchecked(&self, sites: &mut HashMap<String, Site>, key: &Key) -> Option<Document> {
         self.identities.lock().forget(key);
-        if let Some(site) = sites.get_mut(key.site())
-            && let Some(collection) = site.get_mut(key.collection())
-        {
-            collection.remove(self.defs(key.collection()), key.id());
-            if collection.is_empty() {
-                site.remove(key.collection());
-            }
-            if site.is_empty() {
-                sites.remove(key.site());
-            }
+        let site = sites.get_mut(key.site())?;
+        let collection = site.get_mut(key.collection())?;
+        let removed = collection.remove(self.defs(key.collection()), key.id());
+        if collection.is_empty() {
+            site.remove(key.collection());
         }
+        if site.is_empty() {
+            sites.remove(key.site());
+        }
+        removed
     }
 }
 
@@ -460,7 +505,9 @@ impl Driver for MemoryStore {
                 let rewritten = collection.modify(defs, key.id(), |current| {
                     Ok(self.rewrite(current, data.take().expect("once"), actor))
                 });
-                return rewritten.expect("checked present");
+                let rewritten = rewritten.expect("checked present")?;
+                self.feed.stored(key, ChangeKind::Updated, &rewritten);
+                return Ok(rewritten);
             }
             self.insert_new(sites, key, self.new_document(key, data, actor))
         })
@@ -617,6 +664,21 @@ impl Driver for MemoryStore {
             }
         }
         Ok(outcomes)
+    }
+
+    /// The log's entries after `start`, as they were appended (commit order).
+    async fn changes(
+        &self,
+        scope: &FeedScope,
+        start: &FeedStart,
+        limit: usize,
+    ) -> Result<ChangePage> {
+        self.feed.page(scope, start, limit)
+    }
+
+    /// Woken by the next append: no polling.
+    async fn wait_for_changes(&self, after: &ChangeCursor) -> Result<()> {
+        self.feed.wait(after).await
     }
 
     /// The memory backend counts its maps, so its counters can never disagree: `changes` is

@@ -8,6 +8,7 @@ use crate::summary;
 use async_trait::async_trait;
 use docstore::batch::CheckedBatch;
 use docstore::driver::{Driver, Origin};
+use docstore::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
 use docstore::query::CompiledQuery;
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, Store, StoreOptions,
@@ -378,5 +379,20 @@ impl Driver for FaultyDriver {
         let forward = || self.inner.driver().recount(site, mode);
         self.call(CallKind::Recount, target, &[], forward, summary::recount)
             .await
+    }
+
+    /// Feed reads are forwarded without faults: they write nothing, so a lost answer is
+    /// the same as a failed read, which the feed's own tests cover.
+    async fn changes(
+        &self,
+        scope: &FeedScope,
+        start: &FeedStart,
+        limit: usize,
+    ) -> Result<ChangePage> {
+        self.inner.driver().changes(scope, start, limit).await
+    }
+
+    async fn wait_for_changes(&self, after: &ChangeCursor) -> Result<()> {
+        self.inner.driver().wait_for_changes(after).await
     }
 }

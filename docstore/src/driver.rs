@@ -4,6 +4,7 @@
 use crate::Result;
 use crate::batch::{CheckedBatch, WriteOutcome};
 use crate::document::{Data, Document};
+use crate::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
 use crate::identity::WriteId;
 use crate::key::Key;
 use crate::query::{CompiledQuery, Cursor};
@@ -385,4 +386,24 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     /// never from the counters — and compares each count with its counter (see
     /// [`Store::recount`](crate::Store::recount)).
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount>;
+
+    /// Reads at most `limit` (1 to [`MAX_CHANGE_PAGE`](crate::feed::MAX_CHANGE_PAGE),
+    /// checked) changes of `scope` after `start`, oldest first (`docs/contract.md`, "Change
+    /// feed"): one [`Change`](crate::feed::Change) per committed write, none for refused
+    /// writes or recognised repeats, never an internal item.
+    /// [`Error::CursorExpired`](crate::Error::CursorExpired) when `start` is a cursor older
+    /// than what the backend keeps; [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    /// for a cursor this driver did not write.
+    async fn changes(
+        &self,
+        scope: &FeedScope,
+        start: &FeedStart,
+        limit: usize,
+    ) -> Result<ChangePage>;
+
+    /// Waits until a change may have been committed after `after`, in any scope — without
+    /// busy polling: woken by this process's commits, polling for other processes' at an
+    /// interval the driver documents. It may return early (the caller reads, finds nothing
+    /// and waits again); cancelling it (dropping the future) is always safe.
+    async fn wait_for_changes(&self, after: &ChangeCursor) -> Result<()>;
 }

@@ -114,6 +114,13 @@ pub enum Error {
     #[error("partial answer: {0}")]
     PartialAnswer(String),
 
+    /// A change cursor points before the oldest change the backend still keeps (past its
+    /// retention, see `docs/contract.md`, "Change feed"): the changes in between are gone,
+    /// so the consumer must resync — copy the documents again and follow the feed from
+    /// [`FeedStart::Now`](crate::feed::FeedStart::Now) — rather than go on with a gap.
+    #[error("change cursor expired: {0}")]
+    CursorExpired(String),
+
     /// Any other backend failure.
     #[error("backend error: {message}")]
     Backend {

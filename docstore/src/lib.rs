@@ -57,6 +57,7 @@ pub mod config;
 pub mod document;
 pub mod driver;
 mod error;
+pub mod feed;
 pub mod front;
 pub mod identity;
 pub mod index;
@@ -73,8 +74,10 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use document::{Data, Document, object};
 pub use driver::{CounterChange, Explain, Page, Recount, RecountMode};
 pub use error::{BoxError, Error, Result};
+pub use feed::{Change, ChangeCursor, ChangeKind, FeedStart};
 pub use front::{
-    Collection, DocumentStream, Site, SiteBatch, Store, TypedPage, Versioned, WriteCall,
+    ChangeStream, Collection, DocumentStream, Site, SiteBatch, Store, TypedChange, TypedPage,
+    Versioned, WriteCall,
 };
 pub use identity::WriteId;
 pub use index::{Index, IndexSet};

@@ -1,9 +1,11 @@
 //! Typed collections: an application's own serde types in, [`Versioned`] values out.
 
+use super::feed::{ChangeStream, TypedChange, TypedChangePage};
 use super::{Site, WriteCall};
 use crate::document::{Data, Document};
 use crate::driver::Origin;
 use crate::driver::{Explain, Page};
+use crate::feed::{FeedScope, FeedStart};
 use crate::identity::WriteId;
 use crate::key::{Key, validate_collection};
 use crate::query::{Cursor, Filter, Query};
@@ -198,7 +200,7 @@ fn decode<T: DeserializeOwned + 'static>(key: KeyText<'_>, data: Data) -> Result
 }
 
 /// The document of `site`/`collection` as a `Versioned<T>`, its data decoded.
-fn versioned<T: DeserializeOwned + 'static>(
+pub(super) fn versioned<T: DeserializeOwned + 'static>(
     site: &str,
     collection: &str,
     doc: Document,
@@ -532,6 +534,46 @@ where
             .into_iter()
             .find(|(name, _)| *name == self.name)
             .map_or(0, |(_, n)| n))
+    }
+
+    /// Reads at most `limit` (1 to [`MAX_CHANGE_PAGE`](crate::feed::MAX_CHANGE_PAGE))
+    /// changes of this collection after `start`, each decoded into `T`.
+    pub async fn changes(&self, start: &FeedStart, limit: usize) -> Result<TypedChangePage<T>> {
+        let page = self
+            .store()
+            .scoped_changes(&self.feed_scope(), start, limit)
+            .await?;
+        Ok(TypedChangePage::decode(page))
+    }
+
+    /// Every change of this collection from `start`, decoded into `T`, waiting for new ones
+    /// (see [`ChangeStream`](super::ChangeStream)). A document that does not decode is an
+    /// [`Error::Decode`] item, and the stream goes on after it.
+    ///
+    /// ```
+    /// use futures_util::TryStreamExt;
+    ///
+    /// # async fn demo(tickets: &docstore::Collection<docstore::Data>) -> docstore::Result<()> {
+    /// let mut changes = tickets.watch(docstore::FeedStart::Now);
+    /// while let Some(change) = changes.try_next().await? {
+    ///     match change.value {
+    ///         Some(ticket) => println!("{} is now v{}", ticket.id, ticket.version),
+    ///         None => println!("{} was deleted", change.id),
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn watch(
+        &self,
+        start: FeedStart,
+    ) -> impl Stream<Item = Result<TypedChange<T>>> + Send + Unpin + 'static {
+        ChangeStream::new(self.store().clone(), self.feed_scope(), start)
+            .map(|change| change.and_then(TypedChange::decode))
+    }
+
+    fn feed_scope(&self) -> FeedScope {
+        FeedScope::collection(self.site.name(), &self.name).expect("names checked when built")
     }
 
     /// The number of documents matching `filter`, counted by walking them (no decoding).

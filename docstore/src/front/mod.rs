@@ -8,12 +8,14 @@
 
 mod call;
 mod collection;
+mod feed;
 mod site;
 mod stream;
 
 pub use call::WriteCall;
 pub use collection::{Collection, TypedPage, Versioned};
 pub use collection::{MODIFY_RESENDS, MODIFY_TRIES};
+pub use feed::{ChangeStream, TypedChange, TypedChangePage};
 pub use site::{Site, SiteBatch};
 pub use stream::{DEFAULT_STREAM_PAGE, DocumentStream};
 

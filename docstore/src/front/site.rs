@@ -3,9 +3,11 @@
 use super::Store;
 use super::WriteCall;
 use super::collection::{Collection, encode, patch_data};
+use super::feed::ChangeStream;
 use crate::batch::{Write, WriteOutcome};
 use crate::document::validate_actor;
 use crate::driver::Origin;
+use crate::feed::{ChangePage, FeedScope, FeedStart};
 use crate::key::{Key, validate_site};
 use crate::{Error, Result};
 use serde::Serialize;
@@ -82,6 +84,40 @@ impl Site {
     /// The number of documents in the site.
     pub async fn count(&self) -> Result<u64> {
         self.store.count(&self.name).await
+    }
+
+    /// Reads at most `limit` (1 to [`MAX_CHANGE_PAGE`](crate::feed::MAX_CHANGE_PAGE))
+    /// changes of this site after `start`, oldest first.
+    ///
+    /// ```
+    /// # async fn demo(site: &docstore::Site) -> docstore::Result<()> {
+    /// let mut start = docstore::FeedStart::Oldest;
+    /// loop {
+    ///     let page = site.changes(&start, 100).await?;
+    ///     for change in &page.changes {
+    ///         println!("{} {} v{}", change.kind, change.key, change.version);
+    ///     }
+    ///     start = docstore::FeedStart::After(page.next);
+    ///     if page.caught_up {
+    ///         break;
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn changes(&self, start: &FeedStart, limit: usize) -> Result<ChangePage> {
+        self.store
+            .scoped_changes(&self.feed_scope(), start, limit)
+            .await
+    }
+
+    /// Every change of this site from `start`, waiting for new ones: see [`ChangeStream`].
+    pub fn watch(&self, start: FeedStart) -> ChangeStream {
+        ChangeStream::new(self.store.clone(), self.feed_scope(), start)
+    }
+
+    fn feed_scope(&self) -> FeedScope {
+        FeedScope::site(&self.name).expect("a site's name is valid")
     }
 
     /// An empty atomic batch over this site's collections.

@@ -1,0 +1,201 @@
+//! The in-process change log: every committed write appended under the store's write lock
+//! (so its order is commit order), the oldest dropped past the retention, watchers woken by
+//! a `tokio::sync::watch` channel on each append.
+//!
+//! A cursor is `memory:INSTANCE.POSITION`: positions count from 1 in one store's log, and the
+//! instance (random per store) tells a cursor of another store — of an earlier process, say —
+//! which is [`Error::CursorExpired`]: that log is gone.
+
+use docstore::feed::{Change, ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
+use docstore::{Document, Error, Key, Result};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use tokio::sync::watch;
+
+/// How many changes a store keeps by default ([`MemoryStore::with_feed_retention`]).
+///
+/// [`MemoryStore::with_feed_retention`]: crate::MemoryStore::with_feed_retention
+pub const DEFAULT_FEED_RETENTION: usize = 100_000;
+
+/// The most log entries one read looks at before it answers (with `caught_up: false` when it
+/// stopped early): bounds a scoped read in a log full of other scopes' changes.
+const MAX_SCANNED: usize = 10_000;
+
+const DRIVER: &str = "memory";
+
+/// A committed write as the log keeps it: a [`Change`] without its cursor, which a read
+/// derives from the position.
+#[derive(Debug)]
+struct Entry {
+    position: u64,
+    key: Key,
+    kind: ChangeKind,
+    version: u64,
+    document: Option<Document>,
+    time: i64,
+    actor: String,
+}
+
+#[derive(Debug)]
+struct Log {
+    entries: VecDeque<Entry>,
+    /// The position the next change gets (the first is 1).
+    next: u64,
+    retention: usize,
+}
+
+/// One store's change log.
+#[derive(Debug)]
+pub(crate) struct Feed {
+    instance: u64,
+    log: Mutex<Log>,
+    /// The position of the last change appended.
+    head: watch::Sender<u64>,
+}
+
+impl Default for Feed {
+    fn default() -> Self {
+        Feed::new(DEFAULT_FEED_RETENTION)
+    }
+}
+
+impl Feed {
+    pub(crate) fn new(retention: usize) -> Self {
+        Feed {
+            instance: rand::random(),
+            log: Mutex::new(Log {
+                entries: VecDeque::new(),
+                next: 1,
+                retention: retention.max(1),
+            }),
+            head: watch::Sender::new(0),
+        }
+    }
+
+    /// Appends the change of a write that left `document` at `key`. Called under the
+    /// store's write lock.
+    pub(crate) fn stored(&self, key: &Key, kind: ChangeKind, document: &Document) {
+        self.append(Entry {
+            position: 0,
+            key: key.clone(),
+            kind,
+            version: document.version,
+            time: document.updated_at,
+            actor: document.updated_by.clone(),
+            document: Some(document.clone()),
+        });
+    }
+
+    /// Appends the change of a delete of `key` at `version`. Called under the write lock.
+    pub(crate) fn deleted(&self, key: &Key, version: u64, time: i64, actor: &str) {
+        self.append(Entry {
+            position: 0,
+            key: key.clone(),
+            kind: ChangeKind::Deleted,
+            version,
+            document: None,
+            time,
+            actor: actor.to_owned(),
+        });
+    }
+
+    fn append(&self, mut entry: Entry) {
+        let mut log = self.log.lock();
+        entry.position = log.next;
+        log.next += 1;
+        log.entries.push_back(entry);
+        if log.entries.len() > log.retention {
+            log.entries.pop_front();
+        }
+        self.head.send_replace(log.next - 1);
+    }
+
+    /// A page of `scope`'s changes after `start`.
+    pub(crate) fn page(
+        &self,
+        scope: &FeedScope,
+        start: &FeedStart,
+        limit: usize,
+    ) -> Result<ChangePage> {
+        let log = self.log.lock();
+        let pruned_through = log.entries.front().map_or(log.next - 1, |e| e.position - 1);
+        let after = match start {
+            FeedStart::Oldest => pruned_through,
+            FeedStart::Now => log.next - 1,
+            FeedStart::After(cursor) => self.position(cursor, log.next - 1)?,
+        };
+        if after < pruned_through {
+            return Err(Error::CursorExpired(format!(
+                "the memory store keeps its last {} changes; position {after} is older",
+                log.retention
+            )));
+        }
+        let first = usize::try_from(after - pruned_through).unwrap_or(usize::MAX);
+        let mut changes = Vec::new();
+        let mut last = after;
+        let mut scanned = 0;
+        for entry in log.entries.iter().skip(first) {
+            if changes.len() == limit || scanned == MAX_SCANNED {
+                break;
+            }
+            scanned += 1;
+            last = entry.position;
+            if scope.contains(&entry.key) {
+                changes.push(self.change(entry));
+            }
+        }
+        Ok(ChangePage {
+            changes,
+            next: self.cursor(last),
+            caught_up: last == log.next - 1,
+        })
+    }
+
+    /// Returns once a change after `after` is in the log (at once for a cursor of another
+    /// store: the read that follows reports it).
+    pub(crate) async fn wait(&self, after: &ChangeCursor) -> Result<()> {
+        let mut head = self.head.subscribe();
+        let Ok(position) = self.position(after, u64::MAX) else {
+            return Ok(());
+        };
+        // The sender lives as long as the store, which the caller borrows.
+        let _ = head.wait_for(|&last| last > position).await;
+        Ok(())
+    }
+
+    fn change(&self, entry: &Entry) -> Change {
+        Change {
+            key: entry.key.clone(),
+            kind: entry.kind,
+            version: entry.version,
+            document: entry.document.clone(),
+            time: entry.time,
+            actor: entry.actor.clone(),
+            cursor: self.cursor(entry.position),
+        }
+    }
+
+    fn cursor(&self, position: u64) -> ChangeCursor {
+        ChangeCursor::new(DRIVER, format!("{:016x}.{position}", self.instance))
+    }
+
+    /// The position a cursor of this store stands after, at most `head`.
+    fn position(&self, cursor: &ChangeCursor, head: u64) -> Result<u64> {
+        let text = cursor.position_for(DRIVER)?;
+        let malformed = || Error::invalid("change cursor: not a cursor a memory store wrote");
+        let (instance, position) = text.split_once('.').ok_or_else(malformed)?;
+        let instance = u64::from_str_radix(instance, 16).map_err(|_| malformed())?;
+        let position: u64 = position.parse().map_err(|_| malformed())?;
+        if instance != self.instance {
+            return Err(Error::CursorExpired(
+                "the cursor is of another memory store: its log is gone".into(),
+            ));
+        }
+        if position > head {
+            return Err(Error::invalid(format!(
+                "change cursor at position {position}: the log ends at {head}"
+            )));
+        }
+        Ok(position)
+    }
+}
