@@ -6,7 +6,7 @@ use crate::error::Fail;
 use crate::store::Inner;
 use crate::{rows, write_ids};
 use docstore::batch::{self, BatchBytes, CheckedBatch, Write, WriteOutcome};
-use docstore::{Document, Error, Key, WriteId};
+use docstore::{Document, Key, WriteId};
 use rusqlite::Connection;
 
 /// One write of a batch as the writer needs it: owned (it may run on the writer thread), with
@@ -25,14 +25,11 @@ pub(crate) enum Step {
         patch: rows::Patch,
         expected_version: Option<u64>,
     },
-    DeleteIf {
-        key: Key,
-        expected_version: u64,
-    },
-    Check {
-        key: Key,
-        version: Option<u64>,
-    },
+    /// The batch's `Write::DeleteIf` (a key and a version: nothing to copy beyond the key),
+    /// for [`batch::precondition`].
+    DeleteIf(Write),
+    /// The batch's `Write::Check`, likewise.
+    Check(Write),
     /// `metadata`: the document to restore without its data.
     Restore {
         key: Key,
@@ -47,9 +44,8 @@ impl Step {
             Step::Create { key, .. }
             | Step::Put { key, .. }
             | Step::Patch { key, .. }
-            | Step::DeleteIf { key, .. }
-            | Step::Check { key, .. }
             | Step::Restore { key, .. } => key,
+            Step::DeleteIf(write) | Step::Check(write) => write.key(),
         }
     }
 }
@@ -85,17 +81,8 @@ pub(crate) fn prepare(batch: &CheckedBatch<'_>) -> docstore::Result<(Vec<Step>, 
                     patch: rows::Patch::new(patch)?,
                     expected_version: Some(*expected_version),
                 },
-                Write::DeleteIf {
-                    key,
-                    expected_version,
-                } => Step::DeleteIf {
-                    key: key.clone(),
-                    expected_version: *expected_version,
-                },
-                Write::Check { key, version } => Step::Check {
-                    key: key.clone(),
-                    version: *version,
-                },
+                Write::DeleteIf { .. } => Step::DeleteIf(write.clone()),
+                Write::Check { .. } => Step::Check(write.clone()),
                 Write::Restore { key, document } => Step::Restore {
                     key: key.clone(),
                     metadata: rows::without_data(document),
@@ -108,10 +95,10 @@ pub(crate) fn prepare(batch: &CheckedBatch<'_>) -> docstore::Result<(Vec<Step>, 
 }
 
 /// Applies `steps` on `conn`, inside the caller's transaction, in order. The first failing
-/// write ends it with [`Error::Batch`] (the caller rolls the transaction back, so nothing
-/// stays written); SQLite failures are returned as they are, so a busy database retries the
-/// whole batch. The documents of `Create`, `Put` and `Restore` come back without their data
-/// (the caller has it: see [`attach_data`]).
+/// write ends it with [`docstore::Error::Batch`] (the caller rolls the transaction back, so
+/// nothing stays written); SQLite failures are returned as they are, so a busy database
+/// retries the whole batch. The documents of `Create`, `Put` and `Restore` come back without
+/// their data (the caller has it: see [`attach_data`]).
 pub(crate) fn apply(
     inner: &Inner,
     conn: &Connection,
@@ -202,26 +189,13 @@ fn apply_one(
             let size = merged.size();
             return Ok((WriteOutcome::Written(merged.into_document()?), size));
         }
-        Step::DeleteIf {
-            key,
-            expected_version,
-        } => {
-            let current = rows::version(conn, key)?.ok_or_else(|| Error::not_found(key))?;
-            if current != *expected_version {
-                return Err(Error::Conflict { current }.into());
-            }
-            rows::remove(conn, key)?;
+        Step::DeleteIf(write) => {
+            batch::precondition(write, rows::version(conn, write.key())?)?;
+            rows::remove(conn, write.key())?;
             WriteOutcome::Deleted
         }
-        Step::Check { key, version } => {
-            match (version, rows::version(conn, key)?) {
-                (None, Some(_)) => return Err(Error::AlreadyExists.into()),
-                (Some(_), None) => return Err(Error::not_found(key).into()),
-                (Some(expected), Some(current)) if *expected != current => {
-                    return Err(Error::Conflict { current }.into());
-                }
-                _ => {}
-            }
+        Step::Check(write) => {
+            batch::precondition(write, rows::version(conn, write.key())?)?;
             WriteOutcome::Checked
         }
         Step::Restore {

@@ -439,10 +439,10 @@ pub fn repeated_outcomes(
 /// Decides write `index` of a checked batch on `current` (what its key holds now), written by
 /// `actor` at `now`: its [`Decision`], or the error the single call would give, as
 /// [`Error::Batch`] with `index` (`AlreadyExists`, `NotFound`, `Conflict { current }`, and for
-/// a merge `TooLarge` or a depth `InvalidArgument` of the merged result). The merged data of
-/// `Update` and `UpdateIf` is added to `bytes` (over [`MAX_BATCH_BYTES`]: the plain
-/// `InvalidArgument` of the whole batch). The quota is the driver's to count, with
-/// [`Decision::counter_delta`].
+/// a merge `TooLarge` or a depth `InvalidArgument` of the merged result; the first three are
+/// [`precondition`]'s, on the stored version). The merged data of `Update` and `UpdateIf` is
+/// added to `bytes` (over [`MAX_BATCH_BYTES`]: the plain `InvalidArgument` of the whole
+/// batch). The quota is the driver's to count, with [`Decision::counter_delta`].
 ///
 /// ```
 /// use docstore::batch::{BatchBytes, Decision, Write, decide};
@@ -467,14 +467,9 @@ pub fn decide(
     bytes: &mut BatchBytes,
 ) -> Result<Decision> {
     let fail = |err: Error| failed(index, err);
-    let conflict = |current: &Document| {
-        fail(Error::Conflict {
-            current: current.version,
-        })
-    };
+    precondition(write, current.map(|doc| doc.version)).map_err(fail)?;
     let store = |document: Document, creates: bool| Ok(Decision::Store { document, creates });
     match (write, current) {
-        (Write::Create { .. } | Write::Restore { .. }, Some(_)) => Err(fail(Error::AlreadyExists)),
         (Write::Create { key, data } | Write::Put { key, data }, None) => {
             store(Document::first(key.id(), data.clone(), actor, now), true)
         }
@@ -482,18 +477,6 @@ pub fn decide(
         (Write::Put { data, .. }, Some(current)) => {
             store(current.next(data.clone(), actor, now), false)
         }
-        (Write::Update { .. } | Write::UpdateIf { .. } | Write::DeleteIf { .. }, None) => {
-            Err(fail(Error::not_found(write.key())))
-        }
-        (
-            Write::UpdateIf {
-                expected_version, ..
-            }
-            | Write::DeleteIf {
-                expected_version, ..
-            },
-            Some(current),
-        ) if *expected_version != current.version => Err(conflict(current)),
         (Write::Update { patch, .. } | Write::UpdateIf { patch, .. }, Some(current)) => {
             let mut data = current.data.clone();
             crate::merge_patch(&mut data, patch);
@@ -501,22 +484,89 @@ pub fn decide(
             bytes.add(index, data_size(&data))?;
             store(current.next(data, actor, now), false)
         }
-        (Write::DeleteIf { .. }, Some(_)) => Ok(Decision::Remove),
-        (Write::Check { version: None, .. }, Some(_)) => Err(fail(Error::AlreadyExists)),
+        (Write::DeleteIf { .. }, _) => Ok(Decision::Remove),
+        (Write::Check { .. }, _) => Ok(Decision::Keep),
+        (Write::Create { .. } | Write::Restore { .. }, Some(_))
+        | (Write::Update { .. } | Write::UpdateIf { .. }, None) => {
+            unreachable!("refused by precondition")
+        }
+    }
+}
+
+/// Whether `write` may apply to a key whose document is at `current_version` (`None`: no
+/// document): the version conditions of the [`decide`] table, for a backend that reads only
+/// the version (or merges inside its database) and so cannot hand [`decide`] the document.
+/// The error is the one the single call gives, not yet wrapped as [`Error::Batch`] (wrap it
+/// with [`failed`]):
+///
+/// | write | no document | at `current_version` |
+/// |---|---|---|
+/// | `Create`, `Restore` | applies | [`Error::AlreadyExists`] |
+/// | `Put` | applies | applies |
+/// | `Update` | [`Error::NotFound`] | applies |
+/// | `UpdateIf`, `DeleteIf` | [`Error::NotFound`] | applies at the expected version, else [`Error::Conflict`] with `current_version` |
+/// | `Check { version: None }` | applies | [`Error::AlreadyExists`] |
+/// | `Check { version: Some(_) }` | [`Error::NotFound`] | applies at that version, else [`Error::Conflict`] |
+///
+/// ```
+/// use docstore::batch::{Write, precondition};
+/// use docstore::{Error, Key};
+///
+/// let key = Key::new("s", "c", "a").unwrap();
+/// let delete = Write::delete_if(key.clone(), 2);
+/// assert!(precondition(&delete, Some(2)).is_ok());
+/// assert!(matches!(precondition(&delete, Some(3)), Err(Error::Conflict { current: 3 })));
+/// assert!(matches!(precondition(&delete, None), Err(Error::NotFound { .. })));
+///
+/// let absent = Write::check(key.clone(), None);
+/// assert!(precondition(&absent, None).is_ok());
+/// assert!(matches!(precondition(&absent, Some(1)), Err(Error::AlreadyExists)));
+///
+/// let put = Write::put(key, docstore::Data::new());
+/// assert!(precondition(&put, None).is_ok() && precondition(&put, Some(9)).is_ok());
+/// ```
+pub fn precondition(write: &Write, current_version: Option<u64>) -> Result<()> {
+    match (write, current_version) {
+        (Write::Create { .. } | Write::Restore { .. }, Some(_))
+        | (Write::Check { version: None, .. }, Some(_)) => Err(Error::AlreadyExists),
         (
-            Write::Check {
+            Write::Update { .. }
+            | Write::UpdateIf { .. }
+            | Write::DeleteIf { .. }
+            | Write::Check {
                 version: Some(_), ..
             },
             None,
-        ) => Err(fail(Error::not_found(write.key()))),
+        ) => Err(Error::not_found(write.key())),
         (
-            Write::Check {
+            Write::UpdateIf {
+                expected_version: expected,
+                ..
+            }
+            | Write::DeleteIf {
+                expected_version: expected,
+                ..
+            }
+            | Write::Check {
                 version: Some(expected),
                 ..
             },
             Some(current),
-        ) if *expected != current.version => Err(conflict(current)),
-        (Write::Check { .. }, _) => Ok(Decision::Keep),
+        ) if *expected != current => Err(Error::Conflict { current }),
+        (Write::Put { .. }, _)
+        | (
+            Write::Create { .. } | Write::Restore { .. } | Write::Check { version: None, .. },
+            None,
+        )
+        | (
+            Write::Update { .. }
+            | Write::UpdateIf { .. }
+            | Write::DeleteIf { .. }
+            | Write::Check {
+                version: Some(_), ..
+            },
+            Some(_),
+        ) => Ok(()),
     }
 }
 
