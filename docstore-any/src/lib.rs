@@ -30,7 +30,7 @@
 //! | URL | backend |
 //! |---|---|
 //! | `memory:` | a new in-memory store |
-//! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal` |
+//! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it |
 //! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact` | the DynamoDB table |
 //!
 //! Every URL also takes `max_doc_bytes` and `max_docs_per_site`. An unknown parameter,
@@ -115,7 +115,13 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
             }
             database.backend = Backend::Sqlite;
             database.sqlite = Some(SqliteConfig::new(PathBuf::from(path)));
-            &["synchronous", "busy_timeout_ms"]
+            &[
+                "synchronous",
+                "busy_timeout_ms",
+                "feed",
+                "feed_retention_hours",
+                "feed_poll_ms",
+            ]
         }
         "dynamodb" => {
             let table = location
@@ -177,6 +183,26 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 }
                 "busy_timeout_ms" => {
                     sqlite.busy_timeout_ms = number("busy_timeout_ms")?;
+                    continue;
+                }
+                "feed" => {
+                    sqlite.feed = match value.as_ref() {
+                        "true" | "on" => true,
+                        "false" | "off" => false,
+                        other => {
+                            return Err(Error::invalid(format!(
+                                "store URL parameter feed={other:?} is not true or false"
+                            )));
+                        }
+                    };
+                    continue;
+                }
+                "feed_retention_hours" => {
+                    sqlite.feed_retention_hours = number("feed_retention_hours")?;
+                    continue;
+                }
+                "feed_poll_ms" => {
+                    sqlite.feed_poll_ms = number("feed_poll_ms")?;
                     continue;
                 }
                 _ => {}
@@ -251,6 +277,9 @@ fn open_memory(_: docstore::StoreOptions) -> Result<Store> {
 }
 
 #[cfg(feature = "sqlite")]
+const SECONDS_PER_HOUR: u64 = 3600;
+
+#[cfg(feature = "sqlite")]
 fn open_sqlite(config: &SqliteConfig, options: docstore::StoreOptions) -> Result<Store> {
     use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
     let sqlite = SqliteOptions::default()
@@ -258,7 +287,12 @@ fn open_sqlite(config: &SqliteConfig, options: docstore::StoreOptions) -> Result
             Synchronous::Full => Durability::Full,
             Synchronous::Normal => Durability::Normal,
         })
-        .with_busy_timeout(std::time::Duration::from_millis(config.busy_timeout_ms));
+        .with_busy_timeout(std::time::Duration::from_millis(config.busy_timeout_ms))
+        .with_feed(config.feed)
+        .with_feed_retention(std::time::Duration::from_secs(
+            config.feed_retention_hours.saturating_mul(SECONDS_PER_HOUR),
+        ))
+        .with_feed_poll_interval(std::time::Duration::from_millis(config.feed_poll_ms));
     // SQLITE_IN_MEMORY is SQLite's own name for a private in-memory database.
     Ok(Store::new(SqliteStore::open_with(
         &config.path,
@@ -317,6 +351,25 @@ mod tests {
         );
         assert!(invalid("sqlite:x.db?synchronous=off").contains("synchronous"));
         assert!(invalid("sqlite:x.db?busy_timeout_ms=soon").contains("busy_timeout_ms"));
+        let feed = parse_url("sqlite:x.db?feed=false&feed_retention_hours=24&feed_poll_ms=50")
+            .unwrap()
+            .sqlite
+            .unwrap();
+        assert_eq!(
+            (feed.feed, feed.feed_retention_hours, feed.feed_poll_ms),
+            (false, 24, 50)
+        );
+        assert_eq!(
+            (
+                absolute.feed,
+                absolute.feed_retention_hours,
+                absolute.feed_poll_ms
+            ),
+            (true, 168, 200)
+        );
+        assert!(invalid("sqlite:x.db?feed=maybe").contains("feed"));
+        assert!(invalid("sqlite:x.db?feed_poll_ms=soon").contains("feed_poll_ms"));
+        assert!(invalid("memory:?feed=false").contains("feed"));
         assert!(invalid("memory:?synchronous=normal").contains("synchronous"));
         let dynamo = parse_url(
             "dynamodb://docs?region=eu-west-1&endpoint=http%3A%2F%2F127.0.0.1%3A8000&max_scan=7&max_docs_per_site=9",
@@ -375,6 +428,20 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_sqlite_feed_follows_the_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("f.db").display());
+        let start = docstore::FeedStart::Oldest;
+        let on = open_url(&format!("{url}?feed_poll_ms=50")).await.unwrap();
+        assert!(on.changes(&start, 10).await.unwrap().caught_up);
+        drop(on);
+        let off = open_url(&format!("{url}?feed=false")).await.unwrap();
+        let err = off.changes(&start, 10).await.unwrap_err();
+        assert!(err.to_string().contains("feed is off"), "{err}");
     }
 
     #[cfg(feature = "dynamodb")]

@@ -191,7 +191,7 @@ fn apply_one(
         }
         Step::DeleteIf(write) => {
             batch::precondition(write, rows::version(conn, write.key())?)?;
-            rows::remove(conn, write.key())?;
+            inner.remove(conn, write.key(), actor, inner.now())?;
             WriteOutcome::Deleted
         }
         Step::Check(write) => {

@@ -367,6 +367,17 @@ impl Connections {
         result
     }
 
+    /// The options the store was opened with.
+    pub(crate) fn options(&self) -> &SqliteOptions {
+        &self.options
+    }
+
+    /// The writer connection, for work beside the writes (feed pruning); `None` for a
+    /// read-only store.
+    pub(crate) fn writer_when_writable(&self) -> Option<Arc<Mutex<Connection>>> {
+        self.read_only.is_none().then(|| Arc::clone(&self.writer))
+    }
+
     fn open_reader(&self, how: &ReaderOpen) -> Result<Connection> {
         open_configured(how, &self.options)
     }

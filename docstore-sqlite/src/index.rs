@@ -14,7 +14,7 @@ use crate::error::Fail;
 use crate::rows::{self, COLUMNS};
 use crate::sql::Sql;
 use docstore::index::{CompiledIndex, IndexPlan, IndexSet, KeyRange, Step};
-use docstore::query::{CompiledFilter, CompiledQuery};
+use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
 use docstore::{Document, Error, Index, Page};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, TransactionBehavior, params};
@@ -144,6 +144,15 @@ fn recorded_in(conn: &Connection) -> Result<Recorded, Fail> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The call computing a row's key in an index whose fields' text form is `fields` (a SQL
+/// literal already): `row` is `NEW`, `OLD` or a table alias.
+fn key_sql(fields: &str, row: &str) -> String {
+    format!(
+        "{INDEX_KEY}({fields}, json({row}.data), {row}.id, {row}.created_at, \
+         {row}.updated_at, {row}.created_by, {row}.updated_by, {row}.version)"
+    )
+}
+
 /// Registers `index`, creates its triggers and writes the entries of the documents already
 /// in its collection.
 fn build(conn: &Connection, index: &Index) -> Result<(), Fail> {
@@ -153,14 +162,9 @@ fn build(conn: &Connection, index: &Index) -> Result<(), Fail> {
         params![index.collection, index.name, fields],
     )?;
     let id = conn.last_insert_rowid();
+    let update = update_trigger(id, index)?;
     let (collection, fields) = (literal(&index.collection), literal(&fields));
-    let key = |row: &str| {
-        format!(
-            "{INDEX_KEY}({fields}, json({row}.data), {row}.id, {row}.created_at, \
-             {row}.updated_at, {row}.created_by, {row}.updated_by, {row}.version)"
-        )
-    };
-    let (new, old) = (key("NEW"), key("OLD"));
+    let (new, old) = (key_sql(&fields, "NEW"), key_sql(&fields, "OLD"));
     conn.execute_batch(&format!(
         "CREATE TRIGGER docstore_index_{id}_insert AFTER INSERT ON documents
              WHEN NEW.collection = {collection} BEGIN
@@ -172,18 +176,95 @@ fn build(conn: &Connection, index: &Index) -> Result<(), Fail> {
              DELETE FROM index_entries
                  WHERE index_id = {id} AND entry_site = OLD.site AND entry_key = {old};
          END;
-         CREATE TRIGGER docstore_index_{id}_update AFTER UPDATE ON documents
-             WHEN OLD.collection = {collection} BEGIN
+         {update}
+         INSERT INTO index_entries (index_id, entry_site, entry_key, entry_id)
+             SELECT {id}, site, {key_docs}, id FROM documents AS d
+             WHERE collection = {collection};",
+        key_docs = key_sql(&fields, "d"),
+    ))?;
+    Ok(())
+}
+
+/// The `CREATE TRIGGER` of index `id`'s update trigger. It fires only when the update may
+/// have changed the document's key ([`unchanged_sql`]): computing both keys calls
+/// `docstore_index_key`, which parses the whole document twice, and most updates leave the
+/// indexed fields alone (this measured an update with 3 indexes at 3.31x one with none).
+fn update_trigger(id: i64, index: &Index) -> Result<String, Fail> {
+    let unchanged = unchanged_sql(index)?;
+    let (collection, fields) = (literal(&index.collection), literal(&fields_json(index)));
+    let (new, old) = (key_sql(&fields, "NEW"), key_sql(&fields, "OLD"));
+    Ok(format!(
+        "CREATE TRIGGER docstore_index_{id}_update AFTER UPDATE ON documents
+             WHEN OLD.collection = {collection} AND NOT ({unchanged}) BEGIN
              DELETE FROM index_entries
                  WHERE index_id = {id} AND entry_site = OLD.site AND entry_key = {old};
              INSERT INTO index_entries (index_id, entry_site, entry_key, entry_id)
                  VALUES ({id}, NEW.site, {new}, NEW.id);
-         END;
-         INSERT INTO index_entries (index_id, entry_site, entry_key, entry_id)
-             SELECT {id}, site, {key_docs}, id FROM documents AS d
-             WHERE collection = {collection};",
-        key_docs = key("d"),
-    ))?;
+         END;"
+    ))
+}
+
+/// A SQL condition true only when an update leaves every input of the document's key in
+/// `index` as it was: the site and id, each metadata field, and for each data field the
+/// whole value of its top-level member, compared as the JSON text SQLite renders (equal
+/// text, equal value; a value that renders differently but is equal only costs a
+/// recomputation). The top-level member rather than the field's own path, so that no JSON
+/// path semantics (array steps) need to match the core's. A member name SQLite's quoted
+/// path label cannot hold (`"`, `\`, a control character) makes the condition false: the
+/// key is recomputed. The name appears as a quoted SQL literal (see [`literal`]).
+fn unchanged_sql(index: &Index) -> Result<String, Fail> {
+    let mut same = vec![
+        "OLD.site IS NEW.site".to_owned(),
+        "OLD.id IS NEW.id".to_owned(),
+    ];
+    for order in &index.fields {
+        let path = FieldPath::parse(&order.field)?;
+        same.push(match &path {
+            FieldPath::Id => "1".to_owned(),
+            FieldPath::CreatedAt => "OLD.created_at IS NEW.created_at".to_owned(),
+            FieldPath::CreatedBy => "OLD.created_by IS NEW.created_by".to_owned(),
+            FieldPath::UpdatedAt => "OLD.updated_at IS NEW.updated_at".to_owned(),
+            FieldPath::UpdatedBy => "OLD.updated_by IS NEW.updated_by".to_owned(),
+            FieldPath::Version => "OLD.version IS NEW.version".to_owned(),
+            FieldPath::Data(segments) => match segments.first() {
+                Some(member)
+                    if !member
+                        .chars()
+                        .any(|c| c == '"' || c == '\\' || c.is_control()) =>
+                {
+                    let path = literal(&format!("$.\"{member}\""));
+                    format!("(OLD.data -> {path}) IS (NEW.data -> {path})")
+                }
+                _ => "0".to_owned(),
+            },
+        });
+    }
+    Ok(same.join(" AND "))
+}
+
+/// Schema version 5: replaces every recorded index's update trigger with one that skips
+/// updates leaving the key unchanged ([`update_trigger`]). Inside the migration's
+/// transaction.
+pub(crate) fn migrate_update_triggers(conn: &Connection) -> Result<(), Fail> {
+    let mut stmt = conn.prepare("SELECT id, collection, name, fields FROM indexes")?;
+    let rows = stmt.query_map([], |row| {
+        Ok((
+            row.get::<_, i64>(0)?,
+            row.get::<_, String>(1)?,
+            row.get::<_, String>(2)?,
+            row.get::<_, String>(3)?,
+        ))
+    })?;
+    for row in rows {
+        let (id, collection, name, fields) = row?;
+        let fields: Vec<String> = serde_json::from_str(&fields)
+            .map_err(|err| crate::error::corrupt(format!("index {name:?} fields: {err}")))?;
+        let index = Index::parse(collection, name, fields)?;
+        conn.execute_batch(&format!(
+            "DROP TRIGGER IF EXISTS docstore_index_{id}_update; {}",
+            update_trigger(id, &index)?
+        ))?;
+    }
     Ok(())
 }
 

@@ -123,6 +123,33 @@
 //!   SQLite only uses an expression index for a query that repeats its expression verbatim,
 //!   which would put each index's paths into the query text.
 //!
+//! - **Change feed** (schema version 4; `docs/contract.md`, "Change feed"): every committed
+//!   write inserts one row into table `changes` in its own transaction — in the write path,
+//!   right after the document's row (a copy of it, the data as stored JSONB, or the delete's
+//!   version, time from the store clock and actor) — so a refused write, a write rolled
+//!   back to its group-commit savepoint, a failed batch or a repeat recognised by its write
+//!   identity leaves none, and no committed write of any process can miss its change.
+//!   Counters, index entries and `write_ids` rows are other tables and never appear. A
+//!   change's position is its rowid: SQLite serializes writers, so positions grow in commit
+//!   order. Cursors are `sqlite:FILE.POSITION`, `FILE` a random id the migration stored in
+//!   the file: a cursor of another file is
+//!   [`Error::CursorExpired`](docstore::Error::CursorExpired). A read runs on a reader
+//!   connection in one read transaction and looks at most 10 000 positions (a scoped read
+//!   in a feed of other scopes' changes answers with `caught_up: false` and a cursor past
+//!   them). Changes older than [`SqliteOptions::feed_retention`] (7 days by default) are
+//!   pruned every minute by a thread of their own, 1 000 at a time through the writer
+//!   connection; the highest pruned position is recorded, so an older cursor is
+//!   `CursorExpired` exactly. Watchers are woken by this process's commits (a
+//!   `tokio::sync::watch` channel) and see other processes' by reading the feed's head every
+//!   [`SqliteOptions::feed_poll_interval`] (200 ms by default). A file migrated from
+//!   version 3 starts with an empty feed: writes from before the migration are not in it.
+//!   [`SqliteOptions::feed`] turns the feed off (no change rows written; reads are an
+//!   error): every process writing a file should agree, since the feed misses the writes
+//!   of processes with it off. Written in the write path rather than by triggers on
+//!   `documents`: both measured the same (a delete's trigger could not know its time and
+//!   actor), and the write path leaves the feed per store and `documents` writable from a
+//!   plain `sqlite3` shell.
+//!
 //! To inspect a database by hand use SQLite 3.45 or newer (JSONB), e.g.
 //! `SELECT id, json(data) FROM documents`. A plain `sqlite3` shell (without this library's
 //! functions) can read everything, and can write documents of collections that have no
@@ -139,6 +166,7 @@ mod batch;
 mod checkpoint;
 mod conn;
 mod error;
+mod feed;
 mod functions;
 mod index;
 mod options;
@@ -149,5 +177,8 @@ mod sql;
 mod store;
 mod write_ids;
 
-pub use options::{Durability, SqliteOptions};
+pub use options::{
+    DEFAULT_FEED_POLL_INTERVAL, DEFAULT_FEED_PRUNE_INTERVAL, DEFAULT_FEED_RETENTION, Durability,
+    SqliteOptions,
+};
 pub use store::SqliteStore;

@@ -28,6 +28,14 @@ pub enum Durability {
 ///     .with_durability(Durability::Normal)
 ///     .with_busy_timeout(Duration::from_secs(30));
 /// assert_eq!(options.durability, Durability::Normal);
+///
+/// // The change feed: keep a day of changes, look for other processes' commits every 50 ms.
+/// let options = SqliteOptions::default()
+///     .with_feed_retention(Duration::from_secs(24 * 3600))
+///     .with_feed_poll_interval(Duration::from_millis(50));
+/// assert!(options.feed);
+/// // Or no feed at all (see `SqliteOptions::feed` for what that means for other processes).
+/// assert!(!SqliteOptions::default().with_feed(false).feed);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -47,7 +55,33 @@ pub struct SqliteOptions {
     /// locked or created beside the file. A file or directory this process cannot write
     /// opens read-only anyway, and the write error names the cause.
     pub read_only: bool,
+    /// Whether writes record their changes for the change feed (default true). With `false`
+    /// this store writes no change rows (saving their cost) and
+    /// [`Driver::changes`](docstore::driver::Driver::changes) is an error saying the feed is
+    /// off. Every process writing a file should use the same setting: the feed of a file
+    /// misses the writes of processes that have it off.
+    pub feed: bool,
+    /// How long changes are kept (default [`DEFAULT_FEED_RETENTION`], 7 days): older ones are
+    /// pruned every [`SqliteOptions::feed_prune_interval`], and a cursor before a pruned
+    /// change is [`docstore::Error::CursorExpired`].
+    pub feed_retention: Duration,
+    /// How often pruning runs (default [`DEFAULT_FEED_PRUNE_INTERVAL`], 1 minute), on a
+    /// thread of its own, never inside a write's transaction.
+    pub feed_prune_interval: Duration,
+    /// How often a watcher looks for commits of other processes (default
+    /// [`DEFAULT_FEED_POLL_INTERVAL`], 200 ms); this process's commits wake it at once.
+    pub feed_poll_interval: Duration,
 }
+
+/// The default of [`SqliteOptions::feed_retention`]: 7 days.
+pub const DEFAULT_FEED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The default of [`SqliteOptions::feed_prune_interval`]: 1 minute.
+pub const DEFAULT_FEED_PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The default of [`SqliteOptions::feed_poll_interval`]: 200 ms, so a watcher sees another
+/// process's commit within 200 ms, at the cost of one indexed read per watcher per poll.
+pub const DEFAULT_FEED_POLL_INTERVAL: Duration = Duration::from_millis(200);
 
 impl Default for SqliteOptions {
     fn default() -> Self {
@@ -56,6 +90,10 @@ impl Default for SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             max_idle_readers: 4,
             read_only: false,
+            feed: true,
+            feed_retention: DEFAULT_FEED_RETENTION,
+            feed_prune_interval: DEFAULT_FEED_PRUNE_INTERVAL,
+            feed_poll_interval: DEFAULT_FEED_POLL_INTERVAL,
         }
     }
 }
@@ -82,6 +120,31 @@ impl SqliteOptions {
     /// Sets the number of idle read connections kept.
     pub fn with_max_idle_readers(mut self, max_idle_readers: usize) -> Self {
         self.max_idle_readers = max_idle_readers;
+        self
+    }
+
+    /// Turns the change feed on or off (see [`SqliteOptions::feed`]).
+    pub fn with_feed(mut self, feed: bool) -> Self {
+        self.feed = feed;
+        self
+    }
+
+    /// Sets how long changes are kept (see [`SqliteOptions::feed_retention`]).
+    pub fn with_feed_retention(mut self, retention: Duration) -> Self {
+        self.feed_retention = retention;
+        self
+    }
+
+    /// Sets how often old changes are pruned (see [`SqliteOptions::feed_prune_interval`]).
+    pub fn with_feed_prune_interval(mut self, interval: Duration) -> Self {
+        self.feed_prune_interval = interval;
+        self
+    }
+
+    /// Sets how often watchers look for other processes' commits (see
+    /// [`SqliteOptions::feed_poll_interval`]).
+    pub fn with_feed_poll_interval(mut self, interval: Duration) -> Self {
+        self.feed_poll_interval = interval;
         self
     }
 }

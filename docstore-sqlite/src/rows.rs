@@ -293,11 +293,18 @@ pub(crate) fn rewrite(
     Ok(())
 }
 
-/// Deletes the document at `key`; whether there was one.
-pub(crate) fn remove(conn: &Connection, key: &Key) -> Result<bool, Fail> {
-    let mut stmt = conn
-        .prepare_cached("DELETE FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3")?;
-    Ok(stmt.execute(params![key.site(), key.collection(), key.id()])? > 0)
+/// Deletes the document at `key`; the version it had, if there was one (for its change).
+pub(crate) fn remove(conn: &Connection, key: &Key) -> Result<Option<i64>, Fail> {
+    let mut stmt = conn.prepare_cached(
+        "DELETE FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3 \
+         RETURNING version",
+    )?;
+    let version = stmt
+        .query_row(params![key.site(), key.collection(), key.id()], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    Ok(version)
 }
 
 /// The number of documents in `site`, from the counters.

@@ -3,11 +3,13 @@
 
 use crate::conn::{Connections, blocking};
 use crate::error::Fail;
+use crate::feed::{Feed, PruneSettings, Pruner};
 use crate::options::SqliteOptions;
 use crate::{query, rows, write_ids};
 use async_trait::async_trait;
 use docstore::batch::{CheckedBatch, WriteOutcome};
 use docstore::driver::{Driver, Origin};
+use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::query::CompiledQuery;
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions, WriteId,
@@ -31,6 +33,8 @@ pub(crate) struct Inner {
     pub(crate) options: StoreOptions,
     /// The declared indexes that are built and may be read.
     indexes: crate::index::Indexes,
+    /// The change feed's settings and this process's watchers' wake-up channel.
+    feed: Feed,
 }
 
 impl SqliteStore {
@@ -75,16 +79,30 @@ impl SqliteStore {
         Self::from_parts(conns, options)
     }
 
-    /// Checks the declared indexes against the file and builds the missing ones.
+    /// Checks the declared indexes against the file and builds the missing ones; reads the
+    /// feed's file id and starts pruning the feed (a writable store with the feed on).
     fn from_parts(conns: Connections, options: StoreOptions) -> Result<Self> {
-        let indexes = conns.with_writer(|conn, writable| {
-            crate::index::prepare(conn, &options.indexes, writable)
+        let (indexes, file_id) = conns.with_writer(|conn, writable| {
+            let indexes = crate::index::prepare(conn, &options.indexes, writable)?;
+            Ok((indexes, crate::feed::file_id(conn)?))
         })?;
+        let sqlite = conns.options().clone();
+        let feed = Feed::new(sqlite.feed, file_id, sqlite.feed_poll_interval);
+        if let (true, Some(writer)) = (sqlite.feed, conns.writer_when_writable()) {
+            feed.start_pruning(Pruner::start(PruneSettings {
+                writer,
+                clock: Arc::clone(&options.clock),
+                retention: sqlite.feed_retention,
+                interval: sqlite.feed_prune_interval,
+                busy_timeout: sqlite.busy_timeout,
+            }));
+        }
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 conns,
                 options,
                 indexes,
+                feed,
             }),
         })
     }
@@ -114,7 +132,20 @@ impl SqliteStore {
         self.write_as(op, false).await
     }
 
+    /// [`SqliteStore::write_in`], then wakes this process's feed watchers after a commit.
     async fn write_as<T: Send + 'static>(
+        &self,
+        op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
+        on_this_thread: bool,
+    ) -> Result<T> {
+        let result = self.write_in(op, on_this_thread).await;
+        if result.is_ok() {
+            self.inner.feed.committed();
+        }
+        result
+    }
+
+    async fn write_in<T: Send + 'static>(
         &self,
         mut op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
         on_this_thread: bool,
@@ -179,8 +210,34 @@ impl SqliteStore {
 }
 
 impl Inner {
-    fn now(&self) -> i64 {
+    pub(crate) fn now(&self) -> i64 {
         self.options.clock.now()
+    }
+
+    /// Records the change of the write that just left the document at `key` (feed on).
+    fn log_stored(&self, conn: &Connection, key: &Key, kind: ChangeKind) -> Result<(), Fail> {
+        if !self.feed.enabled {
+            return Ok(());
+        }
+        crate::feed::log_stored(conn, key, kind, self.now())
+    }
+
+    /// Deletes the document at `key`, recording the change (at `now`, by `actor`); whether
+    /// there was one.
+    pub(crate) fn remove(
+        &self,
+        conn: &Connection,
+        key: &Key,
+        actor: &str,
+        now: i64,
+    ) -> Result<bool, Fail> {
+        let Some(version) = rows::remove(conn, key)? else {
+            return Ok(false);
+        };
+        if self.feed.enabled {
+            crate::feed::log_deleted(conn, key, version, now, actor)?;
+        }
+        Ok(true)
     }
 
     /// With a quota, a taken id must be `AlreadyExists` before the quota is looked at, so
@@ -212,6 +269,7 @@ impl Inner {
         self.check_quota(conn, key.site())?;
         let doc = Document::first(key.id(), Data::new(), actor, self.now());
         rows::insert(conn, key, &doc, text)?;
+        self.log_stored(conn, key, ChangeKind::Created)?;
         Ok(doc)
     }
 
@@ -240,7 +298,8 @@ impl Inner {
     ) -> Result<(), Fail> {
         self.check_absent(conn, key)?;
         self.check_quota(conn, key.site())?;
-        rows::insert(conn, key, metadata, text)
+        rows::insert(conn, key, metadata, text)?;
+        self.log_stored(conn, key, ChangeKind::Created)
     }
 
     /// Writes `data` as the next version of `current`.
@@ -256,6 +315,7 @@ impl Inner {
         current.data = data;
         current.stamp_next(actor, self.now());
         rows::rewrite(conn, key, &current, text)?;
+        self.log_stored(conn, key, ChangeKind::Updated)?;
         Ok(current)
     }
 
@@ -283,7 +343,10 @@ impl Inner {
                 limit,
             }
             .into()),
-            Some(merged) => Ok(merged),
+            Some(merged) => {
+                self.log_stored(conn, key, ChangeKind::Updated)?;
+                Ok(merged)
+            }
             None => match rows::version(conn, key)? {
                 None => Err(Error::not_found(key).into()),
                 Some(current) if expected_version.is_some_and(|v| v != current) => {
@@ -324,16 +387,18 @@ impl Inner {
     }
 }
 
-/// Removes the document at `key` (if at `expected_version`); `Ok(false)` when there is none.
-/// A delete with a caller identity `id` is recorded on the key; one repeating a recorded
-/// delete answers `Ok(true)` and removes nothing.
+/// Removes the document at `key` (if at `expected_version`) for `origin`'s actor;
+/// `Ok(false)` when there is none. A delete with a caller identity `id` is recorded on the
+/// key; one repeating a recorded delete answers `Ok(true)` and removes nothing (and records
+/// no change).
 fn remove_once(
+    inner: &Inner,
     conn: &Connection,
     key: &Key,
     expected_version: Option<u64>,
-    id: Option<&WriteId>,
-    now: i64,
+    (id, actor): (Option<&WriteId>, &str),
 ) -> Result<bool, Fail> {
+    let now = inner.now();
     let kept = match id {
         Some(_) => write_ids::kept(conn, key)?,
         None => None,
@@ -353,7 +418,7 @@ fn remove_once(
             return Err(Error::Conflict { current }.into());
         }
     }
-    let removed = rows::remove(conn, key)?;
+    let removed = inner.remove(conn, key, actor, now)?;
     if let Some(id) = id
         && removed
     {
@@ -471,9 +536,11 @@ impl Driver for SqliteStore {
         origin: Origin<'_>,
     ) -> Result<bool> {
         let (owned_key, id) = (key.clone(), origin.write_id.cloned());
+        let actor = origin.actor.to_owned();
         let deleted = self
             .write(move |inner, conn| {
-                remove_once(conn, &owned_key, expected_version, id.as_ref(), inner.now())
+                let call = (id.as_ref(), actor.as_str());
+                remove_once(inner, conn, &owned_key, expected_version, call)
             })
             .await?;
         docstore::driver::delete_answer(key, expected_version, deleted)
@@ -608,20 +675,43 @@ impl Driver for SqliteStore {
         .await
     }
 
-    /// The feed is not built yet on this backend (in progress): every read says so.
+    /// One read transaction on a reader connection (never waiting for the writer): see the
+    /// `feed` module for positions, cursors and retention.
     async fn changes(
         &self,
-        _scope: &docstore::feed::FeedScope,
-        _start: &docstore::FeedStart,
-        _limit: usize,
-    ) -> Result<docstore::feed::ChangePage> {
-        Err(docstore::Error::Backend {
-            message: "the change feed is not available on this backend yet".into(),
-            source: None,
-        })
+        scope: &FeedScope,
+        start: &FeedStart,
+        limit: usize,
+    ) -> Result<ChangePage> {
+        if !self.inner.feed.enabled {
+            return Err(Feed::off());
+        }
+        docstore::feed::check_page_size(limit)?;
+        let inner = Arc::clone(&self.inner);
+        let (scope, start) = (scope.clone(), start.clone());
+        self.read(move |conn| inner.feed.page(conn, &scope, &start, limit))
+            .await
     }
 
-    async fn wait_for_changes(&self, _after: &docstore::ChangeCursor) -> Result<()> {
-        Ok(())
+    /// Woken at once by this process's commits; another process's are seen by reading the
+    /// feed's head every [`SqliteOptions::feed_poll_interval`] (200 ms by default).
+    async fn wait_for_changes(&self, after: &ChangeCursor) -> Result<()> {
+        let feed = &self.inner.feed;
+        if !feed.enabled {
+            return Err(Feed::off());
+        }
+        // A cursor the read that follows refuses: let it say why.
+        let Ok(position) = feed.position(after) else {
+            return Ok(());
+        };
+        // Subscribed before the head is read, so a commit in between still wakes the wait.
+        let mut commits = feed.subscribe();
+        loop {
+            if self.read(crate::feed::head).await? > position {
+                return Ok(());
+            }
+            // Either way the head is read again: a timeout is the poll for other processes.
+            let _ = tokio::time::timeout(feed.poll_interval, commits.changed()).await;
+        }
     }
 }

@@ -83,6 +83,11 @@ pub enum Backend {
 ///     toml_like(r#"{"path": "app.db", "synchronous": "normal", "busy_timeout_ms": 30000}"#);
 /// assert_eq!(sqlite.synchronous, docstore::config::Synchronous::Normal);
 /// assert_eq!(sqlite.busy_timeout_ms, 30_000);
+/// // The change feed: on, kept 7 days, other processes' commits looked for every 200 ms.
+/// assert!(sqlite.feed);
+/// assert_eq!((sqlite.feed_retention_hours, sqlite.feed_poll_ms), (168, 200));
+/// let off: docstore::config::SqliteConfig = toml_like(r#"{"path": "a.db", "feed": false}"#);
+/// assert!(!off.feed);
 /// # fn toml_like<T: serde::de::DeserializeOwned>(json: &str) -> T { serde_json::from_str(json).unwrap() }
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,6 +103,33 @@ pub struct SqliteConfig {
     /// before it is `Unavailable` (default 5 000).
     #[serde(default = "default_busy_timeout_ms")]
     pub busy_timeout_ms: u64,
+    /// `database.sqlite.feed`: whether writes record their changes for the change feed
+    /// (default `true`; with `false` reading the feed is an error, and every process writing
+    /// the file should say the same, or the feed misses the writes of those with it off).
+    #[serde(default = "default_true")]
+    pub feed: bool,
+    /// `database.sqlite.feed_retention_hours`: how long changes are kept before pruning
+    /// (default 168, 7 days); a cursor older than that is `CursorExpired`.
+    #[serde(default = "default_sqlite_feed_retention_hours")]
+    pub feed_retention_hours: u64,
+    /// `database.sqlite.feed_poll_ms`: how often a watcher looks for other processes'
+    /// commits, in milliseconds (default 200; this process's commits wake it at once).
+    #[serde(default = "default_sqlite_feed_poll_ms")]
+    pub feed_poll_ms: u64,
+}
+
+/// The default of [`SqliteConfig::feed_retention_hours`]: 7 days.
+pub const DEFAULT_SQLITE_FEED_RETENTION_HOURS: u64 = 7 * 24;
+
+/// The default of [`SqliteConfig::feed_poll_ms`].
+pub const DEFAULT_SQLITE_FEED_POLL_MS: u64 = 200;
+
+fn default_sqlite_feed_retention_hours() -> u64 {
+    DEFAULT_SQLITE_FEED_RETENTION_HOURS
+}
+
+fn default_sqlite_feed_poll_ms() -> u64 {
+    DEFAULT_SQLITE_FEED_POLL_MS
 }
 
 /// The default of [`SqliteConfig::busy_timeout_ms`].
@@ -114,6 +146,9 @@ impl SqliteConfig {
             path: path.into(),
             synchronous: Synchronous::default(),
             busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
+            feed: true,
+            feed_retention_hours: DEFAULT_SQLITE_FEED_RETENTION_HOURS,
+            feed_poll_ms: DEFAULT_SQLITE_FEED_POLL_MS,
         }
     }
 }
