@@ -60,6 +60,10 @@ impl<H: Harness> Harness for WithIndexes<H> {
     fn capabilities(&self) -> Capabilities {
         self.0.capabilities()
     }
+
+    async fn expired_feed(&self) -> Option<(Store, docstore::ChangeCursor)> {
+        self.0.expired_feed().await
+    }
 }
 
 #[cfg(test)]

@@ -47,6 +47,14 @@ pub trait Harness: Send + Sync {
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
     }
+
+    /// A store whose change feed has already dropped the change after the returned cursor
+    /// (its retention shortened or run out for the test), for the `changes` family's
+    /// expired-cursor case; `None` when a test cannot reach the backend's retention — the
+    /// harness says why in its docs.
+    async fn expired_feed(&self) -> Option<(Store, docstore::ChangeCursor)> {
+        None
+    }
 }
 
 /// Differences the contract allows between backends.
@@ -60,6 +68,10 @@ pub struct Capabilities {
     /// a servable query. Default `false`: a backend may still answer every query by its scan
     /// path (the answers must be the same either way; only `explain` differs).
     pub secondary_indexes: bool,
+    /// The change feed gives changes of different documents in commit order (memory,
+    /// SQLite). When false (DynamoDB Streams: per-shard order), only each document's own
+    /// changes are ordered.
+    pub feed_commit_order: bool,
 }
 
 impl Default for Capabilities {
@@ -67,6 +79,7 @@ impl Default for Capabilities {
         Capabilities {
             knows_last_page: true,
             secondary_indexes: false,
+            feed_commit_order: true,
         }
     }
 }
@@ -81,6 +94,12 @@ impl Capabilities {
     /// Sets [`Capabilities::secondary_indexes`].
     pub fn with_secondary_indexes(mut self, serves: bool) -> Self {
         self.secondary_indexes = serves;
+        self
+    }
+
+    /// Sets [`Capabilities::feed_commit_order`].
+    pub fn with_feed_commit_order(mut self, ordered: bool) -> Self {
+        self.feed_commit_order = ordered;
         self
     }
 }
@@ -119,6 +138,17 @@ macro_rules! index_suite {
 macro_rules! __contract_cases {
     ($harness:expr) => {
         $crate::__stamp_cases! { $harness;
+            changes: [
+                each_write_kind_gives_one_change,
+                refused_writes_give_no_change,
+                a_batch_gives_each_of_its_writes,
+                each_documents_changes_come_in_version_order,
+                a_cursor_resumes_without_gap_or_duplicate,
+                watch_wakes_on_a_new_write,
+                a_feed_shows_only_its_scope,
+                bad_and_expired_cursors_are_errors,
+                a_replica_from_the_feed_equals_the_source,
+            ],
             batches: [
                 batch_applies_every_kind,
                 empty_batch_does_nothing,

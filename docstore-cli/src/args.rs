@@ -84,6 +84,16 @@ pub enum OnExisting {
     Fail,
 }
 
+/// Where `watch` starts without --after.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum FeedFrom {
+    /// The oldest change the store keeps.
+    Start,
+    /// The end of the feed: only changes committed from now on.
+    #[default]
+    Now,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -209,6 +219,11 @@ pub enum Command {
         on_existing: OnExisting,
     },
     /// Copy the site's documents, metadata included, to another store.
+    ///
+    /// With --follow, a live migration: the site's change feed is read from before the copy
+    /// starts, and after the copy every change is applied to the destination until Ctrl-C (or
+    /// --until-idle); then every document's version is compared in both stores (exit code 10
+    /// when one differs).
     Copy {
         /// The destination store URL.
         #[arg(long)]
@@ -216,6 +231,38 @@ pub enum Command {
         /// Only these collections (repeatable); all when absent.
         #[arg(long)]
         collection: Vec<String>,
+        /// After the copy, apply the source's changes to the destination until Ctrl-C, then
+        /// verify.
+        #[arg(long)]
+        follow: bool,
+        /// With --follow: stop once the feed has had nothing new for 2 seconds.
+        #[arg(long, requires = "follow")]
+        until_idle: bool,
+    },
+    /// Print the site's changes (or one collection's) as they are committed: one JSON object
+    /// per change with its "cursor", "kind" (created, updated, deleted), "site",
+    /// "collection", "id", "version", "time", "actor" and "document" (null for a delete).
+    /// Waits for new changes until Ctrl-C (or --until-idle); a closed pipe ends it quietly.
+    /// Resume after the last change handled with --after CURSOR: nothing lost or repeated.
+    Watch {
+        /// Only this collection.
+        collection: Option<String>,
+        /// Start after this change (its "cursor").
+        #[arg(long, value_name = "CURSOR", conflicts_with = "from")]
+        after: Option<String>,
+        /// Start at the oldest change the store keeps (start) or at the end of the feed
+        /// (now).
+        #[arg(long, value_enum, default_value_t = FeedFrom::Now)]
+        from: FeedFrom,
+        /// Every site's changes (the whole store) instead of the --site site's.
+        #[arg(long, conflicts_with = "collection")]
+        all_sites: bool,
+        /// One change per line (JSON Lines), also on a terminal.
+        #[arg(long)]
+        jsonl: bool,
+        /// Stop once the feed has had nothing new for 2 seconds, instead of waiting.
+        #[arg(long)]
+        until_idle: bool,
     },
     /// Check the site's collection counters against its documents and print every difference
     /// as a JSON line; exit code 12 when there were differences and --repair was not given.

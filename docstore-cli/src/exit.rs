@@ -20,6 +20,7 @@ Exit codes:
   10  import/copy finished but skipped some documents or lines (see \"skipped\")
   11  partial answer: the store stopped reading early (exhausted_scan); see --allow-partial
   12  fsck found counters that disagree with the documents (and --repair was not given)
+  13  the change cursor is older than what the store keeps of its feed (resync, then --from now)
 A closed standard output (e.g. `docstore export | head -1`) ends the command quietly with 0.";
 
 /// A failed command: what to print and which exit code to end with.
@@ -89,6 +90,7 @@ pub fn code_of(err: &Error) -> i32 {
         Error::Unavailable { .. } => 9,
         Error::Batch { source, .. } => code_of(source),
         Error::PartialAnswer(_) => 11,
+        Error::CursorExpired(_) => 13,
         _ => 1,
     }
 }

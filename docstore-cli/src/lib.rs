@@ -12,11 +12,13 @@ pub mod args;
 mod batch;
 mod exit;
 mod indexes;
+mod live_copy;
 mod output;
 mod record;
 mod run;
 mod timefmt;
 mod transfer;
+mod watch;
 
 pub use exit::{CliError, EXIT_CODES_HELP};
 pub use run::run;

@@ -59,6 +59,14 @@ impl Out {
         value
     }
 
+    /// A timestamp as a JSON value in the chosen format.
+    pub(crate) fn time_value(&self, nanos: i64) -> Value {
+        match self.time {
+            TimeFormat::Ns => Value::from(nanos),
+            TimeFormat::Rfc3339 => Value::String(timefmt::format_rfc3339(nanos)),
+        }
+    }
+
     /// Prints one JSON value on its own line(s).
     pub fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CliError> {
         let text = self.text(value);

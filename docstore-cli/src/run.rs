@@ -1,14 +1,17 @@
 //! Running one parsed command line.
 
-use crate::args::{Cli, Command, DEFAULT_SITE, DEFAULT_STORE, STORE_ENV};
+use crate::args::{Cli, Command, DEFAULT_SITE, DEFAULT_STORE, FeedFrom, STORE_ENV};
 use crate::exit::CliError;
+use crate::live_copy;
 use crate::output::Out;
 use crate::timefmt;
 use crate::transfer::{self, ImportOptions, Summary};
+use crate::watch::{self, Until};
 use docstore::config::{Backend, Config};
 use docstore::document::MAX_DEPTH;
+use docstore::feed::FeedScope;
 use docstore::json;
-use docstore::{Data, Filter, Key, Query, RecountMode, Store};
+use docstore::{ChangeCursor, Data, FeedStart, Filter, Key, Query, RecountMode, Store};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::io::{BufReader, IsTerminal, Read};
@@ -221,15 +224,64 @@ async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Res
             let summary = transfer::import(store, &mut reader, &options).await?;
             finish(summary, out)?;
         }
-        Command::Copy { to, collection } => {
+        Command::Copy {
+            to,
+            collection,
+            follow,
+            until_idle,
+        } => {
             let to = docstore_any::parse_url(&to)?;
             if to.backend == Backend::Memory {
                 warn_memory("the --to store");
             }
             let destination = docstore_any::open(&to).await?;
             let in_flight = transfer::batches_in_flight(to.max_docs_per_site);
-            let summary = transfer::copy(store, &destination, site, &collection, in_flight).await?;
-            finish(summary, out)?;
+            if follow {
+                let until = if until_idle {
+                    Until::Idle
+                } else {
+                    Until::Interrupted
+                };
+                let live = live_copy::copy_and_follow(
+                    store,
+                    &destination,
+                    site,
+                    &collection,
+                    in_flight,
+                    until,
+                )
+                .await?;
+                finish_live_copy(live, out)?;
+            } else {
+                let summary =
+                    transfer::copy(store, &destination, site, &collection, in_flight).await?;
+                finish(summary, out)?;
+            }
+        }
+        Command::Watch {
+            collection,
+            after,
+            from,
+            all_sites,
+            jsonl,
+            until_idle,
+        } => {
+            let scope = match (&collection, all_sites) {
+                (_, true) => FeedScope::whole_store(),
+                (Some(collection), false) => FeedScope::collection(site, collection)?,
+                (None, false) => FeedScope::site(site)?,
+            };
+            let start = match (after, from) {
+                (Some(cursor), _) => FeedStart::After(ChangeCursor::parse(&cursor)?),
+                (None, FeedFrom::Start) => FeedStart::Oldest,
+                (None, FeedFrom::Now) => FeedStart::Now,
+            };
+            let until = if until_idle {
+                Until::Idle
+            } else {
+                Until::Interrupted
+            };
+            watch::watch(store, &scope, start, until, jsonl, out).await?;
         }
         Command::Fsck { repair } => {
             let mode = if repair {
@@ -685,6 +737,32 @@ fn finish(summary: Summary, out: &mut Out) -> Result<(), CliError> {
             ),
         ))
     }
+}
+
+/// Prints a live copy's summary; exit code 10 when documents were skipped or differ.
+fn finish_live_copy(live: live_copy::LiveCopy, out: &mut Out) -> Result<(), CliError> {
+    out.value(&live)?;
+    let mismatched = live.mismatched.len() as u64 + live.more_mismatched;
+    eprintln!(
+        "imported {}, already present {}, skipped {}; followed {} changes; verified {} \
+         documents, {mismatched} differ",
+        live.copy.imported,
+        live.copy.already_present,
+        live.copy.skipped.len(),
+        live.followed,
+        live.verified,
+    );
+    if mismatched > 0 || !live.copy.skipped.is_empty() {
+        return Err(CliError::new(
+            10,
+            format!(
+                "{mismatched} documents differ between the stores and {} were skipped (see \
+                 \"mismatched\" and \"skipped\")",
+                live.copy.skipped.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 async fn create_table(config: &Config, out: &mut Out) -> Result<(), CliError> {

@@ -133,12 +133,10 @@ impl Feed {
         let first = usize::try_from(after - pruned_through).unwrap_or(usize::MAX);
         let mut changes = Vec::new();
         let mut last = after;
-        let mut scanned = 0;
-        for entry in log.entries.iter().skip(first) {
-            if changes.len() == limit || scanned == MAX_SCANNED {
+        for entry in log.entries.iter().skip(first).take(MAX_SCANNED) {
+            if changes.len() == limit {
                 break;
             }
-            scanned += 1;
             last = entry.position;
             if scope.contains(&entry.key) {
                 changes.push(self.change(entry));

@@ -160,18 +160,19 @@ impl MemoryStore {
     /// [`Error::CursorExpired`].
     ///
     /// ```
-    /// use docstore::{Error, FeedStart, Key, Store};
+    /// use docstore::{Error, FeedStart, Key, Store, feed::FeedScope};
     /// use docstore_memory::MemoryStore;
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let store = Store::new(MemoryStore::new().with_feed_retention(2));
-    /// let first = store.changes(&FeedStart::Now, 1).await?.next;
+    /// let all = FeedScope::whole_store();
+    /// let first = store.changes(&all, &FeedStart::Now, 1).await?.next;
     /// for id in ["a", "b", "c"] {
     ///     store.create(&Key::new("acme", "notes", id)?, docstore::Data::new(), "ann").await?;
     /// }
-    /// let expired = store.changes(&FeedStart::After(first), 10).await;
+    /// let expired = store.changes(&all, &FeedStart::After(first), 10).await;
     /// assert!(matches!(expired, Err(Error::CursorExpired(_))));
-    /// assert_eq!(store.changes(&FeedStart::Oldest, 10).await?.changes.len(), 2);
+    /// assert_eq!(store.changes(&all, &FeedStart::Oldest, 10).await?.changes.len(), 2);
     /// # Ok::<(), docstore::Error>(())
     /// # }).unwrap();
     /// ```
@@ -793,6 +794,18 @@ mod tests {
 
         fn capabilities(&self) -> conformance_tests::Capabilities {
             conformance_tests::Capabilities::default().with_secondary_indexes(true)
+        }
+
+        /// A store keeping one change, past which the first of two writes falls.
+        async fn expired_feed(&self) -> Option<(docstore::Store, ChangeCursor)> {
+            let store = docstore::Store::new(MemoryStore::new().with_feed_retention(1));
+            let all = docstore::feed::FeedScope::whole_store();
+            let start = store.changes(&all, &FeedStart::Now, 1).await.unwrap().next;
+            for id in ["a", "b"] {
+                let key = Key::new("s", "c", id).unwrap();
+                store.create(&key, Data::new(), "").await.unwrap();
+            }
+            Some((store, start))
         }
     }
 }

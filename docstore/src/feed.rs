@@ -143,7 +143,11 @@ impl ChangeCursor {
             return bad("it holds spaces or control characters");
         }
         match text.split_once(':') {
-            Some((tag, _)) if !tag.is_empty() && tag.bytes().all(|b| b.is_ascii_lowercase()) => {
+            Some((tag, position))
+                if !tag.is_empty()
+                    && !position.is_empty()
+                    && tag.bytes().all(|b| b.is_ascii_lowercase()) =>
+            {
                 Ok(ChangeCursor(text.to_owned()))
             }
             _ => bad("not a cursor a store wrote"),

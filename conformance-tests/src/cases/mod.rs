@@ -7,6 +7,7 @@
 //! is that of the merged result); `AlreadyExists` before `QuotaExceeded`.
 
 pub mod batches;
+pub mod changes;
 pub mod concurrency;
 pub mod conditional;
 pub mod counters;

@@ -68,14 +68,6 @@ impl<'a, R: 'a> WriteCall<'a, R> {
     }
 }
 
-impl<'a, R: 'a> WriteCall<'a, R> {
-    /// Gives the write `write_id` when there is one (a call that passes its own on).
-    pub(crate) fn with_id(mut self, write_id: Option<WriteId>) -> Self {
-        self.write_id = write_id;
-        self
-    }
-}
-
 impl<'a, R: 'a> IntoFuture for WriteCall<'a, R> {
     type Output = Result<R>;
     type IntoFuture = BoxFuture<'a, Result<R>>;

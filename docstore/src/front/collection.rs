@@ -454,8 +454,8 @@ where
     pub fn delete(&self, id: &str) -> WriteCall<'_, bool> {
         let key = self.key(id);
         WriteCall::new(move |write_id| async move {
-            let key = key?;
-            self.store().delete(&key).with_id(write_id).await
+            let origin = Origin::with(self.site.actor(), &write_id);
+            self.store().delete_with(&key?, None, origin).await
         })
     }
 
@@ -464,11 +464,12 @@ where
     pub fn delete_if(&self, id: &str, expected_version: u64) -> WriteCall<'_, ()> {
         let key = self.key(id);
         WriteCall::new(move |write_id| async move {
+            let origin = Origin::with(self.site.actor(), &write_id);
             let key = key?;
-            self.store()
-                .delete_if(&key, expected_version)
-                .with_id(write_id)
-                .await
+            let deleted = self
+                .store()
+                .delete_with(&key, Some(expected_version), origin);
+            deleted.await.map(drop)
         })
     }
 

@@ -17,17 +17,21 @@ use std::task::{Context, Poll};
 
 impl Store {
     /// Reads at most `limit` (1 to [`MAX_CHANGE_PAGE`](crate::feed::MAX_CHANGE_PAGE))
-    /// changes of the whole store after `start`: the feed maintenance tools follow (copy,
-    /// backups). Apps read their [`Site`](super::Site)'s feed.
-    pub async fn changes(&self, start: &FeedStart, limit: usize) -> Result<ChangePage> {
-        self.scoped_changes(&FeedScope::whole_store(), start, limit)
-            .await
+    /// changes of `scope` after `start` — the whole store ([`FeedScope::whole_store`]) for
+    /// the tools that follow every site (copy, backups). Apps read their
+    /// [`Site`](super::Site)'s feed, which cannot reach another site.
+    pub async fn changes(
+        &self,
+        scope: &FeedScope,
+        start: &FeedStart,
+        limit: usize,
+    ) -> Result<ChangePage> {
+        self.scoped_changes(scope, start, limit).await
     }
 
-    /// Every change of the whole store from `start`, waiting for new ones: see
-    /// [`ChangeStream`].
-    pub fn watch(&self, start: FeedStart) -> ChangeStream {
-        ChangeStream::new(self.clone(), FeedScope::whole_store(), start)
+    /// Every change of `scope` from `start`, waiting for new ones: see [`ChangeStream`].
+    pub fn watch(&self, scope: FeedScope, start: FeedStart) -> ChangeStream {
+        ChangeStream::new(self.clone(), scope, start)
     }
 
     /// A page of `scope`'s changes. The front end drops any change outside the scope a
@@ -54,9 +58,9 @@ impl Store {
     /// replaying a change twice changes nothing the second time.
     ///
     /// ```
-    /// use futures_util::TryStreamExt;
-    /// # async fn demo(source: &docstore::Store, replica: &docstore::Store) -> docstore::Result<()> {
-    /// let page = source.changes(&docstore::FeedStart::Oldest, 100).await?;
+    ///     /// # async fn demo(source: &docstore::Store, replica: &docstore::Store) -> docstore::Result<()> {
+    /// let everything = docstore::feed::FeedScope::whole_store();
+    /// let page = source.changes(&everything, &docstore::FeedStart::Oldest, 100).await?;
     /// for change in &page.changes {
     ///     replica.replay(change).await?;
     /// }

@@ -220,20 +220,33 @@ impl Store {
             .await
     }
 
-    /// Deletes a document; `true` when there was one.
+    /// Deletes a document; `true` when there was one. The change feed reports the delete
+    /// with an empty actor (a [`Collection`]'s delete carries its site's actor).
     pub fn delete<'a>(&'a self, key: &'a Key) -> WriteCall<'a, bool> {
-        WriteCall::new(move |id| async move {
-            self.driver.delete(key, None, Origin::with("", &id)).await
-        })
+        WriteCall::new(
+            move |id| async move { self.delete_with(key, None, Origin::with("", &id)).await },
+        )
     }
 
     /// Deletes a document if it is still at `expected_version`.
     pub fn delete_if<'a>(&'a self, key: &'a Key, expected_version: u64) -> WriteCall<'a, ()> {
         WriteCall::new(move |id| async move {
             let origin = Origin::with("", &id);
-            let deleted = self.driver.delete(key, Some(expected_version), origin);
-            deleted.await.map(drop)
+            self.delete_with(key, Some(expected_version), origin)
+                .await
+                .map(drop)
         })
+    }
+
+    /// `delete` (`expected_version: None`) and `delete_if`, by `origin`'s actor.
+    pub(crate) async fn delete_with(
+        &self,
+        key: &Key,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<bool> {
+        validate_actor(origin.actor)?;
+        self.driver.delete(key, expected_version, origin).await
     }
 
     /// Writes `document` exactly as given — data, timestamps, actors and version — when no
