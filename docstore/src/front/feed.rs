@@ -58,7 +58,7 @@ impl Store {
     /// replaying a change twice changes nothing the second time.
     ///
     /// ```
-    ///     /// # async fn demo(source: &docstore::Store, replica: &docstore::Store) -> docstore::Result<()> {
+    /// # async fn demo(source: &docstore::Store, replica: &docstore::Store) -> docstore::Result<()> {
     /// let everything = docstore::feed::FeedScope::whole_store();
     /// let page = source.changes(&everything, &docstore::FeedStart::Oldest, 100).await?;
     /// for change in &page.changes {
@@ -149,8 +149,8 @@ impl Follow {
 /// Reads [`WATCH_PAGE`] changes at a time, so memory stays bounded. Each change carries its
 /// [`cursor`](Change::cursor): keep the last one handled, and a new stream started
 /// [`FeedStart::After`] it — in this process or another, after a restart — goes on with the
-/// next change, none lost or repeated. A failed read ([`Error::Unavailable`],
-/// [`Error::CursorExpired`]) is an error item; the stream reads again if polled after it.
+/// next change, none lost or repeated. A failed read ([`Error::Unavailable`](crate::Error::Unavailable),
+/// [`Error::CursorExpired`](crate::Error::CursorExpired)) is an error item; the stream reads again if polled after it.
 ///
 /// ```
 /// use futures_util::TryStreamExt;
@@ -247,7 +247,7 @@ impl<T: DeserializeOwned + 'static> TypedChange<T> {
 /// The typed form of a page of changes: [`ChangePage`] with each change decoded.
 #[derive(Debug)]
 pub struct TypedChangePage<T> {
-    /// The collection's changes, oldest first, each decoded — or [`Error::Decode`] naming
+    /// The collection's changes, oldest first, each decoded — or [`Error::Decode`](crate::Error::Decode) naming
     /// the key of a document that does not fit `T` (the page goes on after it).
     pub changes: Vec<Result<TypedChange<T>>>,
     /// Where the next read starts.
