@@ -1,0 +1,316 @@
+//! What the SQLite change feed costs and delivers, in one run (the figures in
+//! `docs/benchmarks.md`, "Change feed (SQLite)"):
+//!
+//! 1. **Write cost of the feed**: single `create` then `update` calls (a merge patch of 3
+//!    fields) of ~1 KB documents, with the feed on and off, for both durabilities; runs of
+//!    each setting alternate so that drift hits both. Goal: on / off ≤ 1.15×.
+//! 2. **Update cost of declared indexes**: updates not touching an indexed field, in a
+//!    collection with 0 and with 3 declared indexes (feed on, `Normal`). Goal: ≤ 2×.
+//! 3. **Feed read throughput**: the whole feed read in pages of 1 000, store-wide and for one
+//!    site among ten.
+//! 4. **Commit-to-watch latency**: from the start of a write call to a `watch` stream
+//!    yielding its change — in the same store (woken by the commit) and in a second store on
+//!    the same file (another process's view: found by polling, 200 ms by default).
+//!
+//! ```sh
+//! cargo run --release -p docstore-bench --bin feed_cost
+//! ```
+
+use clap::Parser;
+use docstore::feed::FeedStart;
+use docstore::{Data, Index, IndexSet, Key, Store, StoreOptions};
+use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
+use futures_util::StreamExt;
+use serde_json::json;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The feed's write cost, index update cost, read throughput and watch latency.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Writes per run with `synchronous=NORMAL` (creates, then as many updates).
+    #[arg(long, default_value_t = 5_000)]
+    normal_writes: usize,
+    /// Writes per run with `synchronous=FULL` (each waits for an fsync).
+    #[arg(long, default_value_t = 500)]
+    full_writes: usize,
+    /// Runs of each setting (alternating on and off).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Changes in the feed that is read.
+    #[arg(long, default_value_t = 50_000)]
+    feed_changes: usize,
+    /// Writes whose watch latency is measured (each path).
+    #[arg(long, default_value_t = 300)]
+    watched: usize,
+}
+
+const SITE: &str = "bench";
+const COLLECTION: &str = "docs";
+/// Sites the feed that is read spreads its changes over.
+const SITES: usize = 10;
+/// The page size of feed reads (the feed's maximum).
+const PAGE: usize = docstore::feed::MAX_CHANGE_PAGE;
+
+fn key(collection: &str, n: usize) -> Key {
+    Key::new(SITE, collection, format!("doc-{n:07}")).expect("a valid key")
+}
+
+/// A ~1 KB document with the fields the indexes read.
+fn document(n: usize) -> Data {
+    let status = ["open", "closed", "pending"][n % 3];
+    docstore::object(json!({
+        "status": status,
+        "score": (n * 7919) % 1000,
+        "category": format!("c{}", n % 20),
+        "priority": n % 100,
+        "owner": format!("user{}", n % 50),
+        "title": format!("document {n}"),
+        "body": "lorem ipsum dolor sit amet ".repeat(30),
+        "counter": 0,
+    }))
+    .expect("an object")
+}
+
+/// A patch of 3 fields no index reads.
+fn patch(n: usize) -> Data {
+    docstore::object(json!({"counter": n, "title": format!("updated {n}"), "seen": true}))
+        .expect("an object")
+}
+
+fn open(path: &Path, durability: Durability, feed: bool, indexes: Vec<Index>) -> Store {
+    let options = StoreOptions::default().with_indexes(IndexSet::new(indexes).expect("indexes"));
+    let sqlite = SqliteOptions::default()
+        .with_durability(durability)
+        .with_feed(feed);
+    Store::new(SqliteStore::open_with(path, options, sqlite).expect("open"))
+}
+
+/// Mean µs per create and per update of `writes` documents in `collection`.
+async fn write_costs(store: &Store, collection: &str, writes: usize) -> (f64, f64) {
+    let start = Instant::now();
+    for n in 0..writes {
+        store
+            .create(&key(collection, n), document(n), "bench")
+            .await
+            .expect("create");
+    }
+    let create = start.elapsed().as_secs_f64() * 1e6 / writes as f64;
+    let start = Instant::now();
+    for n in 0..writes {
+        store
+            .update(&key(collection, n), &patch(n), "bench")
+            .await
+            .expect("update");
+    }
+    let update = start.elapsed().as_secs_f64() * 1e6 / writes as f64;
+    (create, update)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Runs `measure` with setting A and setting B alternately, `runs` times each, each run on
+/// a new file; the median (create, update) of each.
+async fn alternate<F, Fut>(runs: usize, mut measure: F) -> [(f64, f64); 2]
+where
+    F: FnMut(bool, std::path::PathBuf) -> Fut,
+    Fut: std::future::Future<Output = (f64, f64)>,
+{
+    let mut samples = [Vec::new(), Vec::new()];
+    for run in 0..runs {
+        for (i, setting) in [false, true].into_iter().enumerate() {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let path = dir.path().join(format!("run-{run}-{i}.db"));
+            samples[i].push(measure(setting, path).await);
+        }
+    }
+    samples.map(|runs| {
+        let creates = runs.iter().map(|r| r.0).collect();
+        let updates = runs.iter().map(|r| r.1).collect();
+        (median(creates), median(updates))
+    })
+}
+
+async fn feed_write_cost(args: &Args) {
+    println!(
+        "## Write cost of the feed (mean µs per call, median of {} runs)",
+        args.runs
+    );
+    println!("| durability | call | feed off | feed on | on / off |");
+    println!("|---|---|--:|--:|--:|");
+    for (name, durability, writes) in [
+        ("NORMAL", Durability::Normal, args.normal_writes),
+        ("FULL", Durability::Full, args.full_writes),
+    ] {
+        let [off, on] = alternate(args.runs, |feed, path| async move {
+            let store = open(&path, durability, feed, Vec::new());
+            write_costs(&store, COLLECTION, writes).await
+        })
+        .await;
+        for (call, off, on) in [("create", off.0, on.0), ("update", off.1, on.1)] {
+            println!(
+                "| {name} | {call} | {off:.1} | {on:.1} | {:.2}x |",
+                on / off
+            );
+        }
+    }
+}
+
+fn three_indexes() -> Vec<Index> {
+    [
+        ("by_status", ["status", "-score"]),
+        ("by_category", ["category", "priority"]),
+        ("by_owner", ["owner", "-score"]),
+    ]
+    .into_iter()
+    .map(|(name, fields)| Index::parse(COLLECTION, name, fields).expect("an index"))
+    .collect()
+}
+
+async fn index_update_cost(args: &Args) {
+    let [none, three] = alternate(args.runs, |indexed, path| async move {
+        let indexes = if indexed { three_indexes() } else { Vec::new() };
+        let store = open(&path, Durability::Normal, true, indexes);
+        write_costs(&store, COLLECTION, args.normal_writes).await
+    })
+    .await;
+    println!();
+    println!("## Declared indexes (NORMAL, feed on; mean µs per call)");
+    println!("| call | 0 indexes | 3 indexes | 3 vs 0 |");
+    println!("|---|--:|--:|--:|");
+    println!(
+        "| create | {:.1} | {:.1} | {:.2}x |",
+        none.0,
+        three.0,
+        three.0 / none.0
+    );
+    println!(
+        "| update (no indexed field) | {:.1} | {:.1} | {:.2}x |",
+        none.1,
+        three.1,
+        three.1 / none.1
+    );
+}
+
+/// Reads the whole feed of `site` (or the store's) from the oldest; changes read and seconds.
+async fn read_all(store: &Store, site: Option<&str>) -> (usize, f64) {
+    let start = Instant::now();
+    let (mut read, mut from) = (0, FeedStart::Oldest);
+    loop {
+        let page = match site {
+            Some(site) => store.site(site).expect("a site").changes(&from, PAGE).await,
+            None => store.changes(&from, PAGE).await,
+        }
+        .expect("a feed page");
+        read += page.changes.len();
+        if page.caught_up {
+            return (read, start.elapsed().as_secs_f64());
+        }
+        from = FeedStart::After(page.next);
+    }
+}
+
+async fn read_throughput(args: &Args) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = open(
+        &dir.path().join("read.db"),
+        Durability::Normal,
+        true,
+        Vec::new(),
+    );
+    let writes: Vec<docstore::Write> = (0..args.feed_changes)
+        .map(|n| docstore::Write::Create {
+            key: Key::new(format!("site-{}", n % SITES), COLLECTION, format!("d{n}"))
+                .expect("a key"),
+            data: document(n),
+        })
+        .collect();
+    for chunk in writes.chunks(docstore::batch::MAX_BATCH_WRITES) {
+        store.write_all(chunk, "bench").await.expect("a batch");
+    }
+    println!();
+    println!(
+        "## Feed reads ({} changes of ~1 KB documents, pages of {PAGE})",
+        args.feed_changes
+    );
+    println!("| scope | changes read | changes/s |");
+    println!("|---|--:|--:|");
+    for (name, site) in [("whole store", None), ("one site of ten", Some("site-3"))] {
+        let (read, seconds) = read_all(&store, site).await;
+        println!("| {name} | {read} | {:.0} |", read as f64 / seconds);
+    }
+}
+
+/// p50 and p99 of the time from each write call's start to `watcher`'s stream yielding its
+/// change: the stream runs in its own task, waiting at the end of the feed when each write
+/// starts; writes are `gap_ms` apart at most (at random points of a poll interval).
+async fn watch_latency(
+    writer: &Store,
+    watcher: &Store,
+    writes: usize,
+    tag: &'static str,
+    gap_ms: u64,
+) -> (f64, f64) {
+    // A stream reads its start when first polled: pin "now" before the first write.
+    let now = watcher.changes(&FeedStart::Now, 1).await.expect("the feed");
+    let mut stream = watcher.watch(FeedStart::After(now.next));
+    let arrivals = tokio::spawn(async move {
+        let mut arrivals = Vec::with_capacity(writes);
+        for n in 0..writes {
+            let change = tokio::time::timeout(Duration::from_secs(10), stream.next())
+                .await
+                .expect("the change arrives")
+                .expect("the stream goes on")
+                .expect("a change");
+            assert_eq!(change.key, key(tag, n));
+            arrivals.push(Instant::now());
+        }
+        arrivals
+    });
+    let mut starts = Vec::with_capacity(writes);
+    for n in 0..writes {
+        tokio::time::sleep(Duration::from_micros((n as u64 * 7919) % (gap_ms * 1000))).await;
+        starts.push(Instant::now());
+        writer
+            .create(&key(tag, n), document(n), "bench")
+            .await
+            .expect("create");
+    }
+    let arrivals = arrivals.await.expect("the watcher task");
+    let mut latencies: Vec<f64> = arrivals
+        .iter()
+        .zip(&starts)
+        .map(|(arrived, started)| arrived.duration_since(*started).as_secs_f64() * 1e3)
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize];
+    (at(0.5), at(0.99))
+}
+
+async fn watch_latencies(args: &Args) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("watch.db");
+    let store = open(&path, Durability::Normal, true, Vec::new());
+    let other = open(&path, Durability::Normal, true, Vec::new());
+    println!();
+    println!("## Commit-to-watch latency (ms from the write call's start, NORMAL)");
+    println!("| watcher | p50 | p99 |");
+    println!("|---|--:|--:|");
+    let (p50, p99) = watch_latency(&store, &store, args.watched, "same", 5).await;
+    println!("| same store (woken by the commit) | {p50:.3} | {p99:.3} |");
+    let few = args.watched.min(100);
+    let (p50, p99) = watch_latency(&store, &other, few, "other", 400).await;
+    println!("| another store on the file (polls every 200 ms) | {p50:.1} | {p99:.1} |");
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let args = Args::parse();
+    feed_write_cost(&args).await;
+    index_update_cost(&args).await;
+    read_throughput(&args).await;
+    watch_latencies(&args).await;
+}
