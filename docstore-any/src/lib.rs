@@ -435,12 +435,15 @@ mod tests {
     async fn the_sqlite_feed_follows_the_url() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite:{}", dir.path().join("f.db").display());
-        let start = docstore::FeedStart::Oldest;
+        let (scope, start) = (
+            docstore::feed::FeedScope::whole_store(),
+            docstore::FeedStart::Oldest,
+        );
         let on = open_url(&format!("{url}?feed_poll_ms=50")).await.unwrap();
-        assert!(on.changes(&start, 10).await.unwrap().caught_up);
+        assert!(on.changes(&scope, &start, 10).await.unwrap().caught_up);
         drop(on);
         let off = open_url(&format!("{url}?feed=false")).await.unwrap();
-        let err = off.changes(&start, 10).await.unwrap_err();
+        let err = off.changes(&scope, &start, 10).await.unwrap_err();
         assert!(err.to_string().contains("feed is off"), "{err}");
     }
 

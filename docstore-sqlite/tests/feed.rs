@@ -4,7 +4,7 @@
 //! turned off, a cursor of another file. The generic semantics are the conformance family
 //! `changes`; these are SQLite's own paths.
 
-use docstore::feed::{ChangePage, FeedStart};
+use docstore::feed::{ChangePage, FeedScope, FeedStart};
 use docstore::{
     Change, ChangeKind, Data, Error, Key, ManualClock, Store, StoreOptions, Write, WriteId,
 };
@@ -38,7 +38,10 @@ async fn all_changes(store: &Store) -> Vec<Change> {
             changes: page,
             next,
             caught_up,
-        } = store.changes(&start, 7).await.unwrap();
+        } = store
+            .changes(&FeedScope::whole_store(), &start, 7)
+            .await
+            .unwrap();
         changes.extend(page);
         if caught_up {
             return changes;
@@ -232,12 +235,20 @@ async fn pruned_changes_make_older_cursors_expire() {
     let (last_pruned, expired) = first.split_last().unwrap();
     for change in expired {
         let read = store
-            .changes(&FeedStart::After(change.cursor.clone()), 10)
+            .changes(
+                &FeedScope::whole_store(),
+                &FeedStart::After(change.cursor.clone()),
+                10,
+            )
             .await;
         assert!(matches!(read, Err(Error::CursorExpired(_))), "{read:?}");
     }
     let page = store
-        .changes(&FeedStart::After(last_pruned.cursor.clone()), 10)
+        .changes(
+            &FeedScope::whole_store(),
+            &FeedStart::After(last_pruned.cursor.clone()),
+            10,
+        )
         .await
         .unwrap();
     assert_eq!(summary(&page.changes), summary(&oldest));
@@ -249,7 +260,11 @@ async fn pruned_changes_make_older_cursors_expire() {
         .await
         .unwrap();
     let after = store
-        .changes(&FeedStart::After(oldest[0].cursor.clone()), 10)
+        .changes(
+            &FeedScope::whole_store(),
+            &FeedStart::After(oldest[0].cursor.clone()),
+            10,
+        )
         .await
         .unwrap();
     assert_eq!(summary(&after.changes)[0].0, "newer");
@@ -271,7 +286,10 @@ async fn a_version_3_file_migrates_with_an_empty_feed() {
     drop(conn);
     let store = Store::new(SqliteStore::open(&db).unwrap());
     assert_eq!(store.get(&k).await.unwrap().unwrap().version, 1);
-    let page = store.changes(&FeedStart::Oldest, 10).await.unwrap();
+    let page = store
+        .changes(&FeedScope::whole_store(), &FeedStart::Oldest, 10)
+        .await
+        .unwrap();
     assert!(page.changes.is_empty() && page.caught_up);
     store.update(&k, &data(json!({"n": 2})), "b").await.unwrap();
     let changes = all_changes(&store).await;
@@ -291,7 +309,10 @@ async fn feed_off_writes_no_changes_and_reads_say_so() {
         .create(&key("o", "1"), data(json!({})), "a")
         .await
         .unwrap();
-    let err = store.changes(&FeedStart::Oldest, 10).await.unwrap_err();
+    let err = store
+        .changes(&FeedScope::whole_store(), &FeedStart::Oldest, 10)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("feed is off"), "{err}");
     drop(store);
     let store = Store::new(SqliteStore::open(&db).unwrap());
@@ -306,11 +327,23 @@ async fn a_cursor_of_another_file_is_expired() {
     one.create(&key("c", "1"), data(json!({})), "a")
         .await
         .unwrap();
-    let cursor = one.changes(&FeedStart::Oldest, 10).await.unwrap().next;
-    let read = two.changes(&FeedStart::After(cursor), 10).await;
+    let cursor = one
+        .changes(&FeedScope::whole_store(), &FeedStart::Oldest, 10)
+        .await
+        .unwrap()
+        .next;
+    let read = two
+        .changes(&FeedScope::whole_store(), &FeedStart::After(cursor), 10)
+        .await;
     assert!(matches!(read, Err(Error::CursorExpired(_))), "{read:?}");
     let memory_like = docstore::ChangeCursor::parse("sqlite:nonsense").unwrap();
-    let read = two.changes(&FeedStart::After(memory_like), 10).await;
+    let read = two
+        .changes(
+            &FeedScope::whole_store(),
+            &FeedStart::After(memory_like),
+            10,
+        )
+        .await;
     assert!(matches!(read, Err(Error::InvalidArgument(_))), "{read:?}");
 }
 
@@ -358,7 +391,7 @@ async fn a_watcher_sees_every_write_of_another_process() {
     let db = dir.path().join("x.db");
     let sqlite = SqliteOptions::default().with_feed_poll_interval(Duration::from_millis(50));
     let store = Store::new(SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap());
-    let mut watch = store.watch(FeedStart::Now);
+    let mut watch = store.watch(FeedScope::whole_store(), FeedStart::Now);
     let mut child = spawn_writer(&db);
     let mut seen = Vec::new();
     let deadline = Duration::from_secs(60);
@@ -393,7 +426,11 @@ async fn a_watcher_sees_every_write_of_another_process() {
     assert_eq!(summary(&seen), expected);
     // Nothing more: the feed is caught up at the last change seen.
     let rest = store
-        .changes(&FeedStart::After(seen.last().unwrap().cursor.clone()), 10)
+        .changes(
+            &FeedScope::whole_store(),
+            &FeedStart::After(seen.last().unwrap().cursor.clone()),
+            10,
+        )
         .await
         .unwrap();
     assert!(rest.changes.is_empty() && rest.caught_up);

@@ -17,7 +17,7 @@
 //! ```
 
 use clap::Parser;
-use docstore::feed::FeedStart;
+use docstore::feed::{FeedScope, FeedStart};
 use docstore::{Data, Index, IndexSet, Key, Store, StoreOptions};
 use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
 use futures_util::StreamExt;
@@ -202,7 +202,7 @@ async fn read_all(store: &Store, site: Option<&str>) -> (usize, f64) {
     loop {
         let page = match site {
             Some(site) => store.site(site).expect("a site").changes(&from, PAGE).await,
-            None => store.changes(&from, PAGE).await,
+            None => store.changes(&FeedScope::whole_store(), &from, PAGE).await,
         }
         .expect("a feed page");
         read += page.changes.len();
@@ -255,8 +255,11 @@ async fn watch_latency(
     gap_ms: u64,
 ) -> (f64, f64) {
     // A stream reads its start when first polled: pin "now" before the first write.
-    let now = watcher.changes(&FeedStart::Now, 1).await.expect("the feed");
-    let mut stream = watcher.watch(FeedStart::After(now.next));
+    let now = watcher
+        .changes(&FeedScope::whole_store(), &FeedStart::Now, 1)
+        .await
+        .expect("the feed");
+    let mut stream = watcher.watch(FeedScope::whole_store(), FeedStart::After(now.next));
     let arrivals = tokio::spawn(async move {
         let mut arrivals = Vec::with_capacity(writes);
         for n in 0..writes {
