@@ -104,11 +104,33 @@ pub async fn client(endpoint: &str, counter: &RequestCounter) -> Client {
     Client::from_conf(config)
 }
 
-/// A `DynamoStore` on `table` through `client`, with the default options and `max_scan`.
-pub fn store(client: Client, table: &str) -> BenchResult<DynamoStore> {
+/// A DynamoDB Streams client for `endpoint`, configured like [`client`] (the store's change
+/// feed reads through it).
+pub async fn streams_client(endpoint: &str) -> docstore_dynamodb::aws_sdk_dynamodbstreams::Client {
+    use docstore_dynamodb::aws_sdk_dynamodbstreams as streams;
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new(
+            std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned()),
+        ));
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+        loader =
+            loader.credentials_provider(Credentials::new("bench", "bench", None, None, "bench"));
+    }
+    streams::Client::new(&loader.load().await)
+}
+
+/// A `DynamoStore` on `table` through `client` and `streams`, with the default options and
+/// `max_scan`.
+pub fn store(
+    client: Client,
+    streams: docstore_dynamodb::aws_sdk_dynamodbstreams::Client,
+    table: &str,
+) -> BenchResult<DynamoStore> {
     let config = DynamoDbConfig::new(table);
     Ok(DynamoStore::from_client(
         client,
+        streams,
         &config,
         StoreOptions::default(),
     )?)

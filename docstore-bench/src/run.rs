@@ -361,7 +361,8 @@ async fn dynamodb(spec: &Spec, endpoint: &str) -> BenchResult<Section> {
     let counter = RequestCounter::default();
     let client = dynamo::client(endpoint, &counter).await;
     let table = dynamo::fresh_table_name();
-    let driver = dynamo::store(client.clone(), &table)?;
+    let streams = dynamo::streams_client(endpoint).await;
+    let driver = dynamo::store(client.clone(), streams, &table)?;
     driver.create_table().await?;
     let store = Store::new(driver);
     let query_bytes = dynamo::bulk_load(&client, &table, QUERY_COLLECTION, spec.query_docs).await?;

@@ -18,7 +18,7 @@
 use crate::attempts::Attempts;
 use crate::backoff::Backoff;
 use crate::history::Stored;
-use crate::item::{check_item_size, data_text, document_pk, is_document, key_of};
+use crate::item::{Item, check_item_size, data_text, document_pk, is_document, key_of};
 use crate::send::{
     Expect, Guarded, TransactionFailure, build_error, counter_update, transact_action,
 };
@@ -45,6 +45,39 @@ struct Planned {
     outcome: WriteOutcome,
     /// Whether it writes an item (so the item's history can prove the batch committed).
     puts: bool,
+    /// For a delete: its stamp ([`crate::stamps`]).
+    stamp: Option<Item>,
+}
+
+/// The most actions one `TransactWriteItems` takes.
+const MAX_ACTIONS: usize = 100;
+
+/// The stamps of a batch's deletes: those that fit in its transaction beside the writes and
+/// counter moves, and the rest, written right after it commits.
+#[derive(Debug, Default)]
+struct Stamps {
+    inside: Vec<Item>,
+    after: Vec<Item>,
+}
+
+impl Stamps {
+    /// Splits the stamps of `planned` so the transaction holds at most [`MAX_ACTIONS`]
+    /// actions with `counters` counter moves. A batch of [`MAX_BATCH_WRITES`] writes can
+    /// already fill the transaction with its writes and counters (50 deletes in 50
+    /// collections), so a stamp may not fit: it is then written after the commit — only
+    /// ever for a revision the batch did delete, so a stamp is never wrong; a process that
+    /// dies in between leaves that delete without one (the feed then says so).
+    ///
+    /// [`MAX_BATCH_WRITES`]: docstore::batch::MAX_BATCH_WRITES
+    fn split(planned: &[Planned], counters: usize) -> Stamps {
+        let room = MAX_ACTIONS.saturating_sub(planned.len() + counters);
+        let mut stamps: Vec<Item> = planned.iter().filter_map(|p| p.stamp.clone()).collect();
+        let after = stamps.split_off(room.min(stamps.len()));
+        Stamps {
+            inside: stamps,
+            after,
+        }
+    }
 }
 
 /// What sending the batch did.
@@ -162,8 +195,12 @@ impl DynamoStore {
             let (planned, counters) = self
                 .plan(writes, &read, actor, bytes, &w, &uncounted)
                 .await?;
-            match self.send_batch(&planned, &counters, &w).await? {
-                Sent::Applied => return Ok(outcomes(planned)),
+            let stamps = Stamps::split(&planned, counters.len());
+            match self
+                .send_batch(&planned, &counters, &stamps.inside, &w)
+                .await?
+            {
+                Sent::Applied => return Ok(self.committed(planned, stamps.after).await),
                 Sent::Contended => backoff.wait().await,
                 Sent::CounterAtZero(at) => {
                     let (site, collection, _) = &counters[at];
@@ -185,11 +222,11 @@ impl DynamoStore {
                         None => self.read(&keys[index]).await?,
                     };
                     if current.as_ref().is_some_and(|c| c.holds(&w)) {
-                        return Ok(outcomes(planned));
+                        return Ok(self.committed(planned, stamps.after).await);
                     }
                     if resent {
                         if self.batch_proves(&keys, &planned, &counters, &w).await? {
-                            return Ok(outcomes(planned));
+                            return Ok(self.committed(planned, stamps.after).await);
                         }
                         if !self.trust_request_tokens {
                             return Err(Error::Unavailable {
@@ -208,7 +245,7 @@ impl DynamoStore {
                 }
                 Sent::Unknown(err) => {
                     if self.batch_proves(&keys, &planned, &counters, &w).await? {
-                        return Ok(outcomes(planned));
+                        return Ok(self.committed(planned, stamps.after).await);
                     }
                     return Err(match err {
                         Error::Unavailable { message, source } => Error::Unavailable {
@@ -302,6 +339,12 @@ impl DynamoStore {
                     }
                 }
             }
+            let stamp = match write {
+                Write::DeleteIf { .. } => current
+                    .as_ref()
+                    .map(|read| crate::stamps::stamp_item(key, read, actor, now, w)),
+                _ => None,
+            };
             let (action, outcome, puts) = match (write, doc) {
                 (Write::DeleteIf { .. }, _) => (
                     transact_action(&self.table, key, Guarded::Delete, expect)?,
@@ -338,17 +381,20 @@ impl DynamoStore {
                 action,
                 outcome,
                 puts,
+                stamp,
             });
         }
         counters.retain(|(_, _, delta)| *delta != 0);
         Ok((planned, counters))
     }
 
-    /// One `TransactWriteItems` of the planned writes and the counter moves.
+    /// One `TransactWriteItems` of the planned writes, the counter moves and the deletes'
+    /// stamps that fit (`stamps`).
     async fn send_batch(
         &self,
         planned: &[Planned],
         counters: &[(String, String, i64)],
+        stamps: &[Item],
         w: &WriteId,
     ) -> Result<Sent> {
         let mut request = self
@@ -366,6 +412,14 @@ impl DynamoStore {
                     .update(counter_update(&self.table, &key, *delta, Some(w))?)
                     .build(),
             );
+        }
+        for stamp in stamps {
+            let put = aws_sdk_dynamodb::types::Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(stamp.clone()))
+                .build()
+                .map_err(crate::send::build_error)?;
+            request = request.transact_items(TransactWriteItem::builder().put(put).build());
         }
         let attempts = Attempts::default();
         let err = match request
@@ -391,6 +445,29 @@ impl DynamoStore {
             TransactionFailure::Contended => Sent::Contended,
             TransactionFailure::Unknown(err) => Sent::Unknown(err),
         })
+    }
+
+    /// The outcomes of a committed batch, once the stamps that did not fit in its
+    /// transaction (see [`Stamps::split`]) are written.
+    async fn committed(&self, planned: Vec<Planned>, late_stamps: Vec<Item>) -> Vec<WriteOutcome> {
+        for stamp in late_stamps {
+            let put = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(stamp))
+                .send()
+                .await;
+            if let Err(err) = put {
+                tracing::warn!(
+                    table = %self.table,
+                    error = %self.error("PutItem", err),
+                    "a delete stamp of a committed batch was not written: the change feed \
+                     shows that delete with an empty actor"
+                );
+            }
+        }
+        outcomes(planned)
     }
 
     /// Whether the batch with the caller identity `id` was applied by an earlier call: an

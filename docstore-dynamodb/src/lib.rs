@@ -162,6 +162,7 @@ mod counters;
 mod deleted;
 mod errors;
 mod explain;
+mod feed;
 mod history;
 mod index;
 mod index_admin;
@@ -171,10 +172,16 @@ mod reads;
 mod recount;
 mod scan;
 mod send;
+mod stamps;
 mod store;
+mod stream_admin;
 mod writes;
 
+/// The DynamoDB Streams SDK this crate reads the change feed with, for building the client
+/// [`DynamoStore::from_client`] takes.
+pub use aws_sdk_dynamodbstreams;
 pub use index::{IndexState, MAX_SLOTS, TableIndex};
 pub use index_admin::BuildProgress;
 pub use item::MAX_DOC_BYTES_LIMIT;
 pub use store::DynamoStore;
+pub use stream_admin::StreamEnabled;

@@ -90,7 +90,7 @@ impl DynamoStore {
     ) -> Result<Sent> {
         if delta != 0 && self.counters == CounterMode::Exact {
             return self
-                .send_transaction(key, action, expect, delta, w, None)
+                .send_transaction(key, action, expect, delta, w, Vec::new())
                 .await;
         }
         let sent = self.send_single(key, action, expect).await?;
@@ -100,18 +100,19 @@ impl DynamoStore {
         Ok(sent)
     }
 
-    /// A delete with the record of its caller identity (`record`, see [`crate::deleted`]), and
-    /// the counter move when `delta` is not 0, in one `TransactWriteItems` in either counter
-    /// mode: the record exists exactly when the delete happened.
-    pub(crate) async fn send_recorded_delete(
+    /// A delete with the items that go with it — its stamp ([`crate::stamps`]) and, for a
+    /// caller-identified delete, the record of its identity ([`crate::deleted`]) — and the
+    /// counter move when `delta` is not 0, in one `TransactWriteItems` in either counter
+    /// mode: those items exist exactly when the delete happened.
+    pub(crate) async fn send_delete(
         &self,
         key: &Key,
         expect: Expect<'_>,
         delta: i64,
         w: &WriteId,
-        record: Item,
+        with: Vec<Item>,
     ) -> Result<Sent> {
-        self.send_transaction(key, &Action::Delete, expect, delta, w, Some(record))
+        self.send_transaction(key, &Action::Delete, expect, delta, w, with)
             .await
     }
 
@@ -200,7 +201,7 @@ impl DynamoStore {
         expect: Expect<'_>,
         delta: i64,
         w: &WriteId,
-        record: Option<Item>,
+        with: Vec<Item>,
     ) -> Result<Sent> {
         let guarded = match action {
             Action::Put(item) => Guarded::Put(item.clone()),
@@ -211,7 +212,7 @@ impl DynamoStore {
             let counter = counter_update(&self.table, key, delta, Some(w))?;
             actions.push(TransactWriteItem::builder().update(counter).build());
         }
-        if let Some(record) = record {
+        for record in with {
             let put = Put::builder()
                 .table_name(&self.table)
                 .set_item(Some(record))

@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
 };
+use aws_sdk_dynamodbstreams::Client as StreamsClient;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use docstore::config::{CounterMode, DynamoDbConfig};
 use docstore::driver::{Driver, Origin};
@@ -27,6 +28,11 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct DynamoStore {
     pub(crate) client: Client,
+    /// The DynamoDB Streams client the change feed reads with (same credentials, region and
+    /// endpoint as `client`).
+    pub(crate) streams: StreamsClient,
+    /// How long a feed watcher at the end of the feed waits before it polls again.
+    pub(crate) feed_poll: Duration,
     pub(crate) table: String,
     pub(crate) max_scan: usize,
     pub(crate) counters: CounterMode,
@@ -56,7 +62,8 @@ fn timeouts(config: &DynamoDbConfig) -> TimeoutConfig {
 
 impl DynamoStore {
     /// Connects with the standard AWS configuration chain (credentials, region), overridden
-    /// by `config.region` and `config.endpoint` when set.
+    /// by `config.region` and `config.endpoint` when set. The DynamoDB Streams client of the
+    /// change feed is built from the same configuration.
     ///
     /// The SDK is built lean: environment, profile, web identity, ECS and EC2 instance
     /// credentials work; SSO and `credential_process` profiles would need `aws-config`'s
@@ -78,19 +85,61 @@ impl DynamoStore {
             loader = loader.endpoint_url(endpoint);
         }
         let loaded = loader.retry_config(write_retry()).load().await;
-        Self::from_client(Client::new(&loaded), config, options)
+        let mut streams = aws_sdk_dynamodbstreams::config::Builder::from(&loaded);
+        if let Some(endpoint) = &config.endpoint {
+            // Explicit, so that an `AWS_ENDPOINT_URL_DYNAMODB_STREAMS` in the environment
+            // cannot send the feed to another service than the writes.
+            streams = streams.endpoint_url(endpoint);
+        }
+        Self::from_client(
+            Client::new(&loaded),
+            StreamsClient::from_conf(streams.build()),
+            config,
+            options,
+        )
     }
 
-    /// Uses an existing SDK client (with its own region, endpoint, HTTP client, retries and
-    /// interceptors); `config.region` and `config.endpoint` are ignored, and the deadlines of
-    /// `config` (`timeout_ms`, `operation_timeout_ms`, `connect_timeout_ms`) replace the
-    /// client's. The same checks as [`connect`](Self::connect).
+    /// Uses existing SDK clients (with their own region, endpoint, HTTP client, retries and
+    /// interceptors): `client` for the table, `streams` for the change feed, which must
+    /// reach the same table — same credentials, region and endpoint (an SDK client cannot
+    /// hand its credentials or endpoint on, so the feed's client cannot be made from
+    /// `client`). `config.region` and `config.endpoint` are ignored, and the deadlines of
+    /// `config` (`timeout_ms`, `operation_timeout_ms`, `connect_timeout_ms`) replace both
+    /// clients'. The same checks as [`connect`](Self::connect).
+    ///
+    /// ```no_run
+    /// use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    /// use docstore_dynamodb::{DynamoStore, aws_sdk_dynamodbstreams};
+    ///
+    /// let (region, endpoint) = (Region::new("us-east-1"), "http://127.0.0.1:8000");
+    /// let credentials = Credentials::new("key", "secret", None, None, "example");
+    /// let client = aws_sdk_dynamodb::Client::from_conf(
+    ///     aws_sdk_dynamodb::Config::builder()
+    ///         .behavior_version(BehaviorVersion::latest())
+    ///         .region(region.clone())
+    ///         .endpoint_url(endpoint)
+    ///         .credentials_provider(credentials.clone())
+    ///         .build(),
+    /// );
+    /// let streams = aws_sdk_dynamodbstreams::Client::from_conf(
+    ///     aws_sdk_dynamodbstreams::Config::builder()
+    ///         .behavior_version(BehaviorVersion::latest())
+    ///         .region(region)
+    ///         .endpoint_url(endpoint)
+    ///         .credentials_provider(credentials)
+    ///         .build(),
+    /// );
+    /// let config = docstore::config::DynamoDbConfig::new("docs");
+    /// let store = DynamoStore::from_client(client, streams, &config, Default::default())?;
+    /// # Ok::<(), docstore::Error>(())
+    /// ```
     ///
     /// Keep the client's retry backoff short (as [`connect`](Self::connect) sets it: 20 ms,
     /// then 40 ms): a resend that comes late may find its write displaced from the item's
     /// write history by other writers, and then answers `Unavailable`.
     pub fn from_client(
         client: Client,
+        streams: StreamsClient,
         config: &DynamoDbConfig,
         options: StoreOptions,
     ) -> Result<Self> {
@@ -102,8 +151,17 @@ impl DynamoStore {
                 .timeout_config(timeouts(config))
                 .build(),
         );
+        let streams = StreamsClient::from_conf(
+            streams
+                .config()
+                .to_builder()
+                .timeout_config(timeouts(config))
+                .build(),
+        );
         Ok(DynamoStore {
             client,
+            streams,
+            feed_poll: Duration::from_millis(config.feed_poll_ms),
             table: config.table.clone(),
             max_scan: config.max_scan,
             counters: config.counters,
@@ -113,7 +171,8 @@ impl DynamoStore {
         })
     }
 
-    /// Creates the table (string `pk` hash key, string `sk` range key, on-demand billing) with
+    /// Creates the table (string `pk` hash key, string `sk` range key, on-demand billing, a
+    /// DynamoDB stream of new and old images for the change feed) with
     /// one GSI per declared index of the store's options (see the crate docs, "Indexes": the index of a
     /// collection's `n`-th declaration is slot `n`), records those indexes as built, and waits
     /// until the table is active. A table that already exists is left as it is: add indexes
@@ -144,6 +203,7 @@ impl DynamoStore {
             .attribute_definitions(attribute(SK, ScalarAttributeType::S))
             .key_schema(key(PK, KeyType::Hash))
             .key_schema(key(SK, KeyType::Range))
+            .stream_specification(crate::stream_admin::stream_specification())
             .billing_mode(BillingMode::PayPerRequest);
         let used: std::collections::BTreeSet<usize> = slots.iter().map(|(_, slot)| *slot).collect();
         for slot in &used {
@@ -298,6 +358,11 @@ fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()>
              must be at least 1 ms",
         ));
     }
+    if config.feed_poll_ms == 0 {
+        return Err(Error::invalid(
+            "database.dynamodb.feed_poll_ms must be at least 1 ms",
+        ));
+    }
     if config.table.is_empty() {
         return Err(Error::invalid("database.dynamodb.table must not be empty"));
     }
@@ -355,9 +420,7 @@ impl Driver for DynamoStore {
         expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<bool> {
-        let deleted = self
-            .delete_document(key, expected_version, origin.write_id)
-            .await?;
+        let deleted = self.delete_document(key, expected_version, origin).await?;
         docstore::driver::delete_answer(key, expected_version, deleted)
     }
 
@@ -390,20 +453,19 @@ impl Driver for DynamoStore {
         self.recount_site(site, mode).await
     }
 
-    /// The feed is not built yet on this backend (in progress): every read says so.
+    /// Read from the table's DynamoDB stream: see the crate docs, "Change feed".
     async fn changes(
         &self,
-        _scope: &docstore::feed::FeedScope,
-        _start: &docstore::FeedStart,
-        _limit: usize,
+        scope: &docstore::feed::FeedScope,
+        start: &docstore::FeedStart,
+        limit: usize,
     ) -> Result<docstore::feed::ChangePage> {
-        Err(docstore::Error::Backend {
-            message: "the change feed is not available on this backend yet".into(),
-            source: None,
-        })
+        self.read_changes(scope, start, limit).await
     }
 
+    /// Streams has no push: waits `feed_poll_ms`, after which the caller reads again.
     async fn wait_for_changes(&self, _after: &docstore::ChangeCursor) -> Result<()> {
+        tokio::time::sleep(self.feed_poll).await;
         Ok(())
     }
 

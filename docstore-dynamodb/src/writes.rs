@@ -21,6 +21,7 @@ use crate::history::Stored;
 use crate::index::Registry;
 use crate::item::{check_full_item, check_item_size, data_text, document_item};
 use crate::send::{Action, Expect, Sent};
+use crate::stamps::stamp_item;
 use crate::store::DynamoStore;
 use docstore::config::CounterMode;
 use docstore::document::check_size;
@@ -369,13 +370,16 @@ impl DynamoStore {
     ///
     /// A delete with a caller identity (`chosen`) first reads the key's delete record: one
     /// holding the identity means an earlier call did this delete (`Ok(true)`, nothing
-    /// removed); otherwise the delete is sent with its record in one transaction.
+    /// removed); otherwise the delete is sent with its record in one transaction. Every
+    /// delete is one transaction with its stamp (the actor and time the change feed shows,
+    /// [`crate::stamps`]) and its counter move, in either counter mode.
     pub(crate) async fn delete_document(
         &self,
         key: &Key,
         expected_version: Option<u64>,
-        chosen: Option<&WriteId>,
+        origin: Origin<'_>,
     ) -> Result<bool> {
+        let chosen = origin.write_id;
         let recorded = match chosen {
             Some(id) => {
                 let recorded = self.recorded_deletes(key).await?;
@@ -402,18 +406,12 @@ impl DynamoStore {
             let w = identity(chosen);
             let delta = if with_counter { -1 } else { 0 };
             let expect = Expect::Revision(&read);
-            let sent = match &recorded {
-                Some(recorded) => {
-                    let now = self.options.clock.now();
-                    let record = crate::deleted::record_item(key, recorded, &w, now);
-                    self.send_recorded_delete(key, expect, delta, &w, record)
-                        .await?
-                }
-                None => {
-                    self.send_write(key, &Action::Delete, expect, delta, &w)
-                        .await?
-                }
-            };
+            let now = self.options.clock.now();
+            let mut with = vec![stamp_item(key, &read, origin.actor, now, &w)];
+            if let Some(recorded) = &recorded {
+                with.push(crate::deleted::record_item(key, recorded, &w, now));
+            }
+            let sent = self.send_delete(key, expect, delta, &w, with).await?;
             match sent {
                 Sent::Applied => return Ok(true),
                 Sent::Contended => backoff.wait().await,
@@ -442,27 +440,29 @@ impl DynamoStore {
                     if !resent {
                         return Ok(false);
                     }
+                    // The revision's stamp names the call that deleted it.
+                    if let Some(stamp) = self.stamp(key, &read).await? {
+                        return Ok(stamp.deleter == w.as_str());
+                    }
                     if recorded.is_some() {
                         // The record went in with the delete: it says whether that committed.
                         return Ok(self.recorded_deletes(key).await?.holds(&w));
                     }
-                    if self.transactional(delta) {
-                        // The counter's last mover is this call: committed. Otherwise the
-                        // token says the lost attempt did not commit: another caller deleted
-                        // the revision read.
-                        if self.counter_proves(key, &w).await? {
-                            return Ok(true);
-                        }
-                        if self.trust_request_tokens {
-                            return Ok(false);
-                        }
-                        return Err(unknown_outcome("delete", key));
+                    // No stamp: the revision was removed by a delete from outside docstore,
+                    // or the stamp is gone. The counter's last mover being this call proves
+                    // the commit; otherwise the token says the lost attempt did not commit.
+                    if self.counter_proves(key, &w).await? {
+                        return Ok(true);
                     }
-                    // Fast counters, no token (the original layout's way): taken as this call's own.
-                    self.count_late(key, delta).await;
-                    return Ok(true);
+                    if self.trust_request_tokens {
+                        return Ok(false);
+                    }
+                    return Err(unknown_outcome("delete", key));
                 }
                 Sent::Unknown(err) => {
+                    if let Ok(Some(stamp)) = self.stamp(key, &read).await {
+                        return Ok(stamp.deleter == w.as_str());
+                    }
                     if recorded.is_some() {
                         let record = self.recorded_deletes(key).await;
                         if record.is_ok_and(|ids| ids.holds(&w)) {

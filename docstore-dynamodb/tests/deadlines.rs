@@ -76,6 +76,19 @@ fn black_hole_for_writes() -> String {
     format!("http://{address}")
 }
 
+/// A Streams client for `endpoint` (the feed is not read here; the constructor needs one).
+fn streams(endpoint: &str) -> docstore_dynamodb::aws_sdk_dynamodbstreams::Client {
+    use docstore_dynamodb::aws_sdk_dynamodbstreams as streams;
+    streams::Client::from_conf(
+        streams::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .endpoint_url(endpoint)
+            .credentials_provider(Credentials::new("k", "s", None, None, "test"))
+            .build(),
+    )
+}
+
 fn store(endpoint: &str) -> docstore::Store {
     let client = aws_sdk_dynamodb::Client::from_conf(
         aws_sdk_dynamodb::Config::builder()
@@ -92,7 +105,8 @@ fn store(endpoint: &str) -> docstore::Store {
         ..DynamoDbConfig::new("t")
     };
     docstore::Store::new(
-        DynamoStore::from_client(client, &config, StoreOptions::default()).unwrap(),
+        DynamoStore::from_client(client, streams(endpoint), &config, StoreOptions::default())
+            .unwrap(),
     )
 }
 
@@ -155,7 +169,9 @@ fn zero_deadlines_are_refused() {
         operation_timeout_ms: 0,
         ..DynamoDbConfig::new("t")
     };
-    let err = DynamoStore::from_client(client, &config, StoreOptions::default()).unwrap_err();
+    let streams = streams("http://127.0.0.1:1");
+    let err =
+        DynamoStore::from_client(client, streams, &config, StoreOptions::default()).unwrap_err();
     assert!(
         matches!(&err, Error::InvalidArgument(m) if m.contains("timeout")),
         "{err}"

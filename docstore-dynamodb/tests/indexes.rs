@@ -58,7 +58,7 @@ async fn served_beyond_max_scan(emulator: Emulator) {
         Index::parse("c", "open_by_priority", ["status", "priority"]).unwrap(),
     ]);
     // max_scan 5: without the index these queries would stop early.
-    let driver = store_on(emulator.client(), &table, 5, options);
+    let driver = store_on(emulator.client(), emulator.streams(), &table, 5, options);
     driver.create_table().await.unwrap();
     let store = Store::new(driver);
     let site = site("idx");
@@ -172,7 +172,13 @@ async fn keys_past_the_sort_key_limit(emulator: Emulator) {
         Index::parse("c", "by_s", ["s"]).unwrap(),
         Index::parse("c", "by_a", ["-a", "k"]).unwrap(),
     ]);
-    let driver = store_on(emulator.client(), &table, 10_000, options);
+    let driver = store_on(
+        emulator.client(),
+        emulator.streams(),
+        &table,
+        10_000,
+        options,
+    );
     driver.create_table().await.unwrap();
     let store = Store::new(driver);
     let site = site("long");
@@ -221,7 +227,13 @@ async fn keys_past_the_sort_key_limit(emulator: Emulator) {
 async fn added_and_built_while_writing(emulator: Emulator) {
     let table = fresh_table("idx");
     let site = site("build");
-    let plain = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
+    let plain = store_on(
+        emulator.client(),
+        emulator.streams(),
+        &table,
+        10_000,
+        StoreOptions::default(),
+    );
     plain.create_table().await.unwrap();
     let plain = Store::new(plain);
     let mut ids = Vec::new();
@@ -240,6 +252,7 @@ async fn added_and_built_while_writing(emulator: Emulator) {
     let index = Index::parse("c", "by_n", ["-n"]).unwrap();
     let indexed = store_on(
         emulator.client(),
+        emulator.streams(),
         &table,
         10_000,
         with_indexes(vec![index.clone()]),
@@ -311,6 +324,7 @@ async fn added_and_built_while_writing(emulator: Emulator) {
     // A declaration that contradicts the table is refused, naming the index.
     let contradicting = Store::new(store_on(
         emulator.client(),
+        emulator.streams(),
         &table,
         10_000,
         with_indexes(vec![Index::parse("c", "by_n", ["n"]).unwrap()]),
@@ -338,7 +352,13 @@ async fn added_and_built_while_writing(emulator: Emulator) {
 async fn an_interrupted_build_resumes(emulator: Emulator) {
     let table = fresh_table("idx");
     let site = site("resume");
-    let plain = store_on(emulator.client(), &table, 10_000, StoreOptions::default());
+    let plain = store_on(
+        emulator.client(),
+        emulator.streams(),
+        &table,
+        10_000,
+        StoreOptions::default(),
+    );
     plain.create_table().await.unwrap();
     let plain = Store::new(plain);
     let writes: Vec<docstore::Write> = (0..450)
@@ -355,6 +375,7 @@ async fn an_interrupted_build_resumes(emulator: Emulator) {
     let index = Index::parse("c", "by_n", ["-n"]).unwrap();
     let driver = store_on(
         emulator.client(),
+        emulator.streams(),
         &table,
         10_000,
         with_indexes(vec![index.clone()]),
@@ -428,7 +449,7 @@ async fn dynoxide_served_queries_cost_their_page_at_20000_documents() {
     let requests = Requests::default();
     let client = emulator.client_with(|config| config.interceptor(requests.clone()));
     let options = with_indexes(vec![Index::parse("c", "by_n", ["-n"]).unwrap()]);
-    let driver = store_on(client.clone(), &table, 1_000, options);
+    let driver = store_on(client.clone(), emulator.streams(), &table, 1_000, options);
     driver.create_table().await.unwrap();
     let store = Store::new(driver);
     let site = site("scale");
@@ -461,6 +482,7 @@ async fn dynoxide_served_queries_cost_their_page_at_20000_documents() {
 
     let unindexed = Store::new(store_on(
         client.clone(),
+        emulator.streams(),
         &table,
         1_000,
         StoreOptions::default(),

@@ -707,6 +707,7 @@ async fn racing_writers_with_losses_never_both_win(
     assert!(results.iter().all(|(_, lost)| *lost > 5), "losses happened");
     let clean = Store::new(store_on(
         emulator.client(),
+        emulator.streams(),
         &table,
         10,
         StoreOptions::default(),
@@ -1168,6 +1169,7 @@ async fn concurrent_writers_with_losses_match_the_model(
         let site = site("model");
         let clean = Store::new(store_on(
             emulator.client(),
+            emulator.streams(),
             &table,
             10_000,
             StoreOptions::default(),

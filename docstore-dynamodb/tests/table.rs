@@ -87,7 +87,13 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
     let table = ensure_table(cell, emulator, "table").await;
     let clock = Arc::new(ManualClock::new(1_700_000_000_000_000_123));
     let options = StoreOptions::default().with_clock(clock.clone());
-    let store = Store::new(store_on(emulator.client(), &table, 10_000, options));
+    let store = Store::new(store_on(
+        emulator.client(),
+        emulator.streams(),
+        &table,
+        10_000,
+        options,
+    ));
     let raw = emulator.client();
     let site = site("layout");
     let pk = format!("{site}#tickets");
@@ -300,6 +306,7 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
         let quota = Store::new(
             DynamoStore::from_client(
                 client.clone(),
+                emulator.streams(),
                 &config,
                 StoreOptions::default().with_max_docs_per_site(Some(100)),
             )
@@ -324,7 +331,13 @@ async fn id_order_queries_read_only_the_pages_they_need(
     let requests = Requests::default();
     let client = emulator.client_with(|config| config.interceptor(requests.clone()));
     // max_scan 4: id-order queries are not bounded by it.
-    let store = Store::new(store_on(client, &table, 4, StoreOptions::default()));
+    let store = Store::new(store_on(
+        client,
+        emulator.streams(),
+        &table,
+        4,
+        StoreOptions::default(),
+    ));
     let site = site("pages");
     for i in 0..30 {
         let key = Key::new(&site, "c", format!("d{i:02}")).unwrap();
@@ -453,6 +466,7 @@ async fn id_order_cursor_survives_deleting_its_document(
     let table = ensure_table(cell, emulator, "table").await;
     let store = Store::new(store_on(
         emulator.client(),
+        emulator.streams(),
         &table,
         10,
         StoreOptions::default(),
@@ -521,6 +535,7 @@ async fn max_scan_stops_other_orders_with_a_warning(
     let table = ensure_table(cell, emulator, "table").await;
     let store = Store::new(store_on(
         emulator.client(),
+        emulator.streams(),
         &table,
         10,
         StoreOptions::default(),
@@ -585,6 +600,7 @@ async fn scans_stop_after_64_mib(emulator: Emulator, cell: &'static OnceCell<Str
     let table = ensure_table(cell, emulator, "table").await;
     let store = Store::new(store_on(
         emulator.client(),
+        emulator.streams(),
         &table,
         10_000,
         StoreOptions::default(),
@@ -616,7 +632,13 @@ async fn scans_stop_after_64_mib(emulator: Emulator, cell: &'static OnceCell<Str
 async fn the_largest_document_fits_in_an_item(emulator: Emulator, cell: &'static OnceCell<String>) {
     let table = ensure_table(cell, emulator, "table").await;
     let options = StoreOptions::default().with_max_doc_bytes(MAX_DOC_BYTES_LIMIT);
-    let store = Store::new(store_on(emulator.client(), &table, 10, options));
+    let store = Store::new(store_on(
+        emulator.client(),
+        emulator.streams(),
+        &table,
+        10,
+        options,
+    ));
     let site = format!("{}{}", site("big"), "s".repeat(64))
         .chars()
         .take(64)
@@ -666,6 +688,7 @@ async fn recount_finds_and_repairs_drift(emulator: Emulator, cell: &'static Once
     let table = ensure_table(cell, emulator, "table").await;
     let store = Store::new(store_on(
         emulator.client(),
+        emulator.streams(),
         &table,
         10_000,
         StoreOptions::default(),
@@ -755,6 +778,7 @@ async fn recount_finds_and_repairs_drift(emulator: Emulator, cell: &'static Once
 async fn a_missing_table_is_named(emulator: Emulator, _cell: &'static OnceCell<String>) {
     let store = Store::new(store_on(
         emulator.client(),
+        emulator.streams(),
         "docstore-no-such-table",
         10,
         StoreOptions::default(),

@@ -31,6 +31,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_OPERATION_TIMEOUT_MS: u64 = 30_000;
 /// The default deadline for opening a connection to DynamoDB, in milliseconds.
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 3_000;
+/// How often, by default, a DynamoDB change feed watcher polls Streams, in milliseconds.
+pub const DEFAULT_FEED_POLL_MS: u64 = 1_000;
 
 /// The top level: everything sits under `database`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -205,6 +207,11 @@ pub struct DynamoDbConfig {
     /// instead of a refusal.
     #[serde(default = "default_true")]
     pub trust_request_tokens: bool,
+    /// `database.dynamodb.feed_poll_ms`: how often a change feed watcher at the end of the
+    /// feed asks DynamoDB Streams for new records, in milliseconds (default 1 000; Streams
+    /// has no push, and AWS allows about 5 reads per second per shard).
+    #[serde(default = "default_feed_poll_ms")]
+    pub feed_poll_ms: u64,
 }
 
 /// `database.dynamodb.counters`: how the DynamoDB backend moves collection counters.
@@ -243,6 +250,7 @@ impl DynamoDbConfig {
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             counters: CounterMode::Exact,
             trust_request_tokens: true,
+            feed_poll_ms: DEFAULT_FEED_POLL_MS,
         }
     }
 }
@@ -279,6 +287,10 @@ fn default_operation_timeout_ms() -> u64 {
 
 fn default_connect_timeout_ms() -> u64 {
     DEFAULT_CONNECT_TIMEOUT_MS
+}
+
+fn default_feed_poll_ms() -> u64 {
+    DEFAULT_FEED_POLL_MS
 }
 
 #[cfg(test)]

@@ -92,8 +92,10 @@ async fn main() {
             counters: mode,
             ..DynamoDbConfig::new(&table)
         };
-        let driver = DynamoStore::from_client(client.clone(), &config, StoreOptions::default())
-            .expect("valid settings");
+        let streams = dynamo::streams_client(&endpoint).await;
+        let driver =
+            DynamoStore::from_client(client.clone(), streams, &config, StoreOptions::default())
+                .expect("valid settings");
         driver.create_table().await.expect("table");
         let store = Store::new(driver);
         for (call, delete) in [("create", false), ("delete", true)] {

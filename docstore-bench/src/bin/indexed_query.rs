@@ -571,6 +571,7 @@ async fn dynamodb(args: &Args, endpoint: &str) -> (QueryRow, Vec<WriteRow>) {
     let config = docstore::config::DynamoDbConfig::new(&table);
     let driver = DynamoStore::from_client(
         client.clone(),
+        dynamo::streams_client(endpoint).await,
         &config,
         StoreOptions::default().with_indexes(indexes()),
     )

@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use docstore::config::DynamoDbConfig;
 use docstore::{Store, StoreOptions};
-use docstore_dynamodb::DynamoStore;
+use docstore_dynamodb::{DynamoStore, aws_sdk_dynamodbstreams};
 use tokio::sync::OnceCell;
 
 /// One of the two emulators the script starts.
@@ -64,6 +64,25 @@ impl Emulator {
         Client::from_conf(customize(config).build())
     }
 
+    /// A DynamoDB Streams client for the emulator (same region and credentials as
+    /// [`client`](Self::client): moto keeps a stream per region).
+    pub fn streams(self) -> aws_sdk_dynamodbstreams::Client {
+        aws_sdk_dynamodbstreams::Client::from_conf(
+            aws_sdk_dynamodbstreams::Config::builder()
+                .behavior_version(aws_sdk_dynamodbstreams::config::BehaviorVersion::latest())
+                .region(Region::new("us-east-1"))
+                .endpoint_url(self.endpoint())
+                .credentials_provider(Credentials::new(
+                    "docstore-test",
+                    "docstore-test",
+                    None,
+                    None,
+                    "test",
+                ))
+                .build(),
+        )
+    }
+
     /// Whether the emulator honours `TransactWriteItems`' client request token (dynoxide
     /// does; moto ignores it).
     pub fn honours_request_tokens(self) -> bool {
@@ -113,6 +132,7 @@ pub async fn ensure_table(cell: &OnceCell<String>, emulator: Emulator, tag: &str
         let table = fresh_table(tag);
         let store = DynamoStore::from_client(
             emulator.client(),
+            emulator.streams(),
             &config(&table, 10_000),
             StoreOptions::default(),
         )
@@ -137,19 +157,20 @@ pub struct Harness {
 impl conformance_tests::Harness for Harness {
     async fn open(&self, options: StoreOptions) -> Store {
         let client = self.emulator.client();
+        let streams = self.emulator.streams();
         let store = match self.table {
             // Declared indexes need their GSIs: a table of its own, made with them.
             Some(_) if !options.indexes.is_empty() => {
-                let store = store_on(client, &fresh_table("idx"), 10_000, options);
+                let store = store_on(client, streams, &fresh_table("idx"), 10_000, options);
                 store.create_table().await.expect("table created");
                 store
             }
             Some(cell) => {
                 let table = ensure_table(cell, self.emulator, "conformance").await;
-                store_on(client, &table, 10_000, options)
+                store_on(client, streams, &table, 10_000, options)
             }
             None => {
-                let store = store_on(client, &fresh_table("case"), 10_000, options);
+                let store = store_on(client, streams, &fresh_table("case"), 10_000, options);
                 store.create_table().await.expect("table created");
                 store
             }
@@ -163,27 +184,34 @@ impl conformance_tests::Harness for Harness {
     /// Declared indexes are served by GSIs. Both emulators update a GSI in the same request as
     /// its table, so the suite's indexed answers are exact at once; on DynamoDB itself a GSI is
     /// eventually consistent and a query right after a write may miss it.
+    ///
+    /// The change feed is DynamoDB Streams: ordered per shard, not across the table (the
+    /// emulators keep one shard, but the contract for DynamoDB is per-shard order).
     fn capabilities(&self) -> conformance_tests::Capabilities {
         conformance_tests::Capabilities::default()
             .with_knows_last_page(false)
             .with_secondary_indexes(true)
+            .with_feed_commit_order(false)
     }
 }
 
 /// A store on `table` in a client built by `client`, with `options` and `max_scan`.
 pub fn store_on(
     client: Client,
+    streams: aws_sdk_dynamodbstreams::Client,
     table: &str,
     max_scan: usize,
     options: StoreOptions,
 ) -> DynamoStore {
-    DynamoStore::from_client(client, &config(table, max_scan), options).expect("valid settings")
+    DynamoStore::from_client(client, streams, &config(table, max_scan), options)
+        .expect("valid settings")
 }
 
 /// A store on `table` for `emulator` (see [`config_for`]) with the default options.
 pub fn store_for(emulator: Emulator, client: Client, table: &str) -> DynamoStore {
     DynamoStore::from_client(
         client,
+        emulator.streams(),
         &config_for(emulator, table),
         StoreOptions::default(),
     )
@@ -201,7 +229,8 @@ pub fn store_with_counters(
         counters,
         ..config_for(emulator, table)
     };
-    DynamoStore::from_client(client, &config, StoreOptions::default()).expect("valid settings")
+    DynamoStore::from_client(client, emulator.streams(), &config, StoreOptions::default())
+        .expect("valid settings")
 }
 
 /// A fresh site name for one test.
