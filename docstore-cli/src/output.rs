@@ -6,11 +6,11 @@ use crate::timefmt::{self, TimeFormat};
 use docstore::Document;
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{BufWriter, IsTerminal, StdoutLock, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 
 /// Standard output.
 pub struct Out {
-    writer: BufWriter<StdoutLock<'static>>,
+    writer: BufWriter<Box<dyn Write>>,
     pretty: bool,
     time: TimeFormat,
     /// Documents written inside the open `{"documents": [` list.
@@ -25,9 +25,15 @@ impl Out {
     /// Standard output, pretty when it is a terminal.
     pub fn new(time: TimeFormat) -> Self {
         let stdout = std::io::stdout();
+        let pretty = stdout.is_terminal();
+        Self::to(Box::new(stdout.lock()), pretty, time)
+    }
+
+    /// Output into `writer` (standard output, or a buffer in tests).
+    pub(crate) fn to(writer: Box<dyn Write>, pretty: bool, time: TimeFormat) -> Self {
         Out {
-            pretty: stdout.is_terminal(),
-            writer: BufWriter::new(stdout.lock()),
+            pretty,
+            writer: BufWriter::new(writer),
             time,
             listed: 0,
         }
@@ -117,18 +123,26 @@ impl Out {
         }
     }
 
-    /// Closes the list with the page's `next` and `exhausted_scan`.
+    /// Closes the list with the page's `next` and `exhausted_scan`, and with `error` when
+    /// reading stopped on one after the list was opened (`next` is then where to resume):
+    /// standard output stays one whole JSON object whatever happened.
     pub fn end_documents(
         &mut self,
         next: Option<&docstore::Cursor>,
         exhausted_scan: bool,
+        error: Option<&str>,
     ) -> Result<(), CliError> {
         let next = serde_json::to_string(&next).expect("cursors serialize");
+        let error = error.map(|e| serde_json::to_string(e).expect("strings serialize"));
         let text = if self.pretty {
             let close = if self.listed == 0 { "]" } else { "\n  ]" };
-            format!("{close},\n  \"next\": {next},\n  \"exhausted_scan\": {exhausted_scan}\n}}\n")
+            let error = error.map_or(String::new(), |e| format!(",\n  \"error\": {e}"));
+            format!(
+                "{close},\n  \"next\": {next},\n  \"exhausted_scan\": {exhausted_scan}{error}\n}}\n"
+            )
         } else {
-            format!("],\"next\":{next},\"exhausted_scan\":{exhausted_scan}}}\n")
+            let error = error.map_or(String::new(), |e| format!(",\"error\":{e}"));
+            format!("],\"next\":{next},\"exhausted_scan\":{exhausted_scan}{error}}}\n")
         };
         self.writer.write_all(text.as_bytes()).map_err(write_error)
     }
@@ -136,5 +150,51 @@ impl Out {
     /// Sends what is buffered (a closed pipe is [`CliError::closed_pipe`]).
     pub fn flush(&mut self) -> Result<(), CliError> {
         self.writer.flush().map_err(write_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A writer whose bytes the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_list_ended_by_an_error_is_still_one_json_object() {
+        let document = Document {
+            id: "a".into(),
+            data: docstore::object(serde_json::json!({"x": 1})).unwrap(),
+            created_at: 1,
+            updated_at: 1,
+            created_by: "t".into(),
+            updated_by: "t".into(),
+            version: 1,
+        };
+        for pretty in [false, true] {
+            let buffer = Shared::default();
+            let mut out = Out::to(Box::new(buffer.clone()), pretty, TimeFormat::Ns);
+            out.begin_documents().unwrap();
+            out.listed_document(&document).unwrap();
+            out.end_documents(None, false, Some("backend \"gone\""))
+                .unwrap();
+            out.flush().unwrap();
+            let bytes = buffer.0.lock().unwrap().clone();
+            let value: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(value["error"], "backend \"gone\"", "pretty {pretty}");
+            assert_eq!(value["documents"][0]["id"], "a", "pretty {pretty}");
+        }
     }
 }

@@ -588,6 +588,10 @@ struct QueryOutput {
 }
 
 /// Prints one page, or every page as it arrives (`--all`): memory holds one page at a time.
+///
+/// The first page is read before anything is printed, so every check of the query (limit,
+/// cursor, collection, filter) fails with nothing on standard output. A later page that
+/// fails closes the printed object with `"error"` and, in `next`, the cursor to resume at.
 async fn run_query(
     store: &Store,
     site: &str,
@@ -596,12 +600,13 @@ async fn run_query(
     shape: QueryOutput,
     out: &mut Out,
 ) -> Result<(), CliError> {
+    let first = store.query(site, collection, &query).await?;
     if !shape.jsonl {
         out.begin_documents()?;
     }
     let mut partial = false;
-    let next = loop {
-        let page = store.query(site, collection, &query).await?;
+    let mut page = first;
+    let (next, failed) = loop {
         for document in &page.documents {
             if shape.jsonl {
                 out.document_line(document)?;
@@ -616,9 +621,13 @@ async fn run_query(
         let stop = !shape.all || (page.exhausted_scan && !shape.allow_partial);
         match page.next {
             Some(next) if !stop => query.cursor = Some(next),
-            next => break next,
+            next => break (next, None),
         }
         out.flush()?;
+        match store.query(site, collection, &query).await {
+            Ok(next_page) => page = next_page,
+            Err(err) => break (query.cursor.take(), Some(CliError::from(err))),
+        }
     };
     if shape.jsonl {
         if let Some(next) = &next {
@@ -626,7 +635,11 @@ async fn run_query(
             eprintln!("next page: --cursor {}", next.as_str());
         }
     } else {
-        out.end_documents(next.as_ref(), partial)?;
+        let error = failed.as_ref().map(|e| e.message.as_str());
+        out.end_documents(next.as_ref(), partial, error)?;
+    }
+    if let Some(err) = failed {
+        return Err(err);
     }
     if partial && !shape.allow_partial {
         out.flush()?;
