@@ -203,10 +203,12 @@ pub enum Command {
     },
     /// Read JSON lines written by export and restore every document with its metadata.
     ///
-    /// Only lines of the site named by --site (or $DOCSTORE_SITE; one of them is required) are
-    /// written; a line of another site is skipped with an error naming its line (exit code
-    /// 10), unless --all-sites restores every line into its own site. A UTF-8 byte order mark is accepted; a line that is not UTF-8 or not
-    /// a document is skipped with its line number, and the import goes on.
+    /// Only lines of the site named by --site (or $DOCSTORE_SITE; one of them is required and
+    /// must be a valid site name, checked before reading) are written; lines of other sites
+    /// are counted per site in "other_sites" and said once (exit code 10), unless --all-sites
+    /// restores every line into its own site. A UTF-8 byte order mark is accepted; a line that
+    /// is not UTF-8 or not a document is skipped with its line number, and the import goes
+    /// on.
     Import {
         /// The file to read; standard input when absent or "-".
         input: Option<PathBuf>,

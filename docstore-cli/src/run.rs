@@ -34,6 +34,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         crate::indexes::run(action, &config, &mut out).await?;
         return out.flush();
     }
+    check_import_site(&cli)?;
     if !cli.command.creates_database() {
         refuse_missing_sqlite(&config)?;
     }
@@ -47,17 +48,6 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Result<(), CliError> {
-    if let Command::Import {
-        all_sites: false, ..
-    } = cli.command
-        && cli.site.is_none()
-    {
-        return Err(CliError::new(
-            2,
-            "import: name the site to write into with --site SITE (or $DOCSTORE_SITE), or \
-             restore every line into its own site with --all-sites",
-        ));
-    }
     let site = cli.site.as_deref().unwrap_or(DEFAULT_SITE);
     let actor = cli.actor.as_str();
     let key = |collection: &str, id: &str| Key::new(site, collection, id);
@@ -351,6 +341,26 @@ async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Res
         }
     }
     Ok(())
+}
+
+/// `import` writes into the site it is given, which must be named and valid: checked before
+/// the store is opened or a line is read.
+fn check_import_site(cli: &Cli) -> Result<(), CliError> {
+    let Command::Import {
+        all_sites: false, ..
+    } = cli.command
+    else {
+        return Ok(());
+    };
+    let Some(site) = &cli.site else {
+        return Err(CliError::new(
+            2,
+            "import: name the site to write into with --site SITE (or $DOCSTORE_SITE), or \
+             restore every line into its own site with --all-sites",
+        ));
+    };
+    docstore::key::validate_site(site)
+        .map_err(|e| CliError::from(e).context(format!("import --site {site:?}")))
 }
 
 /// A store error of a call on `key`, with the key in its message.
@@ -729,27 +739,51 @@ fn suggested_index(collection: &str, query: &Query) -> Option<String> {
     ))
 }
 
-/// Prints an import or copy summary; skipped documents make the exit code 10.
+/// Prints an import or copy summary; skipped documents or lines make the exit code 10.
 fn finish(summary: Summary, out: &mut Out) -> Result<(), CliError> {
     out.value(&summary)?;
+    let other_sites: u64 = summary.other_sites.values().sum();
     eprintln!(
         "imported {}, replaced {}, already present {}, skipped {}",
         summary.imported,
         summary.replaced,
         summary.already_present,
-        summary.skipped.len()
+        summary.skipped.len() as u64 + other_sites
     );
-    if summary.skipped.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::new(
-            10,
-            format!(
-                "{} documents or lines were skipped (see \"skipped\")",
-                summary.skipped.len()
-            ),
-        ))
+    if other_sites > 0 {
+        eprintln!("{}", other_sites_message(&summary.other_sites));
     }
+    if summary.skipped.is_empty() && other_sites == 0 {
+        return Ok(());
+    }
+    Err(CliError::new(
+        10,
+        format!(
+            "{} lines of other sites and {} documents or lines were skipped (see \
+             \"other_sites\" and \"skipped\")",
+            other_sites,
+            summary.skipped.len()
+        ),
+    ))
+}
+
+/// One sentence for every line of another site than the one imported into.
+fn other_sites_message(other_sites: &std::collections::BTreeMap<String, u64>) -> String {
+    const SHOWN: usize = 5;
+    let mut sites: Vec<String> = other_sites
+        .iter()
+        .take(SHOWN)
+        .map(|(site, lines)| format!("{site:?}: {lines}"))
+        .collect();
+    if other_sites.len() > SHOWN {
+        sites.push(format!("and {} more sites", other_sites.len() - SHOWN));
+    }
+    format!(
+        "skipped {} lines of other sites ({}); import them with --site SITE, or restore every \
+         line into its own site with --all-sites",
+        other_sites.values().sum::<u64>(),
+        sites.join(", ")
+    )
 }
 
 /// Prints a live copy's summary; exit code 10 when documents were skipped or differ.

@@ -13,7 +13,7 @@ use docstore::json;
 use docstore::{Document, Error, Key, Query, RecountMode, Store, WriteOutcome, document};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -39,6 +39,9 @@ pub struct Summary {
     pub already_present: u64,
     /// Documents or lines not written, and why.
     pub skipped: Vec<Skipped>,
+    /// Lines of other sites than the one imported into (not written), counted per site.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub other_sites: BTreeMap<String, u64>,
 }
 
 /// One document or line that was not written.
@@ -676,15 +679,7 @@ async fn import_in_batches(
         if let Some(site) = &options.site
             && record.site != *site
         {
-            let mut skipped = skip(format!(
-                "the line is for site {:?}, not {site:?}, the site being imported into \
-                 (import it with --site {}, or restore every line into its own site with \
-                 --all-sites)",
-                record.site, record.site
-            ));
-            skipped.collection = Some(record.collection);
-            skipped.id = Some(record.id);
-            skipped.record_in(&mut pending, &mut summary, &bar).await?;
+            *summary.other_sites.entry(record.site).or_default() += 1;
             continue;
         }
         let (key, document) = match record.into_parts() {

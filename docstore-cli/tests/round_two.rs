@@ -105,3 +105,75 @@ fn a_query_failing_at_its_first_page_prints_nothing_on_stdout() {
         }
     }
 }
+
+/// Export lines of `count` documents of site `site`.
+fn export_lines(site: &str, count: usize) -> String {
+    (0..count)
+        .map(|i| {
+            serde_json::json!({"site": site, "collection": "t", "id": format!("d{i}"),
+                "data": {}, "created_at": 1, "updated_at": 2, "created_by": "a",
+                "updated_by": "a", "version": 1})
+            .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn import_refuses_an_invalid_site_before_reading_or_creating_anything() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.sqlite("never.db");
+    for site in ["bad name", ""] {
+        for (flag, env) in [(true, false), (false, true)] {
+            let mut cmd = sandbox.cmd(&store, &[]);
+            if flag {
+                cmd.args(["--site", site]);
+            }
+            if env {
+                cmd.env("DOCSTORE_SITE", site);
+            }
+            let output = cmd
+                .arg("import")
+                .write_stdin(export_lines("s", 2))
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(INVALID), "{site:?}: {stderr}");
+            assert!(output.stdout.is_empty(), "{site:?}");
+            assert!(stderr.contains("--site"), "{stderr}");
+        }
+    }
+    assert!(!sandbox.path("never.db").exists());
+}
+
+#[test]
+fn import_into_a_site_no_line_is_for_says_so_once_with_a_count() {
+    let sandbox = Sandbox::new();
+    let input = sandbox.path("other.jsonl");
+    std::fs::write(
+        &input,
+        export_lines("other", 300) + &export_lines("third", 2),
+    )
+    .unwrap();
+    let store = sandbox.sqlite("d.db");
+    let output = sandbox.run(
+        &store,
+        &["--site", "s", "import", input.to_str().unwrap()],
+        10,
+    );
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        summary["other_sites"],
+        serde_json::json!({"other": 300, "third": 2})
+    );
+    assert_eq!(summary["skipped"], serde_json::json!([]));
+    assert!(output.stdout.len() < 200, "{}", output.stdout.len());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("skipped 302 lines").count(), 1, "{stderr}");
+    assert!(!stderr.contains("skipped line"), "{stderr}");
+    assert!(
+        stderr.contains("skipped 302 lines of other sites (\"other\": 300, \"third\": 2)"),
+        "{stderr}"
+    );
+    assert!(stderr.lines().count() <= 3, "{stderr}");
+}
