@@ -177,3 +177,60 @@ fn import_into_a_site_no_line_is_for_says_so_once_with_a_count() {
     );
     assert!(stderr.lines().count() <= 3, "{stderr}");
 }
+
+/// The user id `nobody` runs as, when the tests run as root (root writes any file).
+const NOBODY: &str = "65534";
+
+/// Whether this process can write a file whose mode forbids it (root can: chmod is then not
+/// enough to make a file read-only for it).
+fn writes_protected_files(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let probe = dir.join("probe");
+    std::fs::write(&probe, "").unwrap();
+    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let writable = std::fs::OpenOptions::new().write(true).open(&probe).is_ok();
+    std::fs::remove_file(&probe).unwrap();
+    writable
+}
+
+#[test]
+fn a_read_only_sqlite_file_can_be_exported_copied_and_checked() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("ro.db");
+    sandbox.run(&store, &["--site", "s", "create", "u", "z", "{}"], 0);
+    // Both the file and its folder read-only: SQLite can write neither the file nor a journal.
+    let read_only = std::fs::Permissions::from_mode(0o555);
+    std::fs::set_permissions(sandbox.path("ro.db"), read_only.clone()).unwrap();
+    let as_root = writes_protected_files(sandbox.dir.path());
+    std::fs::set_permissions(sandbox.dir.path(), read_only).unwrap();
+    let cases: [(&[&str], usize); 4] = [
+        (&["export"], 4),
+        (&["export", "--collection", "t"], 3),
+        (&["copy", "--to", "memory:"], 1),
+        (&["fsck"], 0),
+    ];
+    for (args, stdout_lines) in cases {
+        let binary = assert_cmd::cargo::cargo_bin("docstore");
+        let mut cmd = if as_root {
+            let mut cmd = std::process::Command::new("setpriv");
+            cmd.args(["--reuid", NOBODY, "--regid", NOBODY, "--clear-groups", "--"])
+                .arg(binary);
+            cmd
+        } else {
+            std::process::Command::new(binary)
+        };
+        let output = cmd
+            .current_dir(sandbox.dir.path())
+            .env_remove("DOCSTORE_URL")
+            .args(["--store", &store, "--site", "s"])
+            .args(args)
+            .output()
+            .expect("setpriv runs the command as nobody when the tests run as root");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(stdout.lines().count(), stdout_lines, "{args:?}: {stdout}");
+        assert_parseable(&output.stdout, &format!("{args:?}"));
+    }
+}

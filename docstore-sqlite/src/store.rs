@@ -654,25 +654,14 @@ impl Driver for SqliteStore {
     /// Counts inside one write transaction, so the comparison (and the repair) sees one
     /// state. The triggers keep the counters exact; differences only come from outside
     /// (a hand-edited file).
+    /// A report is one read transaction on a reader connection (it works on a read-only
+    /// file); a repair counts and sets the counters in one write transaction.
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
         let site = site.to_owned();
-        self.write(move |_, conn| {
-            let collections = rows::counted_collections(conn, &site)?;
-            let counters: BTreeMap<String, u64> =
-                rows::collections(conn, &site)?.into_iter().collect();
-            let documents: BTreeMap<String, u64> = collections.iter().cloned().collect();
-            let changes = docstore::driver::counter_changes(&documents, &counters);
-            if mode == RecountMode::Repair {
-                for change in &changes {
-                    rows::set_counter(conn, &site, &change.collection, change.documents)?;
-                }
-            }
-            Ok(Recount {
-                collections,
-                changes,
-            })
-        })
-        .await
+        match mode {
+            RecountMode::Repair => self.write(move |_, conn| recount(conn, &site, mode)).await,
+            _ => self.read(move |conn| recount(conn, &site, mode)).await,
+        }
     }
 
     /// One read transaction on a reader connection (never waiting for the writer): see the
@@ -714,4 +703,22 @@ impl Driver for SqliteStore {
             let _ = tokio::time::timeout(feed.poll_interval, commits.changed()).await;
         }
     }
+}
+
+/// Counts `site`'s documents per collection and compares the counters (setting them on
+/// [`RecountMode::Repair`]).
+fn recount(conn: &Connection, site: &str, mode: RecountMode) -> Result<Recount, Fail> {
+    let collections = rows::counted_collections(conn, site)?;
+    let counters: BTreeMap<String, u64> = rows::collections(conn, site)?.into_iter().collect();
+    let documents: BTreeMap<String, u64> = collections.iter().cloned().collect();
+    let changes = docstore::driver::counter_changes(&documents, &counters);
+    if mode == RecountMode::Repair {
+        for change in &changes {
+            rows::set_counter(conn, site, &change.collection, change.documents)?;
+        }
+    }
+    Ok(Recount {
+        collections,
+        changes,
+    })
 }
