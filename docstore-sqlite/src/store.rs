@@ -651,11 +651,10 @@ impl Driver for SqliteStore {
         self.read(move |conn| rows::site_count(conn, &site)).await
     }
 
-    /// Counts inside one write transaction, so the comparison (and the repair) sees one
-    /// state. The triggers keep the counters exact; differences only come from outside
-    /// (a hand-edited file).
-    /// A report is one read transaction on a reader connection (it works on a read-only
-    /// file); a repair counts and sets the counters in one write transaction.
+    /// Counts inside one transaction, so the comparison (and the repair) sees one state: a
+    /// report reads on a reader connection (it works on a read-only file), a repair counts
+    /// and sets the counters in one write transaction. The triggers keep the counters exact;
+    /// differences only come from outside (a hand-edited file).
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
         let site = site.to_owned();
         match mode {
