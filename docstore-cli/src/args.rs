@@ -138,7 +138,7 @@ pub enum Command {
         collection: String,
         /// The document id.
         id: String,
-        /// The version the document must be at.
+        /// The version the document must be at (at least 1).
         version: u64,
         /// The patch: a JSON object, @FILE, or - / @- for standard input (see `create`).
         patch: Option<String>,
@@ -156,7 +156,7 @@ pub enum Command {
         collection: String,
         /// The document id.
         id: String,
-        /// The version the document must be at.
+        /// The version the document must be at (at least 1).
         version: u64,
     },
     /// Query a collection, e.g. `docstore query tickets 'status = "open" and priority >= 3
@@ -192,7 +192,8 @@ pub enum Command {
         /// Only this collection.
         collection: Option<String>,
     },
-    /// Write the site's documents as JSON lines (one document with its metadata per line).
+    /// Write the site's documents as JSON lines (one document with its metadata per line;
+    /// timestamps as --time says, and import reads both forms).
     Export {
         /// Only these collections (repeatable); all when absent.
         #[arg(long)]
@@ -210,7 +211,7 @@ pub enum Command {
     /// is not UTF-8 or not a document is skipped with its line number, and the import goes
     /// on.
     Import {
-        /// The file to read; standard input when absent or "-".
+        /// The file to read (or @FILE); standard input when absent, "-" or "@-".
         input: Option<PathBuf>,
         /// Restore every line into the site it names (a whole-store restore); --site is then
         /// not used.
@@ -268,6 +269,7 @@ pub enum Command {
     },
     /// Check the site's collection counters against its documents and print every difference
     /// as a JSON line; exit code 12 when there were differences and --repair was not given.
+    /// The site must be named (--site or $DOCSTORE_SITE): the store cannot list its sites.
     Fsck {
         /// Set every differing counter to the true number of documents.
         #[arg(long)]
@@ -281,7 +283,8 @@ pub enum Command {
     /// "patch", "version"}` in the --site site; prints the outcomes in order. When one write
     /// fails nothing is written, and the error names it with its kind's exit code.
     Batch {
-        /// The file; standard input when absent or "-".
+        /// The file (or @FILE); standard input when absent, "-" or "@-". A batch of checks
+        /// alone never creates a SQLite file.
         input: Option<PathBuf>,
     },
     /// Print several documents of a collection at once: a JSON array in the ids' order, null
@@ -347,7 +350,7 @@ pub enum IndexAction {
 
 impl Command {
     /// Whether the command may create a new SQLite database file (`create`, `put`, `import`,
-    /// `batch`); every other command refuses
+    /// `batch` unless it only checks); every other command refuses
     /// to run on a file that does not exist (a mistyped path is an error, not an empty store).
     pub fn creates_database(&self) -> bool {
         matches!(

@@ -12,6 +12,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use std::io::IsTerminal;
 
+/// The exit code of `index drop` for an index the table does not hold.
+const NOT_FOUND: i32 = 3;
+
 /// Runs one index action against the store `config` names.
 pub async fn run(action: &IndexAction, config: &Config, out: &mut Out) -> Result<(), CliError> {
     let database = &config.database;
@@ -92,6 +95,19 @@ pub async fn run(action: &IndexAction, config: &Config, out: &mut Out) -> Result
             out.value(&held(&built))?;
         }
         IndexAction::Drop { collection, name } => {
+            let held = store.list_indexes().await?;
+            if !held
+                .iter()
+                .any(|i| i.index.collection == *collection && i.index.name == *name)
+            {
+                return Err(CliError::new(
+                    NOT_FOUND,
+                    format!(
+                        "the table holds no index `{name}` of `{collection}` (`docstore index \
+                         list` shows the ones it holds)"
+                    ),
+                ));
+            }
             store.drop_index(collection, name).await?;
             out.value(&json!({"collection": collection, "name": name, "state": "dropped"}))?;
         }

@@ -1,7 +1,9 @@
 //! One document with its address, as the CLI prints it and as export/import lines carry it.
 
+use crate::timefmt::{self, TimeFormat};
 use docstore::{Data, Document, Key};
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
 /// A document with its site and collection: one line of an export.
 ///
@@ -53,6 +55,26 @@ impl Record {
         }
     }
 
+    /// The record as one JSON line, its timestamps in `time` (the fields in their order).
+    pub fn to_line(&self, time: TimeFormat) -> String {
+        if time == TimeFormat::Ns {
+            return serde_json::to_string(self).expect("records serialize");
+        }
+        let stamp = |nanos: i64| Value::String(timefmt::format_rfc3339(nanos));
+        let line = RecordLine {
+            site: &self.site,
+            collection: &self.collection,
+            id: &self.id,
+            data: &self.data,
+            created_at: stamp(self.created_at),
+            updated_at: stamp(self.updated_at),
+            created_by: &self.created_by,
+            updated_by: &self.updated_by,
+            version: self.version,
+        };
+        serde_json::to_string(&line).expect("records serialize")
+    }
+
     /// The key and document this record describes (names checked).
     pub fn into_parts(self) -> docstore::Result<(Key, Document)> {
         let key = Key::new(self.site, self.collection, self.id.clone())?;
@@ -67,4 +89,18 @@ impl Record {
         };
         Ok((key, document))
     }
+}
+
+/// A [`Record`] with its timestamps formatted, as [`Record::to_line`] writes it.
+#[derive(Serialize)]
+struct RecordLine<'r> {
+    site: &'r str,
+    collection: &'r str,
+    id: &'r str,
+    data: &'r Data,
+    created_at: Value,
+    updated_at: Value,
+    created_by: &'r str,
+    updated_by: &'r str,
+    version: u64,
 }

@@ -14,7 +14,7 @@ use docstore::json;
 use docstore::{ChangeCursor, Data, FeedStart, Filter, Key, Query, RecountMode, Store};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::io::{BufReader, IsTerminal, Read};
+use std::io::{BufRead, BufReader, IsTerminal, Read};
 use std::path::Path;
 
 /// The page size of `query --all` when the query has no LIMIT.
@@ -29,25 +29,38 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::CreateTable = cli.command {
         return create_table(&config, &mut Out::new(cli.time)).await;
     }
+    check_import_site(&cli)?;
+    check_fsck_site(&cli)?;
+    let batch = read_batch(&cli)?;
+    let writes_something = batch.as_ref().is_none_or(|writes| {
+        writes
+            .iter()
+            .any(|write| !matches!(write, docstore::Write::Check { .. }))
+    });
+    if !(cli.command.creates_database() && writes_something) {
+        refuse_missing_sqlite(&config)?;
+    }
     if let Command::Index { action } = &cli.command {
         let mut out = Out::new(cli.time);
         crate::indexes::run(action, &config, &mut out).await?;
         return out.flush();
     }
-    check_import_site(&cli)?;
-    if !cli.command.creates_database() {
-        refuse_missing_sqlite(&config)?;
-    }
     let store = docstore_any::open(&config.database).await?;
     let mut out = Out::new(cli.time);
-    let result = execute(cli, &config, &store, &mut out).await;
+    let result = execute(cli, batch, &config, &store, &mut out).await;
     let flushed = out.flush();
     result
         .and(flushed)
         .map_err(|err| explain_missing_table(err, &config))
 }
 
-async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Result<(), CliError> {
+async fn execute(
+    cli: Cli,
+    batch: Option<Vec<docstore::Write>>,
+    config: &Config,
+    store: &Store,
+    out: &mut Out,
+) -> Result<(), CliError> {
     let site = cli.site.as_deref().unwrap_or(DEFAULT_SITE);
     let actor = cli.actor.as_str();
     let key = |collection: &str, id: &str| Key::new(site, collection, id);
@@ -105,6 +118,7 @@ async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Res
             patch,
         } => {
             let key = key(&collection, &id)?;
+            check_version(version)?;
             let patch = json_object(patch, "PATCH", "update-if")?;
             let document = store
                 .update_if(&key, &patch, version, actor)
@@ -123,6 +137,7 @@ async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Res
             version,
         } => {
             let key = key(&collection, &id)?;
+            check_version(version)?;
             store
                 .delete_if(&key, version)
                 .await
@@ -180,11 +195,11 @@ async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Res
                     let file = std::fs::File::create(&path)
                         .map_err(|e| CliError::io(&path.display().to_string(), e))?;
                     let mut writer = std::io::BufWriter::new(file);
-                    transfer::export(store, site, &collection, &mut writer).await?
+                    transfer::export(store, site, &collection, cli.time, &mut writer).await?
                 }
                 None => {
                     let mut writer = std::io::BufWriter::new(std::io::stdout().lock());
-                    transfer::export(store, site, &collection, &mut writer).await?
+                    transfer::export(store, site, &collection, cli.time, &mut writer).await?
                 }
             };
             eprintln!("exported {written} documents");
@@ -194,18 +209,7 @@ async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Res
             all_sites,
             on_existing,
         } => {
-            let mut reader: Box<dyn std::io::BufRead> = match input {
-                Some(path) if path.as_os_str() != "-" => Box::new(BufReader::new(
-                    std::fs::File::open(&path)
-                        .map_err(|e| CliError::io(&path.display().to_string(), e))?,
-                )),
-                _ => {
-                    if std::io::stdin().is_terminal() {
-                        return Err(missing_input("import", "[INPUT]"));
-                    }
-                    Box::new(BufReader::new(std::io::stdin().lock()))
-                }
-            };
+            let mut reader = open_input(input.as_deref(), "import")?;
             let options = ImportOptions {
                 site: (!all_sites).then(|| site.to_owned()),
                 on_existing,
@@ -309,16 +313,8 @@ async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Res
                 ));
             }
         }
-        Command::Batch { input } => {
-            let text = match input.as_deref() {
-                None => read_all(&mut std::io::stdin(), "standard input")?,
-                Some(path) if path == Path::new("-") => {
-                    read_all(&mut std::io::stdin(), "standard input")?
-                }
-                Some(path) => std::fs::read_to_string(path)
-                    .map_err(|e| CliError::io(&path.display().to_string(), e))?,
-            };
-            let writes = crate::batch::parse(&text, site)?;
+        Command::Batch { .. } => {
+            let writes = batch.expect("a batch is read before the store opens");
             crate::batch::run(store, &writes, actor, out).await?;
         }
         Command::GetMany { collection, ids } => {
@@ -341,6 +337,56 @@ async fn execute(cli: Cli, config: &Config, store: &Store, out: &mut Out) -> Res
         }
     }
     Ok(())
+}
+
+/// Versions start at 1: a condition on version 0 could never hold.
+fn check_version(version: u64) -> Result<(), CliError> {
+    if version == 0 {
+        return Err(CliError::invalid(
+            "VERSION must be at least 1 (a document's first version is 1)",
+        ));
+    }
+    Ok(())
+}
+
+/// `fsck` checks one site, which must be named: the store cannot list its sites, so checking
+/// them all is not possible, and checking the default site alone would look like that.
+fn check_fsck_site(cli: &Cli) -> Result<(), CliError> {
+    if matches!(cli.command, Command::Fsck { .. }) && cli.site.is_none() {
+        return Err(CliError::new(
+            2,
+            "fsck checks the counters of one site: name it with --site SITE (or \
+             $DOCSTORE_SITE); the store cannot list its sites, so every site cannot be \
+             checked at once",
+        ));
+    }
+    Ok(())
+}
+
+/// The writes of `batch`, read and checked before the store is opened (a batch of checks
+/// alone then never creates a database file).
+fn read_batch(cli: &Cli) -> Result<Option<Vec<docstore::Write>>, CliError> {
+    let Command::Batch { input } = &cli.command else {
+        return Ok(None);
+    };
+    let text = read_all(&mut open_input(input.as_deref(), "batch")?, "the batch")?;
+    let site = cli.site.as_deref().unwrap_or(DEFAULT_SITE);
+    crate::batch::parse(&text, site).map(Some)
+}
+
+/// The input of `import` or `batch`: the file named by INPUT or by `@FILE`, or standard input
+/// for `-`, `@-` or no INPUT (refused when standard input is a terminal: nothing would come).
+fn open_input(input: Option<&Path>, command: &str) -> Result<Box<dyn BufRead>, CliError> {
+    let at_file = input.and_then(|p| p.to_str()?.strip_prefix('@').map(Path::new));
+    match at_file.or(input) {
+        Some(path) if path.as_os_str() != "-" => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| CliError::io(&path.display().to_string(), e))?;
+            Ok(Box::new(BufReader::new(file)))
+        }
+        _ if std::io::stdin().is_terminal() => Err(missing_input(command, "[INPUT]")),
+        _ => Ok(Box::new(BufReader::new(std::io::stdin().lock()))),
+    }
 }
 
 /// `import` writes into the site it is given, which must be named and valid: checked before
@@ -395,7 +441,7 @@ fn refuse_missing_sqlite(config: &Config) -> Result<(), CliError> {
     Err(CliError::new(
         1,
         format!(
-            "no SQLite database at {}: only create, put and import create a new one; check the \
+            "no SQLite database at {}: only create, put, import and a batch that writes create a new one; check the \
              path (--store, --config or ${STORE_ENV})",
             path.display()
         ),

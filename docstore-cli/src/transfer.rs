@@ -7,6 +7,7 @@
 use crate::args::OnExisting;
 use crate::exit::CliError;
 use crate::record::Record;
+use crate::timefmt::TimeFormat;
 use docstore::batch::{self, MAX_BATCH_BYTES, MAX_BATCH_WRITES, key_bytes};
 use docstore::document::MAX_DEPTH;
 use docstore::json;
@@ -155,11 +156,13 @@ async fn walk_collection(
     }
 }
 
-/// Writes every document of the site (or of `only`) as JSON lines; returns how many.
+/// Writes every document of the site (or of `only`) as JSON lines, timestamps in `time`;
+/// returns how many.
 pub async fn export(
     store: &Store,
     site: &str,
     only: &[String],
+    time: TimeFormat,
     out: &mut dyn Write,
 ) -> Result<u64, CliError> {
     let collections = collections(store, site, only).await?;
@@ -167,8 +170,7 @@ pub async fn export(
     let mut written = 0;
     for (collection, _) in &collections {
         walk_collection(store, site, collection, async |document| {
-            let line = serde_json::to_string(&Record::new(site, collection, document))
-                .expect("records serialize");
+            let line = Record::new(site, collection, document).to_line(time);
             writeln!(out, "{line}").map_err(|e| CliError::io("writing the export", e))?;
             written += 1;
             bar.inc(1);

@@ -195,3 +195,18 @@ fn a_partial_answer_is_warned_about_and_has_its_own_exit_code() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 30);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
+
+#[test]
+fn dropping_an_index_the_table_does_not_hold_is_not_found() {
+    let url = dynamodb_url(&unique_table());
+    ok(&url, &["create-table"]);
+    let out = docstore(&url, &["index", "drop", "items", "nope"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(stderr.contains("no index `nope` of `items`"), "{stderr}");
+}

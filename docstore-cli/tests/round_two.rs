@@ -234,3 +234,97 @@ fn a_read_only_sqlite_file_can_be_exported_copied_and_checked() {
         assert_parseable(&output.stdout, &format!("{args:?}"));
     }
 }
+
+// ---- hints and checks that say what is true ----
+
+#[test]
+fn import_and_batch_read_at_file_and_at_dash_as_their_hint_says() {
+    let sandbox = Sandbox::new();
+    let source = sandbox.store_with_documents("from.db");
+    let export = sandbox.run(&source, &["--site", "s", "export"], 0).stdout;
+    std::fs::write(sandbox.path("e.jsonl"), &export).unwrap();
+    let store = sandbox.sqlite("to.db");
+    sandbox.run(&store, &["--site", "s", "import", "@e.jsonl"], 0);
+    let again = sandbox
+        .cmd(&store, &["--site", "s", "import", "@-"])
+        .write_stdin(export)
+        .output()
+        .unwrap();
+    let summary: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(summary["already_present"], 3, "{summary}");
+    let check = r#"[{"op":"check","collection":"t","id":"a","version":1}]"#;
+    std::fs::write(sandbox.path("b.json"), check).unwrap();
+    sandbox.run(&store, &["--site", "s", "batch", "@b.json"], 0);
+    let from_stdin = sandbox
+        .cmd(&store, &["--site", "s", "batch", "@-"])
+        .write_stdin(check)
+        .output()
+        .unwrap();
+    assert_eq!(from_stdin.status.code(), Some(0));
+}
+
+#[test]
+fn read_commands_never_create_a_database_file() {
+    let sandbox = Sandbox::new();
+    let check = r#"{"op":"check","collection":"c","id":"a","version":null}"#;
+    let batch = sandbox
+        .cmd(&sandbox.sqlite("nodb5.db"), &["batch"])
+        .write_stdin(check)
+        .output()
+        .unwrap();
+    assert_eq!(batch.status.code(), Some(1));
+    assert!(!sandbox.path("nodb5.db").exists());
+    let list = sandbox.run(&sandbox.sqlite("missing.db"), &["index", "list"], 1);
+    let stderr = String::from_utf8_lossy(&list.stderr);
+    assert!(stderr.contains("no SQLite database at"), "{stderr}");
+    assert!(!sandbox.path("missing.db").exists());
+}
+
+#[test]
+fn a_condition_on_version_0_is_an_invalid_argument() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("v.db");
+    for args in [
+        &["--site", "s", "update-if", "t", "a", "0", "{}"][..],
+        &["--site", "s", "delete-if", "t", "a", "0"][..],
+    ] {
+        let output = sandbox.run(&store, args, INVALID);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("at least 1"), "{stderr}");
+    }
+}
+
+#[test]
+fn export_with_rfc3339_time_writes_rfc3339_that_imports_the_same() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("t.db");
+    let plain = sandbox.run(&store, &["--site", "s", "export"], 0).stdout;
+    let args = ["--site", "s", "--time", "rfc3339", "export"];
+    let rfc = sandbox.run(&store, &args, 0).stdout;
+    let first: Value =
+        serde_json::from_str(String::from_utf8_lossy(&rfc).lines().next().unwrap()).unwrap();
+    let created = first["created_at"].as_str().expect("an RFC 3339 string");
+    assert!(created.ends_with('Z') && created.contains('T'), "{created}");
+    std::fs::write(sandbox.path("rfc.jsonl"), &rfc).unwrap();
+    let copy = sandbox.sqlite("copy.db");
+    sandbox.run(&copy, &["--site", "s", "import", "rfc.jsonl"], 0);
+    assert_eq!(
+        sandbox.run(&copy, &["--site", "s", "export"], 0).stdout,
+        plain
+    );
+}
+
+#[test]
+fn fsck_without_a_site_refuses_and_says_why() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("f.db");
+    let output = sandbox.run(&store, &["fsck"], 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--site") && stderr.contains("cannot list"),
+        "{stderr}"
+    );
+    let output = sandbox.run(&store, &["--site", "s", "fsck"], 0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("1 collections with documents"), "{stderr}");
+}
