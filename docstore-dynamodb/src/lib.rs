@@ -93,7 +93,7 @@
 //! | `create`, `restore` | TransactWriteItems: Put `attribute_not_exists(pk)` + counter `ADD` | PutItem, UpdateItem (counter) |
 //! | `put` | GetItem, then PutItem on the revision read (replace) or TransactWriteItems (create) | GetItem, PutItem (+ UpdateItem when it created) |
 //! | `update`, `update_if` | GetItem, PutItem conditioned on the revision read | same |
-//! | `delete`, `delete_if` | GetItem, TransactWriteItems: Delete on the revision read + counter `ADD -1` | GetItem, DeleteItem, UpdateItem |
+//! | `delete`, `delete_if` | GetItem, TransactWriteItems: Delete on the revision read + counter `ADD -1` + delete stamp Put | GetItem, TransactWriteItems (Delete + stamp Put), UpdateItem (counter) |
 //! | `write_all` | BatchGetItem, one TransactWriteItems (writes, checks, one counter `ADD` per collection) | same |
 //! | `get_many` | consistent BatchGetItem per 100 keys (unprocessed keys again, with backoff) | same |
 //!
@@ -113,7 +113,8 @@
 //!   create, delete or batch whose answer was lost and whose resend was refused, when neither
 //!   the items' histories nor the counter prove it committed;
 //! - with fast counters: a create whose answer was lost and whose resend met another caller's
-//!   document (a fast delete in that position reports `true`, the original layout's way).
+//!   document (a delete in that position, in either mode, is settled by its stamp: see
+//!   "Change feed").
 //!
 //! Why 16 identities per item: see the `history` module — the SDK's resend follows within
 //! about 60 ms ([`DynamoStore::connect`] sets a 20 ms first backoff), in which about 8 other

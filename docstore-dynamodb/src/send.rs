@@ -102,8 +102,9 @@ impl DynamoStore {
 
     /// A delete with the items that go with it — its stamp ([`crate::stamps`]) and, for a
     /// caller-identified delete, the record of its identity ([`crate::deleted`]) — and the
-    /// counter move when `delta` is not 0, in one `TransactWriteItems` in either counter
-    /// mode: those items exist exactly when the delete happened.
+    /// counter move when `delta` is not 0 (exact counters; fast counters pass 0 and move it
+    /// after), in one `TransactWriteItems` in either counter mode: those items exist exactly
+    /// when the delete happened.
     pub(crate) async fn send_delete(
         &self,
         key: &Key,

@@ -15,8 +15,9 @@
 //!
 //! Cost: one more item in the delete's transaction — about 100 bytes plus the actor, so one
 //! write unit, two as a transactional write — and, with fast counters, a delete becomes a
-//! two-item `TransactWriteItems` instead of a `DeleteItem`. Reading the feed costs one
-//! consistent `GetItem` (half a read unit) per delete it shows.
+//! two-item `TransactWriteItems` (the delete and its stamp) instead of a `DeleteItem`, still
+//! followed by the counter's own `UpdateItem` (so deletes do not contend on the counter item).
+//! Reading the feed costs one consistent `GetItem` (half a read unit) per delete it shows.
 
 use crate::history::Stored;
 use crate::item::{Item, PK, SK, num, number, string, text};

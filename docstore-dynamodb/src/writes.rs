@@ -372,7 +372,7 @@ impl DynamoStore {
     /// holding the identity means an earlier call did this delete (`Ok(true)`, nothing
     /// removed); otherwise the delete is sent with its record in one transaction. Every
     /// delete is one transaction with its stamp (the actor and time the change feed shows,
-    /// [`crate::stamps`]) and its counter move, in either counter mode.
+    /// [`crate::stamps`]); exact counters move the counter in it, fast counters right after.
     pub(crate) async fn delete_document(
         &self,
         key: &Key,
@@ -411,9 +411,20 @@ impl DynamoStore {
             if let Some(recorded) = &recorded {
                 with.push(crate::deleted::record_item(key, recorded, &w, now));
             }
-            let sent = self.send_delete(key, expect, delta, &w, with).await?;
+            // Exact counters move the counter in the delete's transaction; fast counters
+            // right after it commits (`count_late`), never in the transaction, so deletes
+            // do not contend on the collection's counter item.
+            let moved = if self.counters == CounterMode::Exact {
+                delta
+            } else {
+                0
+            };
+            let sent = self.send_delete(key, expect, moved, &w, with).await?;
             match sent {
-                Sent::Applied => return Ok(true),
+                Sent::Applied => {
+                    self.count_late(key, delta).await;
+                    return Ok(true);
+                }
                 Sent::Contended => backoff.wait().await,
                 Sent::CounterAtZero => {
                     tracing::warn!(
@@ -440,17 +451,30 @@ impl DynamoStore {
                     if !resent {
                         return Ok(false);
                     }
-                    // The revision's stamp names the call that deleted it.
+                    // The revision's stamp names the call that deleted it (it went in with
+                    // the delete, so it exists exactly when some docstore delete committed).
                     if let Some(stamp) = self.stamp(key, &read).await? {
-                        return Ok(stamp.deleter == w.as_str());
+                        let own = stamp.deleter == w.as_str();
+                        if own {
+                            self.count_late(key, delta).await;
+                        }
+                        return Ok(own);
                     }
                     if recorded.is_some() {
                         // The record went in with the delete: it says whether that committed.
-                        return Ok(self.recorded_deletes(key).await?.holds(&w));
+                        let own = self.recorded_deletes(key).await?.holds(&w);
+                        if own {
+                            self.count_late(key, delta).await;
+                        }
+                        return Ok(own);
                     }
-                    // No stamp: the revision was removed by a delete from outside docstore,
-                    // or the stamp is gone. The counter's last mover being this call proves
-                    // the commit; otherwise the token says the lost attempt did not commit.
+                    // No stamp: the revision was removed by a delete from outside docstore
+                    // (this call's delete would have left one). Exact counters: the counter's
+                    // last mover being this call proves the commit; otherwise the token says
+                    // the lost attempt did not commit.
+                    if moved == 0 {
+                        return Ok(false);
+                    }
                     if self.counter_proves(key, &w).await? {
                         return Ok(true);
                     }
@@ -461,16 +485,21 @@ impl DynamoStore {
                 }
                 Sent::Unknown(err) => {
                     if let Ok(Some(stamp)) = self.stamp(key, &read).await {
-                        return Ok(stamp.deleter == w.as_str());
+                        let own = stamp.deleter == w.as_str();
+                        if own {
+                            self.count_late(key, delta).await;
+                        }
+                        return Ok(own);
                     }
                     if recorded.is_some() {
                         let record = self.recorded_deletes(key).await;
                         if record.is_ok_and(|ids| ids.holds(&w)) {
+                            self.count_late(key, delta).await;
                             return Ok(true);
                         }
                         return Err(err);
                     }
-                    if delta != 0 && self.counter_proves(key, &w).await.unwrap_or(false) {
+                    if moved != 0 && self.counter_proves(key, &w).await.unwrap_or(false) {
                         return Ok(true);
                     }
                     return Err(err);
@@ -510,8 +539,8 @@ impl DynamoStore {
         delta != 0 && self.counters == CounterMode::Exact
     }
 
-    /// Fast counters: moves the counter for a write found applied after its answer was lost
-    /// (exact counters moved in the write's own transaction).
+    /// Fast counters: moves the counter after a write that was applied (a delete's), or found
+    /// applied after its answer was lost (exact counters moved in the write's own transaction).
     async fn count_late(&self, key: &Key, delta: i64) {
         if delta != 0 && self.counters == CounterMode::Fast {
             self.bump_counter(key.site(), key.collection(), delta).await;

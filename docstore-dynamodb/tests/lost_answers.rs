@@ -22,6 +22,10 @@ static MOTO: OnceCell<String> = OnceCell::const_new();
 
 const LOSSES: [Loss; 2] = [Loss::ServerError, Loss::Dropped];
 const MODES: [CounterMode; 2] = [CounterMode::Exact, CounterMode::Fast];
+/// The operation a `delete` or `delete_if` is sent as, in both counter modes: the delete
+/// goes with its stamp (the change feed's actor and time) in one `TransactWriteItems`; fast
+/// counters move the counter after it with an `UpdateItem`.
+const DELETES: &str = "TransactWriteItems";
 
 /// A store whose answers are lost as `Faults` says, a clean store on the same table, and a
 /// fresh site.
@@ -70,7 +74,7 @@ impl Setup {
         Key::new(&self.site, "c", id).unwrap()
     }
 
-    /// The operation a create or delete is sent as in this counter mode.
+    /// The operation a create is sent as in this counter mode.
     fn counted(&self, fast: &str) -> String {
         match self.mode {
             CounterMode::Exact => "TransactWriteItems".to_owned(),
@@ -202,11 +206,11 @@ async fn every_write_succeeds_once(emulator: Emulator, cell: &'static OnceCell<S
             assert_eq!(s.stored("a").await, Some(updated), "{what}");
             assert_eq!(s.counters().await, vec![("c".to_owned(), 3)], "{at}");
 
-            s.lose(&s.counted("DeleteItem"), loss);
+            s.lose(DELETES, loss);
             let deleted = s.lossy.delete(&s.key("a")).await;
             let what = check("delete");
             assert!(deleted.unwrap_or_else(|e| panic!("{what}: {e}")), "{what}");
-            s.lose(&s.counted("DeleteItem"), loss);
+            s.lose(DELETES, loss);
             let deleted = s.lossy.delete_if(&s.key("b"), 1).await;
             let what = check("delete_if");
             deleted.unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -317,7 +321,7 @@ async fn own_writes_are_recognised_after_other_writers(
                 .await
                 .unwrap();
             let other = c.clone();
-            s.lose_then(&s.counted("DeleteItem"), loss, move |clean| async move {
+            s.lose_then(DELETES, loss, move |clean| async move {
                 clean
                     .create(&other, obj(json!({"new": 1})), "y")
                     .await
@@ -347,7 +351,7 @@ async fn own_writes_are_recognised_after_other_writers(
                 .await
                 .unwrap();
             let other = d.clone();
-            s.lose_then(&s.counted("DeleteItem"), loss, move |clean| async move {
+            s.lose_then(DELETES, loss, move |clean| async move {
                 clean
                     .create(&other, obj(json!({"new": 1})), "y")
                     .await
