@@ -94,6 +94,15 @@ pub enum FeedFrom {
     Now,
 }
 
+/// `docstore streams ...`.
+#[derive(Debug, Subcommand)]
+pub enum StreamsAction {
+    /// Enable the stream (new and old images) on an existing table; prints its ARN and
+    /// whether it was already on. The feed shows writes from then on: nothing written
+    /// before is in it.
+    Enable,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -276,8 +285,16 @@ pub enum Command {
         repair: bool,
     },
     /// Create the DynamoDB table the store names (on-demand billing), with a GSI for every
-    /// index declared in --config; prints whether it was created or already existed.
+    /// index declared in --config and the stream the change feed reads; prints whether it was
+    /// created or already existed.
     CreateTable,
+    /// The DynamoDB stream behind `watch` and `copy --follow` (tables made by create-table
+    /// have it already).
+    Streams {
+        /// What to do.
+        #[command(subcommand)]
+        action: StreamsAction,
+    },
     /// Apply writes atomically, all or nothing: a JSON array (or JSON lines) of
     /// `{"op": "create|put|update|update_if|delete_if|check", "collection", "id", "data" |
     /// "patch", "version"}` in the --site site; prints the outcomes in order. When one write

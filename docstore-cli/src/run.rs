@@ -1,6 +1,6 @@
 //! Running one parsed command line.
 
-use crate::args::{Cli, Command, DEFAULT_SITE, DEFAULT_STORE, FeedFrom, STORE_ENV};
+use crate::args::{Cli, Command, DEFAULT_SITE, DEFAULT_STORE, FeedFrom, STORE_ENV, StreamsAction};
 use crate::exit::CliError;
 use crate::live_copy;
 use crate::output::Out;
@@ -28,6 +28,12 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
     if let Command::CreateTable = cli.command {
         return create_table(&config, &mut Out::new(cli.time)).await;
+    }
+    if let Command::Streams {
+        action: StreamsAction::Enable,
+    } = cli.command
+    {
+        return enable_stream(&config, &mut Out::new(cli.time)).await;
     }
     check_import_site(&cli)?;
     check_fsck_site(&cli)?;
@@ -332,7 +338,7 @@ async fn execute(
                 "strongly_consistent": plan.strongly_consistent,
             }))?;
         }
-        Command::CreateTable | Command::Index { .. } => {
+        Command::CreateTable | Command::Index { .. } | Command::Streams { .. } => {
             unreachable!("handled before opening the store")
         }
     }
@@ -858,26 +864,58 @@ fn finish_live_copy(live: live_copy::LiveCopy, out: &mut Out) -> Result<(), CliE
     Ok(())
 }
 
-async fn create_table(config: &Config, out: &mut Out) -> Result<(), CliError> {
-    use docstore::driver::Driver as _;
+/// The DynamoDB store `config` names, for the commands that manage its table; `command` says
+/// which one needs it when the store is not DynamoDB.
+async fn dynamodb_store(
+    config: &Config,
+    command: &str,
+) -> Result<(docstore_dynamodb::DynamoStore, String), CliError> {
     let database = &config.database;
     let dynamodb = match (database.backend, &database.dynamodb) {
         (Backend::Dynamodb, Some(dynamodb)) => dynamodb,
-        _ => return Err(CliError::invalid("create-table needs a dynamodb:// store")),
+        _ => {
+            return Err(CliError::invalid(format!(
+                "{command} needs a dynamodb:// store"
+            )));
+        }
     };
     let store = docstore_dynamodb::DynamoStore::connect(dynamodb, database.store_options()).await?;
+    Ok((store, dynamodb.table.clone()))
+}
+
+/// `docstore streams enable`.
+async fn enable_stream(config: &Config, out: &mut Out) -> Result<(), CliError> {
+    let (store, table) = dynamodb_store(config, "streams enable").await?;
+    let enabled = store.enable_stream().await?;
+    let status = if enabled.newly_enabled {
+        eprintln!(
+            "enabled the stream of table `{table}`: the change feed shows writes from now on \
+             (nothing written before is in it)"
+        );
+        "enabled"
+    } else {
+        eprintln!("the stream of table `{table}` was already enabled; left as it is");
+        "already enabled"
+    };
+    out.value(&json!({ "table": table, "stream_arn": enabled.stream_arn, "status": status }))?;
+    out.flush()
+}
+
+async fn create_table(config: &Config, out: &mut Out) -> Result<(), CliError> {
+    use docstore::driver::Driver as _;
+    let (store, table) = dynamodb_store(config, "create-table").await?;
     // A read that succeeds proves the table is there; any failure (missing table, or
     // something create_table will report too) leads to creating it.
     let probe = Key::new("docstore-cli", "create-table", "probe")?;
     let status = if store.get(&probe).await.is_ok() {
-        eprintln!("table `{}` exists; left as it is", dynamodb.table);
+        eprintln!("table `{table}` exists; left as it is");
         "exists"
     } else {
         store.create_table().await?;
-        eprintln!("created table `{}`", dynamodb.table);
+        eprintln!("created table `{table}`");
         "created"
     };
-    out.value(&json!({ "table": dynamodb.table, "status": status }))?;
+    out.value(&json!({ "table": table, "status": status }))?;
     out.flush()
 }
 

@@ -276,3 +276,68 @@ fn copy_follow_from_sqlite_to_dynamodb_ends_equal() {
     );
     live_copy_equals_the_source(&url);
 }
+
+/// A client of the emulator, for what the CLI does not do (turning a stream off).
+async fn raw_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::for_tests())
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+#[test]
+fn streams_enable_turns_the_feed_on_for_an_existing_table() {
+    let endpoint = std::env::var("DOCSTORE_DYNOXIDE_ENDPOINT").expect(
+        "DOCSTORE_DYNOXIDE_ENDPOINT is not set: run the tests through \
+         scripts/with-dynamodb-emulators (scripts/test does)",
+    );
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let table = format!("streams-{}-{}", std::process::id(), nanos.as_nanos());
+    let url = format!("dynamodb://{table}?region=us-east-1&endpoint={endpoint}");
+    lines(&url, &["create-table"], 0);
+    let already = lines(&url, &["streams", "enable"], 0);
+    assert_eq!(
+        already[0]["status"], "already enabled",
+        "create-table enables it"
+    );
+    // A table from before the feed: its stream off.
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let off = aws_sdk_dynamodb::types::StreamSpecification::builder()
+            .stream_enabled(false)
+            .build()
+            .unwrap();
+        let client = raw_client(&endpoint).await;
+        client
+            .update_table()
+            .table_name(&table)
+            .stream_specification(off)
+            .send()
+            .await
+            .unwrap();
+    });
+    create(&url, "before", 0);
+    let refused = docstore(&url, &["watch", "--from", "start", "--until-idle"])
+        .output()
+        .unwrap();
+    assert_ne!(refused.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("streams enable"), "{stderr}");
+    let enabled = lines(&url, &["streams", "enable"], 0);
+    assert_eq!(enabled[0]["status"], "enabled");
+    create(&url, "after", 1);
+    let changes = lines(
+        &url,
+        &["watch", "--from", "start", "--until-idle", "--jsonl"],
+        0,
+    );
+    assert_eq!(
+        ids(&changes),
+        ["after"],
+        "the feed starts when the stream was enabled"
+    );
+}
