@@ -40,6 +40,8 @@ pub struct DynamoStore {
     pub(crate) options: StoreOptions,
     /// The table's index records as last read (see [`crate::index`]).
     pub(crate) registry: Arc<Mutex<Option<Arc<crate::index::Registry>>>>,
+    /// The change feed's stream ARN and shard list between reads (see `feed::cache`).
+    pub(crate) feed_cache: Arc<crate::feed::FeedCache>,
 }
 
 /// The SDK's retries as this backend sets them in [`DynamoStore::connect`]: the standard
@@ -168,6 +170,7 @@ impl DynamoStore {
             trust_request_tokens: config.trust_request_tokens,
             options,
             registry: Arc::default(),
+            feed_cache: Arc::default(),
         })
     }
 
@@ -454,13 +457,31 @@ impl Driver for DynamoStore {
     }
 
     /// Read from the table's DynamoDB stream: see the crate docs, "Change feed".
+    ///
+    /// The read runs in a task of its own, so that its requests finish even when the caller
+    /// stops polling mid-read (a `select!` that moves on, a watch left idle while the caller
+    /// does something else): a request left half-sent holds its connection, and a server
+    /// that takes one connection at a time (moto as the tests run it) then answers nobody
+    /// else until the request times out. A read that nobody awaits any more still ends: it
+    /// reads at most one page.
     async fn changes(
         &self,
         scope: &docstore::feed::FeedScope,
         start: &docstore::FeedStart,
         limit: usize,
     ) -> Result<docstore::feed::ChangePage> {
-        self.read_changes(scope, start, limit).await
+        let store = self.clone();
+        let (scope, start) = (scope.clone(), start.clone());
+        let read =
+            tokio::spawn(async move { store.read_changes(&scope, &start, limit).await }).await;
+        match read {
+            Ok(page) => page,
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            Err(err) => Err(Error::Backend {
+                message: format!("the change feed read of `{}` was cancelled", self.table),
+                source: Some(Box::new(err)),
+            }),
+        }
     }
 
     /// Streams has no push: waits `feed_poll_ms`, after which the caller reads again.

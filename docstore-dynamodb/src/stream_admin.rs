@@ -89,6 +89,8 @@ impl DynamoStore {
             Some(arn) => arn.to_owned(),
             None => self.stream_arn().await?,
         };
+        // A new stream: the feed reads it from now on.
+        self.feed_cache.forget();
         Ok(StreamEnabled {
             stream_arn,
             newly_enabled: true,

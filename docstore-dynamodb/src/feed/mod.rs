@@ -4,13 +4,16 @@
 //! ([`records`]) and names each delete's actor and time from its stamp
 //! ([`crate::stamps`]).
 
+mod cache;
 mod cursor;
 mod records;
 mod shards;
 mod source;
 mod walk;
 
+use crate::stamps::Stamp;
 use crate::store::DynamoStore;
+pub(crate) use cache::FeedCache;
 use cursor::Frontier;
 use docstore::Result;
 use docstore::feed::{Change, ChangeCursor, ChangePage, FeedScope, FeedStart};
@@ -26,23 +29,50 @@ impl DynamoStore {
         start: &FeedStart,
         limit: usize,
     ) -> Result<ChangePage> {
-        let stream_arn = self.stream_arn().await?;
+        let parsed = match start {
+            FeedStart::After(cursor) => Some(Frontier::parse(cursor)?),
+            _ => None,
+        };
+        let stream_arn = match self.feed_cache.arn() {
+            // A cursor of another stream than the one remembered: the stream may have been
+            // enabled again since (by another process), so ask the table.
+            Some(arn) if parsed.as_ref().is_none_or(|f| f.stream_arn == arn) => arn,
+            _ => {
+                let arn = self.stream_arn().await?;
+                self.feed_cache.set_arn(&arn);
+                arn
+            }
+        };
         let source = StreamSource {
             store: self,
             stream_arn: &stream_arn,
         };
-        let frontier = match start {
-            FeedStart::Oldest => Frontier::oldest(&stream_arn),
-            FeedStart::Now => now_frontier(&source, &stream_arn).await?,
-            FeedStart::After(cursor) => Frontier::parse(cursor)?,
+        let frontier = match (start, parsed) {
+            (_, Some(frontier)) => frontier,
+            (FeedStart::Now, None) => now_frontier(&source, &stream_arn).await?,
+            _ => Frontier::oldest(&stream_arn),
         };
-        let walked = walk(&source, frontier, limit, |record| {
+        let from_oldest = matches!(start, FeedStart::Oldest);
+        let walked = walk(&source, frontier, limit, from_oldest, |record| {
             records::pending(record, scope)
         })
         .await?;
+        let removed: Vec<_> = walked
+            .found
+            .iter()
+            .filter_map(|found| match &found.item {
+                Pending::Removed { key, removed, .. } => Some((key, removed)),
+                Pending::Stored { .. } => None,
+            })
+            .collect();
+        let mut stamps = self.stamps(&removed).await?.into_iter();
         let mut changes = Vec::with_capacity(walked.found.len());
         for Found { item, cursor } in walked.found {
-            changes.push(self.change(item, cursor).await?);
+            let stamp = match item {
+                Pending::Removed { .. } => stamps.next().flatten(),
+                Pending::Stored { .. } => None,
+            };
+            changes.push(change(item, stamp, cursor));
         }
         Ok(ChangePage {
             changes,
@@ -50,41 +80,35 @@ impl DynamoStore {
             caught_up: walked.caught_up,
         })
     }
+}
 
-    /// The change of a document write; a delete's actor and time come from its stamp.
-    async fn change(&self, pending: Pending, cursor: ChangeCursor) -> Result<Change> {
-        match pending {
-            Pending::Stored {
-                key,
-                kind,
-                document,
-            } => Ok(Change::stored(key, kind, document, cursor)),
-            Pending::Removed {
-                key,
-                removed,
-                approximate_time,
-            } => {
-                let version = removed.doc.version;
-                match self.stamp(&key, &removed).await? {
-                    Some(stamp) => Ok(Change::deleted(
-                        key,
+/// The change of a document write; a delete's actor and time come from its stamp.
+fn change(pending: Pending, stamp: Option<Stamp>, cursor: ChangeCursor) -> Change {
+    match pending {
+        Pending::Stored {
+            key,
+            kind,
+            document,
+        } => Change::stored(key, kind, document, cursor),
+        Pending::Removed {
+            key,
+            removed,
+            approximate_time,
+        } => {
+            let version = removed.doc.version;
+            match stamp {
+                Some(stamp) => Change::deleted(key, version, stamp.time, stamp.actor, cursor),
+                None => {
+                    // Every docstore delete writes its stamp in its own transaction:
+                    // this delete came from elsewhere (the console, another SDK, time to
+                    // live), so nobody docstore knows deleted it.
+                    tracing::warn!(
+                        %key,
                         version,
-                        stamp.time,
-                        stamp.actor,
-                        cursor,
-                    )),
-                    None => {
-                        // Every docstore delete writes its stamp in its own transaction:
-                        // this delete came from elsewhere (the console, another SDK, time to
-                        // live), so nobody docstore knows deleted it.
-                        tracing::warn!(
-                            %key,
-                            version,
-                            "the change feed shows a delete that docstore did not make: its \
-                             actor is empty and its time is the stream's approximate time"
-                        );
-                        Ok(Change::deleted(key, version, approximate_time, "", cursor))
-                    }
+                        "the change feed shows a delete that docstore did not make: its \
+                         actor is empty and its time is the stream's approximate time"
+                    );
+                    Change::deleted(key, version, approximate_time, "", cursor)
                 }
             }
         }

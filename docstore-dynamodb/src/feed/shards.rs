@@ -18,6 +18,10 @@ pub(crate) struct ShardInfo {
     pub(crate) id: String,
     /// The shard it was split from, when the stream says.
     pub(crate) parent: Option<String>,
+    /// The sequence number of its first record (`StartingSequenceNumber`), when the stream
+    /// says: a cursor's reader starts a shard it has not read here, so that records trimmed
+    /// since are an expired cursor and not a silent gap.
+    pub(crate) start: Option<String>,
 }
 
 /// [`Error::CursorExpired`] when `frontier` cannot be continued on `stream_arn`: another
@@ -85,6 +89,7 @@ mod tests {
         ShardInfo {
             id: id.into(),
             parent: parent.map(Into::into),
+            start: None,
         }
     }
 

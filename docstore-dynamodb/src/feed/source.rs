@@ -30,39 +30,26 @@ impl ShardSource for StreamSource<'_> {
     type Record = Record;
 
     async fn shards(&self) -> Result<Vec<ShardInfo>> {
-        let mut shards = Vec::new();
-        let mut after: Option<String> = None;
-        loop {
-            let described = self
-                .store
-                .streams
-                .describe_stream()
-                .stream_arn(self.stream_arn)
-                .set_exclusive_start_shard_id(after.clone())
-                .send()
-                .await
-                .map_err(|e| self.error("DescribeStream", e))?;
-            let Some(description) = described.stream_description else {
-                return Ok(shards);
-            };
-            for shard in description.shards.unwrap_or_default() {
-                if let Some(id) = shard.shard_id {
-                    shards.push(ShardInfo {
-                        id,
-                        parent: shard.parent_shard_id,
-                    });
-                }
-            }
-            // Emulators ignore the paging and never set this; AWS pages at 100 shards.
-            match description.last_evaluated_shard_id {
-                Some(last) if Some(&last) != after.as_ref() => after = Some(last),
-                _ => return Ok(shards),
-            }
+        let cache = &self.store.feed_cache;
+        if let Some(shards) = cache.shards(self.stream_arn) {
+            return Ok(shards);
         }
+        let shards = self.describe_shards().await?;
+        cache.set_shards(self.stream_arn, &shards);
+        Ok(shards)
     }
 
-    async fn fetch(&self, shard: &str, position: &ShardPosition) -> Result<Fetched<Record>> {
-        let mut iterator = self.iterator(shard, position).await?;
+    fn forget_shards(&self) {
+        self.store.feed_cache.forget_shards();
+    }
+
+    async fn fetch(
+        &self,
+        shard: &str,
+        position: &ShardPosition,
+        start: Option<&str>,
+    ) -> Result<Fetched<Record>> {
+        let mut iterator = self.iterator(shard, position, start).await?;
         let empty_reads = match position {
             ShardPosition::Unread => EMPTY_READS_FROM_START,
             _ => 1,
@@ -100,9 +87,51 @@ impl ShardSource for StreamSource<'_> {
 }
 
 impl StreamSource<'_> {
-    /// An iterator at `position` of `shard`; `None` for a shard with nothing to read (not
+    /// Every shard the stream lists now (DescribeStream, paged).
+    async fn describe_shards(&self) -> Result<Vec<ShardInfo>> {
+        let mut shards = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let described = self
+                .store
+                .streams
+                .describe_stream()
+                .stream_arn(self.stream_arn)
+                .set_exclusive_start_shard_id(after.clone())
+                .send()
+                .await
+                .map_err(|e| self.error("DescribeStream", e))?;
+            let Some(description) = described.stream_description else {
+                return Ok(shards);
+            };
+            for shard in description.shards.unwrap_or_default() {
+                if let Some(id) = shard.shard_id {
+                    shards.push(ShardInfo {
+                        id,
+                        parent: shard.parent_shard_id,
+                        start: shard
+                            .sequence_number_range
+                            .and_then(|range| range.starting_sequence_number),
+                    });
+                }
+            }
+            // Emulators ignore the paging and never set this; AWS pages at 100 shards.
+            match description.last_evaluated_shard_id {
+                Some(last) if Some(&last) != after.as_ref() => after = Some(last),
+                _ => return Ok(shards),
+            }
+        }
+    }
+
+    /// An iterator at `position` of `shard` (an unread one at `start`, its first sequence
+    /// number, or else at the trim horizon); `None` for a shard with nothing to read (not
     /// expected, but the API allows it).
-    async fn iterator(&self, shard: &str, position: &ShardPosition) -> Result<Option<String>> {
+    async fn iterator(
+        &self,
+        shard: &str,
+        position: &ShardPosition,
+        start: Option<&str>,
+    ) -> Result<Option<String>> {
         let request = self
             .store
             .streams
@@ -113,9 +142,13 @@ impl StreamSource<'_> {
             ShardPosition::After(sequence) => request
                 .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
                 .sequence_number(sequence),
-            ShardPosition::Unread | ShardPosition::Finished => {
-                request.shard_iterator_type(ShardIteratorType::TrimHorizon)
-            }
+            ShardPosition::Unread => match start {
+                Some(first) => request
+                    .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
+                    .sequence_number(first),
+                None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+            },
+            ShardPosition::Finished => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
         };
         let answer = request
             .send()
@@ -136,10 +169,14 @@ impl StreamSource<'_> {
                  in stream {}",
                 self.stream_arn
             )),
-            Some("ResourceNotFoundException") => Error::CursorExpired(format!(
-                "DynamoDB Streams {operation}: stream {} or one of its shards is gone",
-                self.stream_arn
-            )),
+            Some("ResourceNotFoundException") => {
+                // The stream or a shard is gone: list both again next time.
+                self.store.feed_cache.forget();
+                Error::CursorExpired(format!(
+                    "DynamoDB Streams {operation}: stream {} or one of its shards is gone",
+                    self.stream_arn
+                ))
+            }
             _ => map_sdk_error(&self.store.table, operation, err),
         }
     }
