@@ -147,6 +147,47 @@
 //!   data. When it had to stop before the end, the page has `exhausted_scan = true` and a
 //!   `tracing` warning is logged: the answer then considers only the first documents by id.
 //!
+//! ## Change feed
+//! [`Store::changes`](docstore::Store::changes) and [`Store::watch`](docstore::Store::watch)
+//! read the table's DynamoDB stream (`NEW_AND_OLD_IMAGES`), which
+//! [`DynamoStore::create_table`] turns on and [`DynamoStore::enable_stream`] (`docstore
+//! streams enable`) turns on for an existing table; writes made before that are in no stream.
+//! - **Order**: per shard, not across the table. DynamoDB keeps one item's records in one
+//!   shard at a time and in write order, and the feed reads a shard's parent to its end before
+//!   its children, so each document's changes come in version order; changes of documents in
+//!   different shards may come in another order than they committed.
+//! - **Retention**: Streams keeps records 24 hours. A cursor older than that, of a shard no
+//!   longer in the stream, or of another stream (the table recreated, the stream enabled
+//!   again) is [`Error::CursorExpired`](docstore::Error::CursorExpired): read again from
+//!   `Oldest` or `Now` after a resync. A cursor's unread shards are read from their first
+//!   record, so records trimmed since are an expired cursor, never a silent gap; only
+//!   `FeedStart::Oldest` starts at what the stream still retains.
+//! - **Visibility delay**: a committed write reaches the stream shortly after it commits
+//!   (DynamoDB documents "near-real time", with no bound; the emulators: at once), so a read
+//!   right after a write may not show it yet. A watcher sees it within the delay plus
+//!   `feed_poll_ms`.
+//! - **Polling**: Streams has no push. A watcher at the end of the feed waits
+//!   `feed_poll_ms` (default 1000 ms, [`DynamoDbConfig`](docstore::config::DynamoDbConfig))
+//!   before it reads again. A page read costs a GetShardIterator and one to three GetRecords
+//!   per open shard; the stream's ARN is kept by the store, and its shard list for 10 s
+//!   (listed again at once when a shard ends or a cursor names a shard it does not hold).
+//!   AWS advises at most two readers per shard at a time (more are throttled).
+//! - **Deletes' actor and time**: a stream record of a removed item says neither, so every
+//!   delete (`delete`, `delete_if`, and each delete of `write_all`) writes a stamp item
+//!   (`<site>#__removed`, the actor, the time, the deleting call's identity; expiring after
+//!   48 hours by time to live) in the delete's own `TransactWriteItems` (a `write_all` whose
+//!   writes and counters leave no room in its 100 actions writes the rest right after it
+//!   commits). Cost: about 100 bytes plus
+//!   the actor per delete, one write unit more (two, transactional); with fast counters a
+//!   delete is a two-item `TransactWriteItems` instead of a `DeleteItem`, still followed by
+//!   the counter's `UpdateItem`. A feed page reads its deletes' stamps with consistent
+//!   `BatchGetItem`s (half a read unit each). A delete made outside docstore (console, other
+//!   SDKs, time to live) has no stamp: the feed shows it with an empty actor and the stream's
+//!   approximate time, and logs a warning. The stamp also settles a delete whose answer was
+//!   lost: it names the call that deleted that revision.
+//! - **What is not shown**: counters, index records, delete records, stamps and other internal
+//!   items, and rewrites that move neither the version nor the write identity.
+//!
 //! ## Sizes and errors
 //! `max_doc_bytes` above [`MAX_DOC_BYTES_LIMIT`] (what a 400 KB item holds next to the longest
 //! keys, the other attributes, a full write history and two actors of the longest allowed,

@@ -1400,6 +1400,101 @@ async fn app_retries_with_a_write_id_get_the_first_outcome(
     s.assert_counters_exact("app retries").await;
 }
 
+/// The change feed of writes whose answers were lost: read from the oldest record and
+/// replayed into an empty store (a table of its own: this crate's tests do not depend on the
+/// memory backend), it rebuilds the source's documents exactly, and each document's changes
+/// are one valid history — every create at version 1 on a free id, every update one version
+/// on, every delete of the version standing — so no (key, version) comes twice: a resend
+/// recognised as its own gives no second change, and a lost answer no missing one.
+async fn a_replica_from_the_feed_of_lost_answers_equals_the_source(
+    emulator: Emulator,
+    _shared: &'static OnceCell<String>,
+) {
+    // A table of its own: the feed is read from the stream's start, which on the shared
+    // table holds every other case's writes.
+    static OWN_DYNOXIDE: OnceCell<String> = OnceCell::const_new();
+    static OWN_MOTO: OnceCell<String> = OnceCell::const_new();
+    let cell = match emulator {
+        Emulator::Dynoxide => &OWN_DYNOXIDE,
+        Emulator::Moto => &OWN_MOTO,
+    };
+    for mode in MODES {
+        let s = Setup::with_mode(emulator, cell, mode).await;
+        s.faults.lose_randomly(0.3, 0x5eed_0003);
+        for op in ops(0x5eed_0003, 150) {
+            apply(&s.lossy, &s.site, &op, true).await;
+        }
+        let injected = s.faults.injected();
+        assert!(
+            injected.len() >= 10,
+            "{mode:?}: too few losses: {}",
+            injected.len()
+        );
+
+        let scope = docstore::feed::FeedScope::site(&s.site).unwrap();
+        let mut start = docstore::FeedStart::Oldest;
+        let mut changes = Vec::new();
+        for _ in 0..100 {
+            let page = s.clean.changes(&scope, &start, 37).await.unwrap();
+            if let Some(last) = page.changes.last() {
+                start = docstore::FeedStart::After(last.cursor.clone());
+            }
+            let done = page.caught_up && page.changes.is_empty();
+            changes.extend(page.changes);
+            if done {
+                break;
+            }
+        }
+
+        assert!(changes.len() >= 50, "{mode:?}: {} changes", changes.len());
+        let mut standing: std::collections::HashMap<String, u64> = Default::default();
+        for change in &changes {
+            let id = change.key.id().to_owned();
+            let at = format!("{mode:?}: {} {} v{}", id, change.kind, change.version);
+            match change.kind {
+                docstore::ChangeKind::Created => {
+                    assert_eq!(standing.get(&id), None, "{at}: created over a document");
+                    assert_eq!(change.version, 1, "{at}");
+                }
+                docstore::ChangeKind::Updated => {
+                    assert_eq!(standing.get(&id), Some(&(change.version - 1)), "{at}");
+                }
+                docstore::ChangeKind::Deleted => {
+                    assert_eq!(standing.get(&id), Some(&change.version), "{at}");
+                }
+            }
+            match change.kind {
+                docstore::ChangeKind::Deleted => standing.remove(&id),
+                _ => standing.insert(id, change.version),
+            };
+        }
+
+        let table = support::fresh_table("replica");
+        let replica = store_on(
+            emulator.client(),
+            emulator.streams(),
+            &table,
+            10_000,
+            StoreOptions::default(),
+        );
+        replica.create_table().await.unwrap();
+        let replica = Store::new(replica);
+        for change in &changes {
+            replica.replay(change).await.unwrap();
+        }
+        for id in 0..6 {
+            let key = s.key(&format!("d{id}"));
+            let source = s.clean.get(&key).await.unwrap();
+            assert_eq!(replica.get(&key).await.unwrap(), source, "{mode:?}: d{id}");
+            assert_eq!(
+                standing.get(key.id()).copied(),
+                source.map(|d| d.version),
+                "{mode:?}: d{id}: the feed's last change is the document"
+            );
+        }
+    }
+}
+
 macro_rules! on_both_emulators {
     ($($case:ident),* $(,)?) => {
         mod dynoxide {
@@ -1434,4 +1529,5 @@ on_both_emulators!(
     racing_writers_with_losses_never_both_win,
     random_writes_match_a_run_without_losses,
     concurrent_writers_with_losses_match_the_model,
+    a_replica_from_the_feed_of_lost_answers_equals_the_source,
 );
