@@ -1,11 +1,36 @@
 //! A docstore [`Store`] as a benchmark [`Subject`]: each call is what an application writes,
-//! a [`Key`] built from its three names and one trait call through `Store`.
+//! a [`Key`] built from its three names and one trait call through `Store`. And the same
+//! store through the typed front end ([`TypedDocstore`]: a [`Collection`] of [`Ticket`]s),
+//! for the typed rows.
 
 use crate::BenchResult;
-use crate::data::{ACTOR, SITE, TOP, selective_query};
+use crate::data::{ACTOR, SITE, TOP, Ticket, selective_query};
 use crate::subject::{Subject, WalkPage, WalkPosition};
 use async_trait::async_trait;
-use docstore::{Cursor, Data, Key, Query, Store};
+use docstore::{Collection, Cursor, Data, Key, Query, Site, Store};
+
+/// A docstore store as an application with its own serde type uses it: the benchmark's site,
+/// writing as the benchmark's actor, each collection a [`Collection<Ticket>`]. The typed
+/// rows time its `create` and `get` calls against the raw rows' baseline.
+#[derive(Clone, Debug)]
+pub struct TypedDocstore {
+    site: Site,
+}
+
+impl TypedDocstore {
+    /// The benchmark's site of `store`, writing as the benchmark's actor.
+    pub fn new(store: &Store) -> BenchResult<Self> {
+        Ok(TypedDocstore {
+            site: store.site(SITE)?.with_actor(ACTOR)?,
+        })
+    }
+
+    /// The collection `name`, read and written as [`Ticket`]s (made once, before a
+    /// workload's clock starts).
+    pub fn collection(&self, name: &str) -> BenchResult<Collection<Ticket>> {
+        Ok(self.site.collection(name)?)
+    }
+}
 
 /// Any docstore backend, driven through the front end's [`Store`].
 #[derive(Clone, Debug)]

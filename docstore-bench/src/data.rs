@@ -4,6 +4,7 @@
 
 use docstore::query::{Filter, Query};
 use docstore::{Data, Document};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::cmp::Ordering;
 
@@ -113,6 +114,57 @@ pub fn document(n: usize, generation: u64) -> Data {
     }
 }
 
+/// A benchmark document as an application's own type: what the typed rows read and write
+/// through [`docstore::Collection`]. The same fields as [`document`]'s JSON; fields the
+/// patches add or remove are optional, so a patched document decodes too.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ticket {
+    /// `Ticket <n>: <word> <word>`.
+    pub title: String,
+    /// One of five statuses.
+    pub status: String,
+    /// `c0`..`c19`.
+    pub category: String,
+    /// 0..100.
+    pub priority: u64,
+    /// A float, 0.25..1000.25.
+    pub score: f64,
+    /// `user0`..`user999`.
+    pub owner: String,
+    /// Three tags.
+    pub tags: Vec<String>,
+    /// A nested object.
+    pub address: Address,
+    /// A boolean.
+    pub active: bool,
+    /// 0 when created; the patches set it.
+    pub counter: u64,
+    /// The generation (0 when created, 1 for the `put` workload).
+    pub generation: u64,
+    /// Padding up to [`DOC_BYTES`].
+    pub body: String,
+    /// Added by the patches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// [`Ticket::address`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Address {
+    /// A city.
+    pub city: String,
+    /// Five digits.
+    pub zip: String,
+    /// `XX`; the patches remove it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
+}
+
+/// Document number `n` in its `generation` as a [`Ticket`]: [`document`], decoded.
+pub fn ticket(n: usize, generation: u64) -> Ticket {
+    serde_json::from_value(Value::Object(document(n, generation))).expect("a ticket's shape")
+}
+
 /// The `k`-th patch: a counter, a new key and a nested change (so the merge recurses).
 pub fn patch(k: u64) -> Data {
     let value = json!({
@@ -205,6 +257,23 @@ mod tests {
             assert_eq!(doc, document(n, 0));
             assert_ne!(doc, document(n, 1));
         }
+    }
+
+    #[test]
+    fn tickets_are_the_documents() {
+        for n in [0, 1, 99_999] {
+            for generation in [0, 1] {
+                let ticket = ticket(n, generation);
+                let data = docstore::object(serde_json::to_value(&ticket).unwrap()).unwrap();
+                assert_eq!(data, document(n, generation));
+            }
+        }
+        // A patched document decodes too.
+        let mut doc = document(5, 0);
+        docstore::merge_patch(&mut doc, &patch(7));
+        let patched: Ticket = serde_json::from_value(Value::Object(doc)).unwrap();
+        assert_eq!(patched.note.as_deref(), Some("patched 7"));
+        assert_eq!(patched.address.country, None);
     }
 
     #[test]

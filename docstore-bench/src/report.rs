@@ -64,16 +64,17 @@ fn ratio(c: &Comparison, bold_below: Option<f64>) -> String {
         Some(limit) if c.ratio < limit => format!("**{:.2}**", c.ratio),
         _ => format!("{:.2}", c.ratio),
     };
-    if c.ratio_runs.len() < 2 {
-        return median;
+    with_range(median, &c.ratio_runs)
+}
+
+/// `shown`, followed by the range of `runs` when there are several.
+fn with_range(shown: String, runs: &[f64]) -> String {
+    if runs.len() < 2 {
+        return shown;
     }
-    let min = c.ratio_runs.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = c
-        .ratio_runs
-        .iter()
-        .copied()
-        .fold(f64::NEG_INFINITY, f64::max);
-    format!("{median} ({min:.2}–{max:.2})")
+    let min = runs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = runs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{shown} ({min:.2}–{max:.2})")
 }
 
 fn mem(f: &Figures) -> String {
@@ -129,6 +130,21 @@ fn request_lines(section: &Section) -> Vec<String> {
         .collect()
 }
 
+/// `create 0.93 (0.90–0.97), get 0.81`: each typed row's ops/s over the raw docstore row's,
+/// in the round the typed row reports (with every round's range); empty without typed rows.
+fn typed_line(section: &Section) -> String {
+    section
+        .rows
+        .iter()
+        .filter_map(|c| {
+            let name = c.workload.strip_suffix(", typed")?;
+            let shown = format!("{name} {:.2}", c.typed_vs_raw?);
+            Some(with_range(shown, &c.typed_vs_raw_runs))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl Report {
     /// The report as the text table the binary prints.
     pub fn table(&self) -> String {
@@ -171,6 +187,13 @@ impl Report {
                     ),
                     format!("{} / {}", mem(&c.docstore), mem(&c.baseline)),
                     requests(c),
+                );
+            }
+            let typed = typed_line(section);
+            if !typed.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "typed ops/s ÷ raw docstore ops/s (same round): {typed}"
                 );
             }
             let lines = request_lines(section);
@@ -230,6 +253,13 @@ impl Report {
                     let _ = write!(out, " {} |", requests(c));
                 }
                 out.push('\n');
+            }
+            let typed = typed_line(section);
+            if !typed.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "\nTyped `Collection<T>` ops/s ÷ raw `Store` ops/s (same round): {typed}"
+                );
             }
             let lines = request_lines(section);
             if !lines.is_empty() {

@@ -1,7 +1,7 @@
 //! One benchmark run: for each backend, build the docstore store and its baseline, load the
 //! query collection into both, run the workloads side by side; then the evaluator.
 
-use crate::adapter::DocstoreSubject;
+use crate::adapter::{DocstoreSubject, TypedDocstore};
 use crate::baselines::dynamodb::DynamoBaseline;
 use crate::baselines::memory::MemoryBaseline;
 use crate::baselines::sqlite::{self, SqliteBaseline, Sync};
@@ -25,7 +25,20 @@ fn side(subject: Arc<dyn Subject>, label: &str, requests: Option<RequestCounter>
         point_collection: format!("{POINT_COLLECTION}-{label}"),
         query_collection: QUERY_COLLECTION.to_owned(),
         requests,
+        typed: None,
     }
+}
+
+/// The docstore side of `store`: its [`DocstoreSubject`], and the same store typed for the
+/// typed rows.
+fn docstore_side(store: &Store, requests: Option<RequestCounter>) -> BenchResult<Side> {
+    let mut side = side(
+        Arc::new(DocstoreSubject::new(store.clone())),
+        "docstore",
+        requests,
+    );
+    side.typed = Some(TypedDocstore::new(store)?);
+    Ok(side)
 }
 
 /// Runs everything `args` asks for; progress goes to stderr.
@@ -171,6 +184,7 @@ fn median_round(mut rounds: Vec<Section>) -> Section {
         let mut candidates: Vec<&Comparison> =
             rounds.iter().filter_map(|r| r.rows.get(i)).collect();
         let ratios: Vec<f64> = candidates.iter().map(|c| c.ratio).collect();
+        let typed_vs_raw: Vec<f64> = candidates.iter().filter_map(|c| c.typed_vs_raw).collect();
         candidates.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
         let same = candidates.iter().all(|c| c.same_answer != Some(false));
         *row = candidates[candidates.len() / 2].clone();
@@ -178,6 +192,7 @@ fn median_round(mut rounds: Vec<Section>) -> Section {
             row.same_answer = Some(same);
         }
         row.ratio_runs = ratios;
+        row.typed_vs_raw_runs = typed_vs_raw;
     }
     merged
         .description
@@ -202,16 +217,11 @@ async fn load_through(subject: &dyn Subject, count: usize) -> BenchResult<()> {
 }
 
 async fn memory(spec: &Spec) -> BenchResult<Section> {
-    let store = Arc::new(DocstoreSubject::new(Store::new(MemoryStore::new())));
+    let store = docstore_side(&Store::new(MemoryStore::new()), None)?;
     let baseline = Arc::new(MemoryBaseline::new());
-    load_through(store.as_ref(), spec.query_docs).await?;
+    load_through(store.subject.as_ref(), spec.query_docs).await?;
     load_through(baseline.as_ref(), spec.query_docs).await?;
-    let rows = both(
-        spec,
-        &side(store, "docstore", None),
-        &side(baseline, "baseline", None),
-    )
-    .await?;
+    let rows = both(spec, &store, &side(baseline, "baseline", None)).await?;
     Ok(Section {
         backend: "memory".to_owned(),
         description: format!(
@@ -258,11 +268,7 @@ async fn sqlite_section(
     }
     let rows = both(
         spec,
-        &side(
-            Arc::new(DocstoreSubject::new(store.clone())),
-            "docstore",
-            None,
-        ),
+        &docstore_side(&store, None)?,
         &side(Arc::new(baseline), "baseline", None),
     )
     .await?;
@@ -307,11 +313,7 @@ async fn polodb_section(spec: &Spec, dir: &Path, sync: SyncName) -> BenchResult<
     polo.bulk_load(QUERY_COLLECTION, spec.query_docs)?;
     let rows = both(
         spec,
-        &side(
-            Arc::new(DocstoreSubject::new(store.clone())),
-            "docstore",
-            None,
-        ),
+        &docstore_side(&store, None)?,
         &side(Arc::new(polo), "polodb", None),
     )
     .await?;
@@ -344,8 +346,9 @@ fn pragma_name(sync: SyncName) -> &'static str {
 /// whose operation is one document: one Query per page).
 fn dynamodb_minimum(workload: &str, query_bytes: usize, spec: &Spec) -> Option<f64> {
     Some(match workload {
-        "create" => 2.0, // conditional PutItem + counter ADD
-        "get" => 1.0,
+        // The typed rows make the same requests as the raw ones.
+        "create" | "create, typed" => 2.0, // conditional PutItem + counter ADD
+        "get" | "get, typed" => 1.0,
         "put" => 1.0,    // one UpdateItem (counter only when it creates)
         "delete" => 2.0, // DeleteItem returning the old item + counter ADD
         w if w.starts_with("update") => 2.0, // the merge needs the data: GetItem + PutItem
@@ -369,11 +372,7 @@ async fn dynamodb(spec: &Spec, endpoint: &str) -> BenchResult<Section> {
     let baseline = DynamoBaseline::new(client.clone(), &table);
     let mut rows = both(
         spec,
-        &side(
-            Arc::new(DocstoreSubject::new(store.clone())),
-            "docstore",
-            Some(counter.clone()),
-        ),
+        &docstore_side(&store, Some(counter.clone()))?,
         &side(Arc::new(baseline), "baseline", Some(counter.clone())),
     )
     .await?;

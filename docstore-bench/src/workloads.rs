@@ -4,10 +4,13 @@
 //! Single documents, in one collection per subject, ids `0..ops`: `create`, `get`, `put`,
 //! `update`, `update_if`, then 16 tasks updating distinct documents and the same document,
 //! then `delete`. Every write's returned version is checked against the expected one, so
-//! both subjects provably did the same thing. Then, on a preloaded collection: the selective
-//! query (filter, sort, limit 20; both answers compared) and a walk of the whole collection
-//! page by page.
+//! both subjects provably did the same thing. Beside `create` and `get`, the same calls
+//! through a typed [`docstore::Collection`] ([`TYPED`]: timed between the raw docstore run
+//! and the baseline's, and compared with that same baseline run). Then, on a preloaded
+//! collection: the selective query (filter, sort, limit 20; both answers compared) and a walk
+//! of the whole collection page by page.
 
+use crate::adapter::TypedDocstore;
 use crate::data::{self, Rng, patch};
 use crate::dynamo::RequestCounter;
 use crate::measure::{Figures, Latencies, timed};
@@ -49,7 +52,13 @@ pub struct Side {
     pub query_collection: String,
     /// Counts the requests its client sends (DynamoDB only).
     pub requests: Option<RequestCounter>,
+    /// The same store through the typed front end, for the typed rows (docstore sides only).
+    pub typed: Option<TypedDocstore>,
 }
+
+/// The workloads that also run through a typed [`docstore::Collection`], each as a row
+/// `"<workload>, typed"` right after the raw one.
+pub const TYPED: [&str; 2] = ["create", "get"];
 
 /// One workload's figures on both sides.
 #[derive(Clone, Debug, Serialize)]
@@ -74,6 +83,13 @@ pub struct Comparison {
     /// The fewest DynamoDB requests per operation the table layout allows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_requests_per_op: Option<f64>,
+    /// Typed rows: typed ops/s divided by the raw docstore row's ops/s in the same round
+    /// (what the typed layer costs over the untyped `Store` calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub typed_vs_raw: Option<f64>,
+    /// Typed rows: every round's `typed_vs_raw`, in run order, when the run was repeated.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub typed_vs_raw_runs: Vec<f64>,
 }
 
 impl Comparison {
@@ -93,6 +109,8 @@ impl Comparison {
             same_answer: None,
             ratio_runs: Vec::new(),
             min_requests_per_op: None,
+            typed_vs_raw: None,
+            typed_vs_raw_runs: Vec::new(),
         }
     }
 }
@@ -160,7 +178,6 @@ pub async fn point_workloads(
             versions: Vec::new(),
         },
     ];
-    let sides = [docstore, baseline];
     let mut out = Vec::new();
     for workload in [
         "create",
@@ -174,21 +191,84 @@ pub async fn point_workloads(
         "update, 16 tasks, same doc",
         "delete",
     ] {
-        let mut figures = Vec::with_capacity(2);
-        for (side, state) in sides.iter().zip(states.iter_mut()) {
-            figures.push(point_workload(workload, spec, side, state).await?);
-        }
-        let baseline = figures.pop().expect("two sides");
-        let docstore = figures.pop().expect("two sides");
+        let [docstore_state, baseline_state] = &mut states;
+        let raw = point_workload(workload, spec, docstore, docstore_state).await?;
+        let typed = match &docstore.typed {
+            Some(typed) if TYPED.contains(&workload) => {
+                let created = docstore_state.versions.len();
+                Some(typed_workload(workload, spec, docstore, typed, created).await?)
+            }
+            _ => None,
+        };
+        let base = point_workload(workload, spec, baseline, baseline_state).await?;
         let unit = if workload.contains("x10") {
             "10 writes"
         } else {
             "op"
         };
-        let workload = workload.replace("16", &spec.tasks.to_string());
-        out.push(Comparison::new(&workload, unit, docstore, baseline));
+        let name = workload.replace("16", &spec.tasks.to_string());
+        let raw_ops_per_sec = raw.ops_per_sec;
+        out.push(Comparison::new(&name, unit, raw, base.clone()));
+        if let Some(typed) = typed {
+            let mut row = Comparison::new(&format!("{name}, typed"), unit, typed, base);
+            row.typed_vs_raw =
+                (raw_ops_per_sec > 0.0).then(|| row.docstore.ops_per_sec / raw_ops_per_sec);
+            out.push(row);
+        }
     }
     Ok(out)
+}
+
+/// A [`TYPED`] workload through `typed`'s [`docstore::Collection<data::Ticket>`], on the
+/// docstore side after its raw run (which `created` documents): `create` makes the same
+/// documents as [`data::Ticket`]s in a collection of its own (removed again afterwards,
+/// untimed, so the workloads after it see the store the raw run left); `get` reads the raw
+/// run's documents in the raw run's order.
+async fn typed_workload(
+    workload: &str,
+    spec: &Spec,
+    side: &Side,
+    typed: &TypedDocstore,
+    created: usize,
+) -> BenchResult<Figures> {
+    let max = spec.max_time;
+    match workload {
+        "create" => {
+            let coll = typed.collection(&format!("{}-typed", side.point_collection))?;
+            let tickets: Vec<data::Ticket> = (0..spec.ops).map(|n| data::ticket(n, 0)).collect();
+            let mut made = 0;
+            let figures = counted(side, async || {
+                timed(spec.ops, max, async |i| {
+                    let v = coll.create(&data::id(i), &tickets[i]).await?.version;
+                    check_version(side.subject.as_ref(), i, v, 1)?;
+                    made += 1;
+                    Ok(())
+                })
+                .await
+            })
+            .await?;
+            for i in 0..made {
+                coll.delete(&data::id(i)).await?;
+            }
+            Ok(figures)
+        }
+        "get" => {
+            let coll = typed.collection(&side.point_collection)?;
+            let ids = order(created, 1);
+            counted(side, async || {
+                timed(spec.ops, max, async |i| {
+                    let n = ids[i % created];
+                    if coll.get(&data::id(n)).await?.is_none() {
+                        return Err(format!("document {n} missing").into());
+                    }
+                    Ok(())
+                })
+                .await
+            })
+            .await
+        }
+        other => Err(format!("no typed workload {other}").into()),
+    }
 }
 
 async fn point_workload(

@@ -6,9 +6,11 @@
 use serde_json::Value;
 use std::process::Command;
 
-const WORKLOADS: [&str; 12] = [
+const WORKLOADS: [&str; 14] = [
     "create",
+    "create, typed",
     "get",
+    "get, typed",
     "put",
     "update",
     "update_if",
@@ -59,6 +61,11 @@ fn every_workload_reports_on_both_sides() {
     assert!(stdout.contains("ratio"), "{stdout}");
     let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(markdown.contains("| create (op) |"), "{markdown}");
+    assert!(markdown.contains("| create, typed (op) |"), "{markdown}");
+    assert!(
+        markdown.contains("ops/s (same round): create "),
+        "{markdown}"
+    );
 
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let sections = report["sections"].as_array().unwrap();
@@ -101,6 +108,10 @@ fn every_workload_reports_on_both_sides() {
                 let runs = row["ratio_runs"].as_array().unwrap();
                 assert_eq!(runs.len(), 2, "{what}");
                 assert!(runs.iter().any(|r| r.as_f64() == Some(ratio)), "{what}");
+            }
+            if row["workload"].as_str().unwrap().ends_with(", typed") {
+                let vs_raw = row["typed_vs_raw"].as_f64().unwrap();
+                assert!(vs_raw.is_finite() && vs_raw > 0.0, "{what}: {vs_raw}");
             }
             if let Some(same) = row.get("same_answer") {
                 assert_eq!(same, &Value::Bool(true), "{what}");
