@@ -31,7 +31,7 @@
 //! |---|---|
 //! | `memory:` | a new in-memory store |
 //! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it |
-//! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact` | the DynamoDB table |
+//! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact&feed_poll_ms=1000` | the DynamoDB table (`feed_poll_ms`: how often a change feed watcher polls DynamoDB Streams) |
 //!
 //! Every URL also takes `max_doc_bytes` and `max_docs_per_site`. An unknown parameter,
 //! backend or malformed value is [`Error::InvalidArgument`] naming it.
@@ -144,6 +144,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 "connect_timeout_ms",
                 "counters",
                 "trust_request_tokens",
+                "feed_poll_ms",
             ]
         }
         other => {
@@ -221,6 +222,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 d.operation_timeout_ms = number("operation_timeout_ms")?
             }
             ("connect_timeout_ms", Some(d)) => d.connect_timeout_ms = number("connect_timeout_ms")?,
+            ("feed_poll_ms", Some(d)) => d.feed_poll_ms = number("feed_poll_ms")?,
             ("trust_request_tokens", Some(d)) => {
                 d.trust_request_tokens = match value.as_ref() {
                     "true" => true,
@@ -381,6 +383,9 @@ mod tests {
         assert_eq!(d.region.as_deref(), Some("eu-west-1"));
         assert_eq!(d.endpoint.as_deref(), Some("http://127.0.0.1:8000"));
         assert_eq!(d.max_scan, 7);
+        assert_eq!(d.feed_poll_ms, 1_000);
+        let polled = parse_url("dynamodb://docs?feed_poll_ms=250").unwrap();
+        assert_eq!(polled.dynamodb.unwrap().feed_poll_ms, 250);
     }
 
     #[test]
