@@ -287,6 +287,7 @@ macro_rules! __front_end_cases {
                 a_batch_stays_in_its_site,
                 cursors_are_refused_across_sites_and_collections,
                 handles_are_built_valid,
+                the_store_lists_the_sites_holding_documents,
             ],
             streams: [
                 streams_give_every_match_in_order,

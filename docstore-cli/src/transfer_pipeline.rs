@@ -200,6 +200,9 @@ impl Driver for Watch {
     async fn count(&self, site: &str) -> docstore::Result<u64> {
         self.inner.driver().count(site).await
     }
+    async fn sites(&self) -> docstore::Result<Vec<String>> {
+        self.inner.driver().sites().await
+    }
     async fn recount(&self, site: &str, mode: RecountMode) -> docstore::Result<Recount> {
         self.inner.driver().recount(site, mode).await
     }

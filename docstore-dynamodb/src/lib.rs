@@ -39,6 +39,9 @@
 //! - counters: `pk = "<site>#__collections"`, `sk = <collection>`, `n` (N), and, with exact
 //!   counters, `w` (S, the identity of the last create or delete that moved it).
 //!   `collections` lists the counters with `n > 0`; `count` sums them;
+//! - no list of sites: `sites` ([`Store::sites`](docstore::Store::sites)) is a paginated Scan
+//!   of the partition keys, keeping the sites of document items — it reads the whole table,
+//!   like `recount`: a maintenance call;
 //! - declared indexes: on each document item, `gNpk` (S, `<site>#<collection>#<index>`) and
 //!   `gNsk` (B, the index key, cut to 1 024 bytes) for the index in GSI slot `N`
 //!   (`docstore-gN`); the table's index records under `pk = "__docstore#indexes"`. See
@@ -214,6 +217,7 @@ mod reads;
 mod recount;
 mod scan;
 mod send;
+mod sites;
 mod stamps;
 mod store;
 mod stream_admin;

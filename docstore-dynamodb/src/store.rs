@@ -452,6 +452,12 @@ impl Driver for DynamoStore {
         Ok(self.read_counters(site).await?.iter().map(|(_, n)| n).sum())
     }
 
+    /// A paginated Scan of the table's keys: it reads the whole table (see the crate docs,
+    /// "Table layout"), as `recount` does.
+    async fn sites(&self) -> Result<Vec<String>> {
+        self.scan_sites().await
+    }
+
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
         self.recount_site(site, mode).await
     }

@@ -627,6 +627,18 @@ impl Driver for MemoryStore {
             .map_or(0, |s| s.values().map(|docs| docs.len() as u64).sum()))
     }
 
+    /// The sites with a non-empty collection, under one read lock.
+    async fn sites(&self) -> Result<Vec<String>> {
+        let sites = self.sites.read();
+        let mut names: Vec<String> = sites
+            .iter()
+            .filter(|(_, collections)| collections.values().any(|c| !c.docs.is_empty()))
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// One read lock: the answer is one snapshot.
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         let sites = self.sites.read();

@@ -315,6 +315,22 @@ pub(crate) fn site_count(conn: &Connection, site: &str) -> Result<u64, Fail> {
     u64::try_from(count).map_err(|_| Fail::Store(corrupt("negative counter")))
 }
 
+/// The sites holding a document, by name, from the documents themselves: one primary-key
+/// seek per site (the next site after the last one found), never a walk over the documents.
+pub(crate) fn sites(conn: &Connection) -> Result<Vec<String>, Fail> {
+    let mut stmt =
+        conn.prepare_cached("SELECT site FROM documents WHERE site > ?1 ORDER BY site LIMIT 1")?;
+    let mut out: Vec<String> = Vec::new();
+    loop {
+        let after = out.last().map_or("", String::as_str);
+        let next: Option<String> = stmt.query_row([after], |row| row.get(0)).optional()?;
+        match next {
+            Some(site) => out.push(site),
+            None => return Ok(out),
+        }
+    }
+}
+
 /// The collections of `site` with their counts, by name.
 pub(crate) fn collections(conn: &Connection, site: &str) -> Result<Vec<(String, u64)>, Fail> {
     let mut stmt = conn.prepare_cached(

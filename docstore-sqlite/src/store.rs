@@ -651,6 +651,12 @@ impl Driver for SqliteStore {
         self.read(move |conn| rows::site_count(conn, &site)).await
     }
 
+    /// From the documents themselves (so a site whose counters were lost is still listed),
+    /// on a reader connection, one primary-key seek per site: cheap at any table size.
+    async fn sites(&self) -> Result<Vec<String>> {
+        self.read(rows::sites).await
+    }
+
     /// Counts inside one transaction, so the comparison (and the repair) sees one state: a
     /// report reads on a reader connection (it works on a read-only file), a repair counts
     /// and sets the counters in one write transaction. The triggers keep the counters exact;

@@ -371,6 +371,12 @@ impl Driver for FaultyDriver {
         .await
     }
 
+    /// Forwarded without faults: a listing writes nothing, so a lost answer is the same as
+    /// a failed read.
+    async fn sites(&self) -> Result<Vec<String>> {
+        self.inner.driver().sites().await
+    }
+
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
         let target = match mode {
             RecountMode::Report => format!("{site} (report)"),

@@ -382,6 +382,10 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     /// The number of documents in a site.
     async fn count(&self, site: &str) -> Result<u64>;
 
+    /// The sites holding at least one document, by name (`docs/contract.md`, "Operations":
+    /// `sites`). Its docs say what listing costs on the backend.
+    async fn sites(&self) -> Result<Vec<String>>;
+
     /// Counts a site's documents collection by collection — from the documents themselves,
     /// never from the counters — and compares each count with its counter (see
     /// [`Store::recount`](crate::Store::recount)).

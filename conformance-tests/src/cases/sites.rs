@@ -169,3 +169,41 @@ pub async fn handles_are_built_valid(h: &dyn Harness) {
     ));
     assert_eq!(site.count().await.unwrap(), 0);
 }
+
+/// `Store::sites` lists, by name and once each, every site holding a document — whatever
+/// else the store holds (counters, delete records, index records, other cases' sites) — and
+/// no site whose documents are all deleted.
+pub async fn the_store_lists_the_sites_holding_documents(h: &dyn Harness) {
+    let ctx = Ctx::new(h, "listed").await;
+    let busy = ctx.store.site(&ctx.site).unwrap();
+    let quiet = ctx.store.site(&unique_site("listed")).unwrap();
+    let emptied = ctx.store.site(&unique_site("emptied")).unwrap();
+    let never = unique_site("never");
+    for (collection, id) in [("a", "1"), ("a", "2"), ("b", "1")] {
+        let docs = busy.collection::<Data>(collection).unwrap();
+        docs.create(id, &data(json!({"n": 1}))).await.unwrap();
+    }
+    let quiet_docs = quiet.collection::<Data>("c").unwrap();
+    quiet_docs.create("only", &data(json!({}))).await.unwrap();
+    let emptied_docs = emptied.collection::<Data>("c").unwrap();
+    emptied_docs.create("gone", &data(json!({}))).await.unwrap();
+    assert!(emptied_docs.delete("gone").await.unwrap());
+
+    let sites = ctx.store.sites().await.unwrap();
+    let mut sorted = sites.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sites, sorted, "sites come by name, once each");
+    for site in [busy.name(), quiet.name()] {
+        assert!(sites.iter().any(|s| s == site), "{site} missing: {sites:?}");
+    }
+    for site in [emptied.name(), never.as_str()] {
+        assert!(!sites.iter().any(|s| s == site), "{site} listed: {sites:?}");
+    }
+    for site in &sites {
+        assert!(
+            ctx.store.site(site).is_ok(),
+            "{site:?} is no valid site name"
+        );
+    }
+}

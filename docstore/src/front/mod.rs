@@ -336,6 +336,22 @@ impl Store {
         self.driver.collections(site).await
     }
 
+    /// The sites holding at least one document, by name: what a whole-store export or check
+    /// walks. A maintenance call: the driver's docs say what it costs (on DynamoDB it scans
+    /// the table).
+    ///
+    /// ```
+    /// # async fn example(store: docstore::Store) -> docstore::Result<()> {
+    /// for site in store.sites().await? {
+    ///     println!("{site}: {} documents", store.count(&site).await?);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn sites(&self) -> Result<Vec<String>> {
+        self.driver.sites().await
+    }
+
     /// The number of documents in a site (from the collection counters).
     pub async fn count(&self, site: &str) -> Result<u64> {
         validate_site(site)?;
