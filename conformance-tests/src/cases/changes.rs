@@ -577,22 +577,28 @@ async fn write(site: Site, ops: Vec<Op>) {
     }
 }
 
-/// Follows `site`'s feed into `replica`, stopping and starting again from the last cursor
-/// after each run of `runs[i]` changes, until `done` says the writers finished and the
-/// replica equals the source; returns how many changes it replayed.
+/// Follows `site`'s feed into `replica`: while the writers write, watches from the last cursor
+/// and stops after each run of `runs[i]` changes to start again; once `done` says they
+/// finished, reads pages to the end of the feed until the replica equals the source. Returns
+/// how many changes it replayed.
+///
+/// A watch is only ever stopped after a change it yielded, never on a timer: on a shared
+/// store (DynamoDB's feed is the whole table's stream, filtered to the site) the first change
+/// of the site can take long to reach, and a watch dropped before it would lose that reading.
 async fn follow(
     site: Site,
     source: Store,
     replica: Store,
     runs: Vec<usize>,
-    done: tokio::sync::watch::Receiver<bool>,
+    mut done: tokio::sync::watch::Receiver<bool>,
 ) -> usize {
     let mut start = FeedStart::Oldest;
     let mut replayed = 0;
     for run in runs.iter().cycle() {
+        if *done.borrow() {
+            break;
+        }
         let mut changes = site.watch(start.clone()).take(*run);
-        let idle = tokio::time::sleep(Duration::from_millis(200));
-        tokio::pin!(idle);
         loop {
             tokio::select! {
                 change = changes.next() => match change {
@@ -604,12 +610,36 @@ async fn follow(
                     }
                     None => break,
                 },
-                () = &mut idle => break,
+                () = writers_finished(&mut done) => break,
             }
         }
-        if *done.borrow()
-            && documents(&source, site.name()).await == documents(&replica, site.name()).await
-        {
+    }
+    replayed + catch_up(&site, &source, &replica, start).await
+}
+
+/// Resolves once the writers said they finished.
+async fn writers_finished(done: &mut tokio::sync::watch::Receiver<bool>) {
+    // The guard `wait_for` answers with is not `Send`: drop it here.
+    let _ = done.wait_for(|finished| *finished).await;
+}
+
+/// Reads `site`'s feed from `start` into `replica` until the feed is caught up and the
+/// replica equals the source (a feed may show a commit a little after it is acknowledged);
+/// returns how many changes it replayed.
+async fn catch_up(site: &Site, source: &Store, replica: &Store, mut start: FeedStart) -> usize {
+    let mut replayed = 0;
+    loop {
+        let page = site.changes(&start, 100).await.unwrap();
+        let caught_up = page.caught_up;
+        for change in &page.changes {
+            replica.replay(change).await.unwrap();
+            replayed += 1;
+        }
+        start = FeedStart::After(page.next);
+        if !caught_up {
+            continue;
+        }
+        if documents(source, site.name()).await == documents(replica, site.name()).await {
             let rest = site.changes(&start, 100).await.unwrap();
             assert_eq!(
                 rest.changes,
@@ -618,8 +648,8 @@ async fn follow(
             );
             return replayed;
         }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    unreachable!("a cycle never ends")
 }
 
 /// Every document of the site, by collection and id.
