@@ -17,6 +17,8 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 /// The deepest nesting an export line may have: the line object, then the data.
@@ -296,12 +298,160 @@ pub fn batches_in_flight(max_docs_per_site: Option<u64>) -> usize {
     }
 }
 
-/// What a batch's `write_all` gives back: its writes, and the store's answer (`None`: not
-/// sent, a batch of one document goes through [`restore_one`]).
-type Sent = (
-    Vec<batch::Write>,
-    Option<docstore::Result<Vec<WriteOutcome>>>,
-);
+/// What the store held at one write's key when its batch read them (see [`Pending`]).
+#[derive(Debug)]
+enum Found {
+    /// Nothing: the write goes into the batch's `write_all`.
+    Free,
+    /// This document.
+    Stored(Document),
+    /// Not read (the batch was written without reading, or an earlier write of the same
+    /// batch has this key): the write is settled on its own through [`restore_one`].
+    Unknown,
+}
+
+/// What a batch's trip to the store gave back.
+struct Sent {
+    /// The batch's writes, in input order.
+    writes: Vec<batch::Write>,
+    /// What was stored at each write's key, when the batch read it first.
+    found: Vec<Found>,
+    /// Which writes went into the `write_all`.
+    sent: Vec<bool>,
+    /// The store's answer to the `write_all` (`None`: nothing sent — fewer than two writes
+    /// to send; those go through [`restore_one`]).
+    result: Option<docstore::Result<Vec<WriteOutcome>>>,
+}
+
+impl Sent {
+    /// A batch of `writes` not sent (yet): each one settled on its own.
+    fn unsent(writes: Vec<batch::Write>) -> Self {
+        let count = writes.len();
+        Sent {
+            writes,
+            found: (0..count).map(|_| Found::Unknown).collect(),
+            sent: vec![false; count],
+            result: None,
+        }
+    }
+}
+
+/// Whether `result` is a batch refused because one of its ids is stored: the sign of a
+/// resumed run.
+fn refused_for_a_stored_id(result: &docstore::Result<Vec<WriteOutcome>>) -> bool {
+    match result {
+        Err(Error::AlreadyExists) => true,
+        Err(Error::Batch { source, .. }) => matches!(**source, Error::AlreadyExists),
+        _ => false,
+    }
+}
+
+/// Writes one batch: at once with `write_all` — unless `resuming` says recent batches met
+/// stored ids, or this one is refused for a stored id — and otherwise after reading its keys
+/// with one `get_many` (on DynamoDB `BatchGetItem`): only the writes whose key is free go
+/// into the `write_all`, the others are settled from what was read ([`Pending::settle_write`]).
+/// `resuming` is set when a batch meets a stored id and cleared when a read finds none, so a
+/// fresh import never reads and a resumed one never sends a write per stored line.
+///
+/// With `--on-existing fail` nothing is read: a refused batch is written one document at a
+/// time, so that nothing after the first stored id is written.
+async fn write_batch(
+    store: &Store,
+    writes: Vec<batch::Write>,
+    on_existing: OnExisting,
+    resuming: &AtomicBool,
+) -> Sent {
+    let mut sent = Sent::unsent(writes);
+    if sent.writes.len() < 2 {
+        return sent;
+    }
+    if on_existing == OnExisting::Fail {
+        sent.result = Some(store.write_all(&sent.writes, "").await);
+        sent.sent.fill(true);
+        return sent;
+    }
+    if !resuming.load(Ordering::Relaxed) {
+        let result = store.write_all(&sent.writes, "").await;
+        if !refused_for_a_stored_id(&result) {
+            sent.sent.fill(true);
+            sent.result = Some(result);
+            return sent;
+        }
+        resuming.store(true, Ordering::Relaxed);
+    }
+    let Some(found) = read_keys(store, &sent.writes).await else {
+        // The read failed: each write on its own says what is wrong.
+        return sent;
+    };
+    resuming.store(
+        found.iter().any(|f| matches!(f, Found::Stored(_))),
+        Ordering::Relaxed,
+    );
+    sent.found = found;
+    let free: Vec<batch::Write> = sent
+        .writes
+        .iter()
+        .zip(&sent.found)
+        .filter(|(_, found)| matches!(found, Found::Free))
+        .map(|(write, _)| write.clone())
+        .collect();
+    if free.len() >= 2 {
+        for (sent, found) in sent.sent.iter_mut().zip(&sent.found) {
+            *sent = matches!(found, Found::Free);
+        }
+        sent.result = Some(store.write_all(&free, "").await);
+    }
+    sent
+}
+
+/// What is stored at the keys of `writes`, read with one `get_many`: [`Found::Unknown`] for
+/// a key an earlier write of the batch has; `None` when the read failed.
+async fn read_keys(store: &Store, writes: &[batch::Write]) -> Option<Vec<Found>> {
+    let mut seen = std::collections::HashSet::new();
+    let first: Vec<bool> = writes.iter().map(|w| seen.insert(w.key())).collect();
+    let keys: Vec<Key> = writes
+        .iter()
+        .zip(&first)
+        .filter(|(_, first)| **first)
+        .map(|(w, _)| w.key().clone())
+        .collect();
+    let mut stored = store.get_many(&keys).await.ok()?.into_iter();
+    let found = first
+        .iter()
+        .map(|first| match first {
+            false => Found::Unknown,
+            true => match stored.next().flatten() {
+                Some(document) => Found::Stored(document),
+                None => Found::Free,
+            },
+        })
+        .collect();
+    Some(found)
+}
+
+/// Whether a write alone would leave the stored document as it is (`AlreadyPresent`):
+/// the document is restorable, and `--on-existing` keeps `stored` (`skip`; `newer` when
+/// it is not newer; `overwrite` when it is equal). `fail` and every replacement go through
+/// [`restore_one`], which decides them as before.
+fn leaves_stored(
+    store: &Store,
+    key: &Key,
+    document: &Document,
+    stored: &Document,
+    on_existing: OnExisting,
+) -> bool {
+    let max_doc_bytes = store.driver().options().max_doc_bytes;
+    if document::check_restorable(key, document, max_doc_bytes).is_err() {
+        return false;
+    }
+    let newer = (document.version, document.updated_at) > (stored.version, stored.updated_at);
+    match on_existing {
+        OnExisting::Skip => true,
+        OnExisting::Fail => false,
+        OnExisting::Newer => stored == document || !newer,
+        OnExisting::Overwrite => stored == document,
+    }
+}
 
 /// A batch's `write_all` under way, polled in the importing task.
 type Sending<'s> = Pin<Box<dyn Future<Output = Sent> + Send + 's>>;
@@ -317,19 +467,34 @@ struct InFlight<'s> {
     after: Vec<Skipped>,
 }
 
+/// Where a batch in flight stands.
 enum State<'s> {
+    /// Its reads and writes are under way.
     Sending(Sending<'s>),
+    /// The store answered.
     Sent(Sent),
 }
 
 /// Documents waiting to be written together: import and copy write in atomic batches of
 /// [`batch::Write::Restore`] through [`Store::write_all`] (one transaction — on SQLite one
-/// commit — per batch), up to the shared batch limits. A batch the store refuses as a whole — one of its
-/// ids already stored, one document invalid, too large or over the quota, an id given twice
-/// in the input, or a store without batches — wrote nothing, and is written again document
-/// by document through [`restore_one`], so each document gets exactly the outcome (skip,
-/// replace, refusal) it would get alone and a resumed import keeps its meaning. Only
-/// `Unavailable` (the batch may have been applied) stops the run, as it would alone.
+/// commit — per batch), up to the shared batch limits. A batch the store refuses as a whole — one
+/// document invalid, too large or over the quota, an id given twice in the input, or a store
+/// without batches — wrote nothing, and is written again document by document through
+/// [`restore_one`], so each document gets exactly the outcome (skip, replace, refusal) it
+/// would get alone. Only `Unavailable` (the batch may have been applied) stops the run, as it
+/// would alone.
+///
+/// **A resumed run reads before it writes.** A batch refused because one of its ids is
+/// stored reads its keys with one `get_many` (on DynamoDB one `BatchGetItem`) and writes
+/// only the documents whose id is free, in one `write_all`; so do the batches after it,
+/// until a read finds no stored id (see [`write_batch`]). A stored document the line would
+/// leave as it is (`skip`; `newer` or `overwrite` finding it as new or equal) is counted
+/// `already_present` from that read, without a write; the rest (`fail`, replacements, a
+/// later line with the same id in the batch) goes through [`restore_one`] as before. So
+/// re-running an import costs a read per batch of stored lines, not a write per line, and
+/// every line gets the outcome it would get alone (a document written by someone else
+/// between the read and the write makes the batch's `write_all` refused, and its documents
+/// are written one by one).
 ///
 /// **A pipeline.** Up to `depth` batches ([`MAX_BATCHES_IN_FLIGHT`]) are sent at once while
 /// the input is read on: their `write_all` futures are polled together in the calling task
@@ -382,6 +547,9 @@ struct Pending<'s> {
     in_flight: VecDeque<InFlight<'s>>,
     /// The keys of the batches in flight, with how many times each.
     keys_in_flight: HashMap<Key, usize>,
+    /// Whether recent batches met stored ids: the next ones read their keys before writing
+    /// ([`write_batch`]).
+    resuming: Arc<AtomicBool>,
 }
 
 impl<'s> Pending<'s> {
@@ -402,6 +570,7 @@ impl<'s> Pending<'s> {
             depth,
             in_flight: VecDeque::new(),
             keys_in_flight: HashMap::new(),
+            resuming: Arc::default(),
         }
     }
 
@@ -478,13 +647,13 @@ impl<'s> Pending<'s> {
             *self.keys_in_flight.entry(write.key().clone()).or_default() += 1;
         }
         let state = if writes.len() > 1 {
-            let store = self.store;
+            let (store, resuming) = (self.store, self.resuming.clone());
+            let on_existing = self.on_existing;
             State::Sending(Box::pin(async move {
-                let result = store.write_all(&writes, "").await;
-                (writes, Some(result))
+                write_batch(store, writes, on_existing, &resuming).await
             }))
         } else {
-            State::Sent((writes, None))
+            State::Sent(Sent::unsent(writes))
         };
         self.in_flight.push_back(InFlight {
             state,
@@ -538,42 +707,35 @@ impl<'s> Pending<'s> {
         })
         .await;
         let Some(InFlight {
-            state: State::Sent((writes, result)),
+            state: State::Sent(sent),
             lines,
             after,
         }) = oldest
         else {
             return Ok(());
         };
-        match result {
-            Some(Ok(outcomes)) => summary.imported += outcomes.len() as u64,
-            Some(Err(err @ Error::Unavailable { .. })) => {
-                let first = writes[0].key();
-                return Err(CliError::from(err).context(format!(
-                    "the batch of {} documents starting at {first}",
-                    writes.len()
-                )));
-            }
-            // Nothing was written: each document on its own says what is wrong.
-            Some(Err(_)) | None => {
-                for (write, line) in writes.iter().zip(lines) {
-                    let batch::Write::Restore { key, document } = write else {
-                        unreachable!("only restores are queued")
-                    };
-                    restore_one(
-                        self.store,
-                        key,
-                        document,
-                        line,
-                        self.on_existing,
-                        summary,
-                        bar,
-                    )
-                    .await?;
-                }
-            }
+        if let Some(Err(Error::Unavailable { .. })) = &sent.result {
+            let Some(Err(err)) = sent.result else {
+                unreachable!("matched above")
+            };
+            let first = sent.writes[0].key();
+            return Err(CliError::from(err).context(format!(
+                "the batch of {} documents starting at {first}",
+                sent.writes.len()
+            )));
         }
-        for write in &writes {
+        let written = matches!(sent.result, Some(Ok(_)));
+        for (((write, found), in_write_all), line) in
+            sent.writes.iter().zip(sent.found).zip(sent.sent).zip(lines)
+        {
+            let batch::Write::Restore { key, document } = write else {
+                unreachable!("only restores are queued")
+            };
+            let written = in_write_all && written;
+            self.settle_write(key, document, found, written, line, summary, bar)
+                .await?;
+        }
+        for write in &sent.writes {
             if let Some(count) = self.keys_in_flight.get_mut(write.key()) {
                 *count -= 1;
                 if *count == 0 {
@@ -585,6 +747,44 @@ impl<'s> Pending<'s> {
             skipped.record(summary, bar);
         }
         Ok(())
+    }
+}
+
+impl Pending<'_> {
+    /// Counts one write of a settled batch: imported when its `write_all` wrote it, already
+    /// present when what was read before says the write would leave the stored document as
+    /// it is ([`leaves_stored`]), and otherwise written on its own ([`restore_one`]).
+    #[allow(clippy::too_many_arguments)]
+    async fn settle_write(
+        &self,
+        key: &Key,
+        document: &Document,
+        found: Found,
+        written: bool,
+        line: Option<u64>,
+        summary: &mut Summary,
+        bar: &ProgressBar,
+    ) -> Result<(), CliError> {
+        if written {
+            summary.imported += 1;
+            return Ok(());
+        }
+        if let Found::Stored(stored) = &found
+            && leaves_stored(self.store, key, document, stored, self.on_existing)
+        {
+            summary.already_present += 1;
+            return Ok(());
+        }
+        restore_one(
+            self.store,
+            key,
+            document,
+            line,
+            self.on_existing,
+            summary,
+            bar,
+        )
+        .await
     }
 }
 

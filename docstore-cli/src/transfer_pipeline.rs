@@ -20,9 +20,9 @@ const HOLD: Duration = Duration::from_millis(100);
 /// What [`Watch`] saw.
 #[derive(Debug, Default)]
 struct Seen {
-    /// `write_all` calls started so far.
+    /// Batch calls (`write_all`, a batch's `get_many`) started so far.
     started: usize,
-    /// `write_all` calls under way now, and the most at once.
+    /// Batch calls under way now, and the most at once.
     active: usize,
     most_active: usize,
     /// The keys of every call under way (batches and single writes), with how many calls.
@@ -75,6 +75,28 @@ impl Watch {
         tokio::task::yield_now().await;
         let answer = call.await;
         self.leave([key]);
+        answer
+    }
+
+    /// Runs a batch call (`write_all`, or a batch's `get_many`) on `keys`, holding it until
+    /// two later batch calls have started, or for [`HOLD`].
+    async fn batch<T>(&self, keys: &[Key], call: impl Future<Output = T>) -> T {
+        self.enter(keys);
+        let number = {
+            let mut seen = self.seen.lock().unwrap();
+            seen.started += 1;
+            seen.active += 1;
+            seen.most_active = seen.most_active.max(seen.active);
+            seen.started
+        };
+        let until = tokio::time::Instant::now() + HOLD;
+        while self.seen.lock().unwrap().started < number + 2 && tokio::time::Instant::now() < until
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let answer = call.await;
+        self.seen.lock().unwrap().active -= 1;
+        self.leave(keys);
         answer
     }
 
@@ -149,34 +171,18 @@ impl Driver for Watch {
         self.single(key, self.inner.driver().restore(key, document, origin))
             .await
     }
+    /// A batch's read of its keys (a resumed import): held like a [`write_all`](Self::write_all).
     async fn get_many(&self, keys: &[Key]) -> docstore::Result<Vec<Option<Document>>> {
-        self.inner.driver().get_many(keys).await
+        self.batch(keys, self.inner.driver().get_many(keys)).await
     }
-    /// Holds the batch until two later batches have started, or for [`HOLD`].
     async fn write_all(
         &self,
         batch: &docstore::batch::CheckedBatch<'_>,
         origin: Origin<'_>,
     ) -> docstore::Result<Vec<WriteOutcome>> {
-        let writes = batch.writes();
-        let keys = || writes.iter().map(docstore::Write::key);
-        self.enter(keys());
-        let number = {
-            let mut seen = self.seen.lock().unwrap();
-            seen.started += 1;
-            seen.active += 1;
-            seen.most_active = seen.most_active.max(seen.active);
-            seen.started
-        };
-        let until = tokio::time::Instant::now() + HOLD;
-        while self.seen.lock().unwrap().started < number + 2 && tokio::time::Instant::now() < until
-        {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        let answer = self.inner.driver().write_all(batch, origin).await;
-        self.seen.lock().unwrap().active -= 1;
-        self.leave(keys());
-        answer
+        let keys: Vec<Key> = batch.writes().iter().map(|w| w.key().clone()).collect();
+        self.batch(&keys, self.inner.driver().write_all(batch, origin))
+            .await
     }
     async fn query(
         &self,
