@@ -456,9 +456,9 @@ mod tests {
     #[tokio::test]
     async fn malformed_dynamodb_settings_fail_at_open() {
         for url in [
-            "dynamodb://t?endpoint=&region=x",
-            "dynamodb://t?endpoint=not%20a%20url",
-            "dynamodb://t?region=",
+            "dynamodb://docs?endpoint=&region=x",
+            "dynamodb://docs?endpoint=not%20a%20url",
+            "dynamodb://docs?region=",
         ] {
             let err = open_url(url).await.unwrap_err();
             assert!(matches!(err, Error::InvalidArgument(_)), "{url}: {err:?}");

@@ -24,7 +24,7 @@ fn black_hole() -> String {
 #[test]
 fn a_black_holed_endpoint_gives_unavailable_within_the_deadline() {
     let url = format!(
-        "dynamodb://t?region=us-east-1&endpoint={}&timeout_ms=200&operation_timeout_ms=1000\
+        "dynamodb://docs?region=us-east-1&endpoint={}&timeout_ms=200&operation_timeout_ms=1000\
          &connect_timeout_ms=200",
         black_hole()
     );

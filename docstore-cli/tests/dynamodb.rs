@@ -210,3 +210,20 @@ fn dropping_an_index_the_table_does_not_hold_is_not_found() {
     );
     assert!(stderr.contains("no index `nope` of `items`"), "{stderr}");
 }
+
+/// A table name DynamoDB would refuse is refused when the store is opened: one message
+/// naming the rule, the exit code of an invalid argument, nothing sent.
+#[test]
+fn a_bad_table_name_is_one_clear_error() {
+    for table in ["t", "has%20space"] {
+        let out = docstore(&dynamodb_url(table), &["count"]);
+        assert_eq!(out.status.code(), Some(6), "{table}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{table}: {stderr}");
+        assert!(
+            stderr.contains("3 to 255 characters, each a letter, digit, '_', '-' or '.'"),
+            "{table}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{table}");
+    }
+}

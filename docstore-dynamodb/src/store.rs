@@ -73,7 +73,9 @@ impl DynamoStore {
     /// [`from_client`](Self::from_client) for those.
     ///
     /// Fails with [`Error::InvalidArgument`] when `options.max_doc_bytes` is above
-    /// [`MAX_DOC_BYTES_LIMIT`](crate::MAX_DOC_BYTES_LIMIT) or `config.max_scan` is 0. Nothing is
+    /// [`MAX_DOC_BYTES_LIMIT`](crate::MAX_DOC_BYTES_LIMIT), `config.max_scan` is 0 or
+    /// `config.table` is not a DynamoDB table name (3 to 255 characters, each a letter,
+    /// digit, `_`, `-` or `.`). Nothing is
     /// sent yet: a missing table shows on the first call (or create it with
     /// [`create_table`](Self::create_table)).
     pub async fn connect(config: &DynamoDbConfig, options: StoreOptions) -> Result<Self> {
@@ -366,10 +368,22 @@ fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()>
             "database.dynamodb.feed_poll_ms must be at least 1 ms",
         ));
     }
-    if config.table.is_empty() {
-        return Err(Error::invalid("database.dynamodb.table must not be empty"));
+    check_table_name(&config.table)
+}
+
+/// DynamoDB's rule for table names: 3 to 255 characters, each a letter, digit, `_`, `-`
+/// or `.`. Checked when the store is opened, so that a bad name is one clear
+/// [`Error::InvalidArgument`] instead of the service's refusal on every call.
+fn check_table_name(table: &str) -> Result<()> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let length = table.chars().count();
+    if (3..=255).contains(&length) && table.chars().all(allowed) {
+        return Ok(());
     }
-    Ok(())
+    Err(Error::invalid(format!(
+        "database.dynamodb.table {table:?} is not a DynamoDB table name: 3 to 255 characters, \
+         each a letter, digit, '_', '-' or '.'"
+    )))
 }
 
 #[async_trait]
@@ -516,7 +530,7 @@ mod tests {
     fn config(max_scan: usize) -> DynamoDbConfig {
         DynamoDbConfig {
             max_scan,
-            ..DynamoDbConfig::new("t")
+            ..DynamoDbConfig::new("docs")
         }
     }
 
@@ -533,5 +547,29 @@ mod tests {
         let fits = StoreOptions::default().with_max_doc_bytes(MAX_DOC_BYTES_LIMIT);
         check_settings(&config(1), &fits).unwrap();
         assert!(check_settings(&config(0), &options).is_err());
+    }
+
+    #[test]
+    fn table_names_follow_dynamodb_rules() {
+        let options = StoreOptions::default();
+        for good in ["abc", "docs", "my_table-1.v2", &"x".repeat(255)] {
+            let config = DynamoDbConfig::new(good);
+            check_settings(&config, &options).unwrap_or_else(|e| panic!("{good}: {e}"));
+        }
+        for bad in [
+            "",
+            "t",
+            "ab",
+            "has space",
+            "tab/le",
+            "é-table",
+            &"x".repeat(256),
+        ] {
+            let err = check_settings(&DynamoDbConfig::new(bad), &options).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument(m) if m.contains("3 to 255 characters")),
+                "{bad:?}: {err}"
+            );
+        }
     }
 }

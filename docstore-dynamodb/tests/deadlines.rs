@@ -102,7 +102,7 @@ fn store(endpoint: &str) -> docstore::Store {
         timeout_ms: 200,
         operation_timeout_ms: 1_000,
         connect_timeout_ms: 200,
-        ..DynamoDbConfig::new("t")
+        ..DynamoDbConfig::new("docs")
     };
     docstore::Store::new(
         DynamoStore::from_client(client, streams(endpoint), &config, StoreOptions::default())
@@ -167,7 +167,7 @@ fn zero_deadlines_are_refused() {
     );
     let config = DynamoDbConfig {
         operation_timeout_ms: 0,
-        ..DynamoDbConfig::new("t")
+        ..DynamoDbConfig::new("docs")
     };
     let streams = streams("http://127.0.0.1:1");
     let err =

@@ -171,7 +171,9 @@ pub enum Synchronous {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DynamoDbConfig {
-    /// `database.dynamodb.table`: the table name.
+    /// `database.dynamodb.table`: the table name, by DynamoDB's rule 3 to 255 characters,
+    /// each a letter, digit, `_`, `-` or `.` (checked when the store is opened:
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
     pub table: String,
     /// `database.dynamodb.region` (default: the standard AWS region chain).
     #[serde(default, skip_serializing_if = "Option::is_none")]
