@@ -411,3 +411,62 @@ async fn skipped_lines_come_in_the_order_of_one_batch_at_a_time() {
         assert_eq!(documents.len(), 119);
     }
 }
+
+/// Imports `input` into a memory store holding `stored`, `per_batch` documents per batch;
+/// returns the summary (or the error) and the documents stored afterwards.
+async fn import_with(
+    input: &str,
+    stored: &str,
+    options: &ImportOptions,
+    per_batch: usize,
+) -> (String, Vec<Document>) {
+    let store = docstore_any::open_url("memory:?max_doc_bytes=3000")
+        .await
+        .unwrap();
+    import(&store, &mut Cursor::new(stored), options)
+        .await
+        .unwrap();
+    let seen = match import_in_batches(&store, &mut Cursor::new(input), options, per_batch).await {
+        Ok(summary) => serde_json::to_string(&summary).unwrap(),
+        Err(err) => format!("exit {}: {err}", err.code),
+    };
+    let page = store
+        .query("s", "c", &Query::new().limit(10_000))
+        .await
+        .unwrap();
+    (seen, page.documents)
+}
+
+/// A resumed import decides from its batched reads exactly what writing each document alone
+/// decides: the stored documents are some of the lines (equal), older ones, newer ones and
+/// one too large for the store, and the input repeats ids within a batch with other
+/// versions; for every `--on-existing`, the summary (skipped lines in order) and the stored
+/// documents equal those of the per-document path (batches of one, never read).
+#[tokio::test]
+async fn a_resumed_import_decides_as_each_document_alone() {
+    let mut input = String::new();
+    let mut stored = String::new();
+    for i in 0..300_i64 {
+        let id = format!("doc-{}", i % 120);
+        let version = 1 + (i / 120) as u64;
+        let body = if i == 7 { 4_000 } else { 100 };
+        input += &(line(&id, version, i, body) + "\n");
+        if i % 3 == 0 {
+            // Stored as the line: equal.
+            stored += &(line(&id, version, i, body.min(100)) + "\n");
+        }
+        if i % 3 == 1 && i < 120 {
+            // Stored newer or older than the line.
+            let stored_version = if i % 2 == 0 { 9 } else { 1 };
+            stored += &(line(&format!("doc-{}", i + 1), stored_version, -5, 50) + "\n");
+        }
+    }
+    for on_existing in [OnExisting::Skip, OnExisting::Newer, OnExisting::Overwrite] {
+        let options = options(on_existing, MAX_BATCHES_IN_FLIGHT);
+        let alone = import_with(&input, &stored, &options, 1).await;
+        let batched = import_with(&input, &stored, &options, MAX_BATCH_WRITES).await;
+        assert_eq!(alone.0, batched.0, "{on_existing:?}: the summaries differ");
+        assert_eq!(alone.1, batched.1, "{on_existing:?}: the stores differ");
+        assert!(batched.0.contains(r#""already_present":"#), "{}", batched.0);
+    }
+}
