@@ -196,6 +196,10 @@ pub enum Command {
     },
     /// List the site's collections with their document counts.
     Collections,
+    /// List the store's sites (every site holding a document) with their document counts:
+    /// one JSON array of {"site", "count"}, by name, as `collections` lists collections.
+    /// On DynamoDB this scans the table's keys (its layout keeps no list of sites).
+    Sites,
     /// Print the number of documents in the site, or in one collection.
     Count {
         /// Only this collection.
@@ -207,6 +211,10 @@ pub enum Command {
         /// Only these collections (repeatable); all when absent.
         #[arg(long)]
         collection: Vec<String>,
+        /// Every site's documents (a whole-store backup), site by site in name order;
+        /// `import --all-sites` restores it. --site is then not used.
+        #[arg(long)]
+        all_sites: bool,
         /// Write to this file instead of standard output.
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -224,8 +232,19 @@ pub enum Command {
         input: Option<PathBuf>,
         /// Restore every line into the site it names (a whole-store restore); --site is then
         /// not used.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "id_field")]
         all_sites: bool,
+        /// Read plain JSON documents (JSON lines, or one JSON array) instead of export lines,
+        /// each id taken from this top-level field (a string): new documents of --collection
+        /// in the --site site, version 1, created now by --actor. The field is kept in the
+        /// stored data, so `export | jq -c .data` gives the documents back as they came. A
+        /// document without the field, whose field is not a string or not a valid id, or
+        /// that is not an object is skipped with its line number (in an array, its position).
+        #[arg(long, value_name = "FIELD", requires = "collection")]
+        id_field: Option<String>,
+        /// With --id-field: the collection the documents go into.
+        #[arg(long, requires = "id_field")]
+        collection: Option<String>,
         /// What to do with a line whose id is already stored.
         #[arg(long, value_enum, default_value_t = OnExisting::Skip)]
         on_existing: OnExisting,
@@ -277,8 +296,9 @@ pub enum Command {
         until_idle: bool,
     },
     /// Check the site's collection counters against its documents and print every difference
-    /// as a JSON line; exit code 12 when there were differences and --repair was not given.
-    /// The site must be named (--site or $DOCSTORE_SITE): the store cannot list its sites.
+    /// as a JSON line ({"site", "collection", "counter", "documents", "repaired"}); exit code 12
+    /// when there were differences and --repair was not given. Without --site (and
+    /// $DOCSTORE_SITE) every site of the store is checked.
     Fsck {
         /// Set every differing counter to the true number of documents.
         #[arg(long)]

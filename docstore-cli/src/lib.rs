@@ -14,11 +14,13 @@ mod exit;
 mod indexes;
 mod live_copy;
 mod output;
+mod plain;
 mod record;
 mod run;
 mod timefmt;
 mod transfer;
 mod watch;
+mod whole_store;
 
 pub use exit::{CliError, EXIT_CODES_HELP};
 pub use run::run;

@@ -4,6 +4,7 @@ use crate::args::{Cli, Command, DEFAULT_SITE, DEFAULT_STORE, FeedFrom, STORE_ENV
 use crate::exit::CliError;
 use crate::live_copy;
 use crate::output::Out;
+use crate::plain::{PlainInput, PlainTarget};
 use crate::timefmt;
 use crate::transfer::{self, ImportOptions, Summary};
 use crate::watch::{self, Until};
@@ -11,7 +12,7 @@ use docstore::config::{Backend, Config};
 use docstore::document::MAX_DEPTH;
 use docstore::feed::FeedScope;
 use docstore::json;
-use docstore::{ChangeCursor, Data, FeedStart, Filter, Key, Query, RecountMode, Store};
+use docstore::{ChangeCursor, Data, FeedStart, Filter, Key, Query, Store};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, IsTerminal, Read};
@@ -36,7 +37,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         return enable_stream(&config, &mut Out::new(cli.time)).await;
     }
     check_import_site(&cli)?;
-    check_fsck_site(&cli)?;
+    check_plain_import(&cli)?;
     let batch = read_batch(&cli)?;
     let writes_something = batch.as_ref().is_none_or(|writes| {
         writes
@@ -182,6 +183,7 @@ async fn execute(
                 .collect();
             out.value(&listing)?;
         }
+        Command::Sites => crate::whole_store::list_sites(store, out).await?,
         Command::Count { collection: None } => out.value(&store.count(site).await?)?,
         Command::Count {
             collection: Some(collection),
@@ -195,18 +197,23 @@ async fn execute(
                 .map_or(0, |(_, count)| count);
             out.value(&count)?;
         }
-        Command::Export { collection, output } => {
-            let written = match output {
-                Some(path) => {
-                    let file = std::fs::File::create(&path)
-                        .map_err(|e| CliError::io(&path.display().to_string(), e))?;
-                    let mut writer = std::io::BufWriter::new(file);
-                    transfer::export(store, site, &collection, cli.time, &mut writer).await?
-                }
-                None => {
-                    let mut writer = std::io::BufWriter::new(std::io::stdout().lock());
-                    transfer::export(store, site, &collection, cli.time, &mut writer).await?
-                }
+        Command::Export {
+            collection,
+            all_sites,
+            output,
+        } => {
+            let mut writer: Box<dyn std::io::Write> = match output {
+                Some(path) => Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(&path)
+                        .map_err(|e| CliError::io(&path.display().to_string(), e))?,
+                )),
+                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            };
+            let written = if all_sites {
+                crate::whole_store::export_all_sites(store, &collection, cli.time, &mut writer)
+                    .await?
+            } else {
+                transfer::export(store, site, &collection, cli.time, &mut writer).await?
             };
             eprintln!("exported {written} documents");
         }
@@ -214,6 +221,8 @@ async fn execute(
             input,
             all_sites,
             on_existing,
+            id_field,
+            collection,
         } => {
             let mut reader = open_input(input.as_deref(), "import")?;
             let options = ImportOptions {
@@ -221,7 +230,18 @@ async fn execute(
                 on_existing,
                 in_flight: transfer::batches_in_flight(config.database.max_docs_per_site),
             };
-            let summary = transfer::import(store, &mut reader, &options).await?;
+            let summary = match (id_field, collection) {
+                (Some(id_field), Some(collection)) => {
+                    let target = PlainTarget {
+                        site: site.to_owned(),
+                        collection,
+                        id_field,
+                        actor: actor.to_owned(),
+                    };
+                    import_plain(store, &mut reader, target, &options).await?
+                }
+                _ => transfer::import(store, &mut reader, &options).await?,
+            };
             finish(summary, out)?;
         }
         Command::Copy {
@@ -284,40 +304,7 @@ async fn execute(
             watch::watch(store, &scope, start, until, jsonl, out).await?;
         }
         Command::Fsck { repair } => {
-            let mode = if repair {
-                RecountMode::Repair
-            } else {
-                RecountMode::Report
-            };
-            let recount = store.recount(site, mode).await?;
-            for change in &recount.changes {
-                out.line(&json!({
-                    "collection": change.collection,
-                    "counter": change.counter,
-                    "documents": change.documents,
-                    "repaired": repair,
-                }))?;
-            }
-            let differ = recount.changes.len();
-            eprintln!(
-                "{} collections with documents; {differ} counters differed{}",
-                recount.collections.len(),
-                if repair && differ > 0 {
-                    " and were repaired"
-                } else {
-                    ""
-                }
-            );
-            if differ > 0 && !repair {
-                out.flush()?;
-                return Err(CliError::new(
-                    12,
-                    format!(
-                        "{differ} collection counters disagree with the documents; \
-                         `docstore fsck --repair` sets them to the true counts"
-                    ),
-                ));
-            }
+            crate::whole_store::fsck(store, cli.site.as_deref(), repair, out).await?;
         }
         Command::Batch { .. } => {
             let writes = batch.expect("a batch is read before the store opens");
@@ -350,20 +337,6 @@ fn check_version(version: u64) -> Result<(), CliError> {
     if version == 0 {
         return Err(CliError::invalid(
             "VERSION must be at least 1 (a document's first version is 1)",
-        ));
-    }
-    Ok(())
-}
-
-/// `fsck` checks one site, which must be named: the store cannot list its sites, so checking
-/// them all is not possible, and checking the default site alone would look like that.
-fn check_fsck_site(cli: &Cli) -> Result<(), CliError> {
-    if matches!(cli.command, Command::Fsck { .. }) && cli.site.is_none() {
-        return Err(CliError::new(
-            2,
-            "fsck checks the counters of one site: name it with --site SITE (or \
-             $DOCSTORE_SITE); the store cannot list its sites, so every site cannot be \
-             checked at once",
         ));
     }
     Ok(())
@@ -413,6 +386,41 @@ fn check_import_site(cli: &Cli) -> Result<(), CliError> {
     };
     docstore::key::validate_site(site)
         .map_err(|e| CliError::from(e).context(format!("import --site {site:?}")))
+}
+
+/// `import --id-field FIELD --collection COLLECTION` names a field and a valid collection:
+/// checked before the store is opened or a line is read.
+fn check_plain_import(cli: &Cli) -> Result<(), CliError> {
+    let Command::Import {
+        id_field: Some(id_field),
+        collection: Some(collection),
+        ..
+    } = &cli.command
+    else {
+        return Ok(());
+    };
+    if id_field.is_empty() {
+        return Err(CliError::new(
+            6,
+            "import --id-field: the field name is empty",
+        ));
+    }
+    docstore::key::validate_collection(collection)
+        .map_err(|e| CliError::from(e).context(format!("import --collection {collection:?}")))
+}
+
+/// `import --id-field`: plain documents of `reader` imported as new documents of `target`
+/// (see [`crate::plain`]); the documents skipped while reading are counted with the others.
+async fn import_plain(
+    store: &Store,
+    reader: &mut dyn BufRead,
+    target: PlainTarget,
+    options: &ImportOptions,
+) -> Result<Summary, CliError> {
+    let mut plain = PlainInput::new(reader, target)?;
+    let mut summary = transfer::import(store, &mut plain, options).await?;
+    plain.add_skipped_to(&mut summary);
+    Ok(summary)
 }
 
 /// A store error of a call on `key`, with the key in its message.

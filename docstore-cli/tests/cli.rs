@@ -1082,8 +1082,10 @@ fn fsck_reports_and_repairs_drifted_counters_and_export_finds_every_collection()
     assert_eq!(
         changes,
         [
-            json!({"collection": "a", "counter": 7, "documents": 2, "repaired": false}),
-            json!({"collection": "hidden", "counter": null, "documents": 1, "repaired": false}),
+            json!({"site": "s", "collection": "a", "counter": 7, "documents": 2,
+                   "repaired": false}),
+            json!({"site": "s", "collection": "hidden", "counter": null, "documents": 1,
+                   "repaired": false}),
         ]
     );
     let out = sb.cmd("d.db", &["fsck", "--repair"]).output().unwrap();
