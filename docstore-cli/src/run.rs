@@ -323,6 +323,12 @@ async fn execute(
                 "estimated_reads": plan.estimated_reads,
                 "read_limit": plan.read_limit,
                 "strongly_consistent": plan.strongly_consistent,
+                "candidates": plan.candidates.iter().map(|c| json!({
+                    "index": c.index,
+                    "reading": c.reading.name(),
+                    "estimated_reads": c.reads,
+                })).collect::<Vec<_>>(),
+                "why": plan.why,
             }))?;
         }
         Command::CreateTable | Command::Index { .. } | Command::Streams { .. } => {

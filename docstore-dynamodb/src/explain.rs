@@ -7,7 +7,9 @@
 //! and says `exhausted_scan = true` when it stopped before the end of the collection.
 //! A query that a built index serves (and that does not ask for `consistent: true`) reads
 //! the index's GSI instead: about the page (and what the filter skips), eventually
-//! consistent, exact at any size.
+//! consistent, exact at any size — unless the planner's cost rule prefers the scan
+//! (`docs/contract.md`, "Indexes"): this backend counts no index range, so an index that
+//! would read and sort its whole range on every page never wins over the scan in id order.
 
 use crate::store::DynamoStore;
 use docstore::query::CompiledQuery;
@@ -28,14 +30,27 @@ impl DynamoStore {
             .into_iter()
             .find(|(name, _)| name == collection)
             .map_or(0, |(_, n)| n);
-        if !query.consistent() {
-            let registry = self.registry().await?;
-            if let Some(plan) = docstore::index::plan(&registry.built, collection, query) {
-                let reads = docstore::driver::estimated_index_reads(&plan, query, size);
-                return Ok(Explain::index(&plan, Some(reads), false));
-            }
+        if query.consistent() {
+            return Ok(describe(query, size, self.max_scan as u64));
         }
-        Ok(describe(query, size, self.max_scan as u64))
+        // The same choice as `run_query` makes (no range is counted here: an index that would
+        // sort its whole range loses to the scan in id order), with the counter's size for
+        // the estimates.
+        let registry = self.registry().await?;
+        let choice = docstore::index::candidates(&registry.built, collection, query).choose(
+            &docstore::index::Statistics {
+                collection_size: Some(size),
+                range_entries: Vec::new(),
+            },
+        );
+        let explain = match &choice.plan {
+            Some(plan) => {
+                let reads = choice.estimates.first().and_then(|e| e.reads);
+                Explain::index(plan, reads, false)
+            }
+            None => describe(query, size, self.max_scan as u64),
+        };
+        Ok(explain.with_choice(&choice))
     }
 }
 

@@ -561,7 +561,8 @@ impl Driver for MemoryStore {
             return Ok(Page::default());
         };
         let defs = self.defs(collection);
-        if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, compiled) {
+        let choice = choose(&self.options.indexes, collection, compiled, Some(docs));
+        if let Some(plan) = choice.plan {
             return Ok(evaluate_by_index(compiled, &plan, defs, docs));
         }
         Ok(match compiled.id_order() {
@@ -580,15 +581,13 @@ impl Driver for MemoryStore {
         compiled: &CompiledQuery,
     ) -> Result<Explain> {
         let sites = self.sites.read();
-        let size = sites
-            .get(site)
-            .and_then(|s| s.get(collection))
-            .map_or(0, Collection::len) as u64;
-        if let Some(plan) = docstore::index::plan(&self.options.indexes, collection, compiled) {
-            let reads = docstore::driver::estimated_index_reads(&plan, compiled, size);
-            return Ok(Explain::index(&plan, Some(reads), true));
+        let docs = sites.get(site).and_then(|s| s.get(collection));
+        let choice = choose(&self.options.indexes, collection, compiled, docs);
+        let reads = choice.estimates.first().and_then(|e| e.reads);
+        if let Some(plan) = &choice.plan {
+            return Ok(Explain::index(plan, reads, true).with_choice(&choice));
         }
-        Ok(match compiled.id_order() {
+        let explain = match compiled.id_order() {
             Some(descending) => Explain::scan(
                 format!(
                     "the collection in {} id order{}, until the page is full",
@@ -603,11 +602,12 @@ impl Driver for MemoryStore {
                         ""
                     }
                 ),
-                Some(docstore::driver::estimated_id_order_reads(compiled, size)),
+                reads,
                 true,
             ),
-            None => Explain::scan("the whole collection, sorted in memory", Some(size), true),
-        })
+            None => Explain::scan("the whole collection, sorted in memory", reads, true),
+        };
+        Ok(explain.with_choice(&choice))
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
@@ -702,6 +702,61 @@ impl Driver for MemoryStore {
             changes: Vec::new(),
         })
     }
+}
+
+/// The planner's choice for `compiled` over `collection` (`None`: no document yet), with the
+/// collection's size and, when the cost rule asks for them, the entries of the contested
+/// indexes' key ranges counted up to its small-range limit (counting stops there, so it never
+/// costs more than the plan it rejects).
+fn choose(
+    indexes: &docstore::index::IndexSet,
+    collection: &str,
+    compiled: &CompiledQuery,
+    docs: Option<&Collection>,
+) -> docstore::index::Choice {
+    let candidates = docstore::index::candidates(indexes, collection, compiled);
+    let size = docs.map_or(0, Collection::len) as u64;
+    let at_most = candidates.small_range_limit(size).saturating_add(1);
+    let range_entries = candidates
+        .to_count()
+        .into_iter()
+        .map(|plan| {
+            let counted = docs.map_or(0, |docs| {
+                count_entries(indexes.for_collection(collection), docs, plan, at_most)
+            });
+            (plan.index.clone(), counted)
+        })
+        .collect();
+    candidates.choose(&docstore::index::Statistics {
+        collection_size: Some(size),
+        range_entries,
+    })
+}
+
+/// The entries in `plan`'s key ranges, counted up to `at_most`.
+fn count_entries(
+    defs: &[CompiledIndex],
+    collection: &Collection,
+    plan: &docstore::index::IndexPlan,
+    at_most: u64,
+) -> u64 {
+    let Some(position) = defs.iter().position(|d| d.name() == plan.index) else {
+        return 0;
+    };
+    let map = &collection.indexes[position];
+    let mut counted = 0u64;
+    for range in &plan.ranges {
+        let bounds = (
+            Bound::Included(range.start.clone()),
+            range.end.clone().map_or(Bound::Unbounded, Bound::Excluded),
+        );
+        let left = usize::try_from(at_most - counted).unwrap_or(usize::MAX);
+        counted += map.range::<Vec<u8>, _>(bounds).take(left).count() as u64;
+        if counted >= at_most {
+            break;
+        }
+    }
+    counted
 }
 
 /// Reads the plan's key ranges of the index's ordered map, each only as far as its

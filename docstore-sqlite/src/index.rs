@@ -13,11 +13,11 @@
 use crate::error::Fail;
 use crate::rows::{self, COLUMNS};
 use crate::sql::Sql;
-use docstore::index::{CompiledIndex, IndexPlan, IndexSet, KeyRange, Step};
+use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, KeyRange, Statistics, Step};
 use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
 use docstore::{Document, Error, Index, Page};
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::collections::HashMap;
 
 /// `docstore_index_key(fields_json, data_json, id, created_at, updated_at, created_by,
@@ -303,8 +303,87 @@ fn range_sql(
     sql
 }
 
+/// The planner's choice for `query` (`docs/contract.md`, "Indexes"): when the cost rule
+/// depends on the size of index ranges, each contested range is counted in `index_entries`
+/// (index-only, at most the rule's small-range limit plus one entry, so counting never costs
+/// more than the plan it rejects) together with the collection's counter. `explain` reads
+/// the counter anyway, for the estimates it prints.
+pub(crate) fn choose(
+    conn: &Connection,
+    indexes: &Indexes,
+    site: &str,
+    collection: &str,
+    query: &CompiledQuery,
+    explain: bool,
+) -> Result<Choice, Fail> {
+    let candidates = docstore::index::candidates(&indexes.usable, collection, query);
+    let to_count = candidates.to_count();
+    let mut stats = Statistics::default();
+    if explain || !to_count.is_empty() {
+        let size = collection_size(conn, site, collection)?;
+        let at_most = candidates.small_range_limit(size).saturating_add(1);
+        for plan in to_count {
+            let id = indexes.id(collection, &plan.index);
+            let counted = match id {
+                Some(id) => count_entries(conn, id, site, plan, at_most)?,
+                None => at_most,
+            };
+            stats.range_entries.push((plan.index.clone(), counted));
+        }
+        stats.collection_size = Some(size);
+    }
+    Ok(candidates.choose(&stats))
+}
+
+/// The collection's size, from its counter.
+fn collection_size(conn: &Connection, site: &str, collection: &str) -> Result<u64, Fail> {
+    let mut stmt = conn
+        .prepare_cached("SELECT documents FROM collections WHERE site = ?1 AND collection = ?2")?;
+    let count: Option<i64> = stmt
+        .query_row(params![site, collection], |row| row.get(0))
+        .optional()?;
+    Ok(count.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+}
+
+/// The entries of `plan`'s key ranges, counted up to `at_most` (index-only: no document row
+/// is read).
+fn count_entries(
+    conn: &Connection,
+    id: i64,
+    site: &str,
+    plan: &IndexPlan,
+    at_most: u64,
+) -> Result<u64, Fail> {
+    let mut counted = 0u64;
+    for range in &plan.ranges {
+        let mut sql = Sql::default();
+        let i = sql.bind(SqlValue::Integer(id));
+        let s = sql.bind(SqlValue::Text(site.to_owned()));
+        let start = sql.bind(SqlValue::Blob(range.start.clone()));
+        let mut conditions =
+            format!("index_id = {i} AND entry_site = {s} AND entry_key >= {start}");
+        if let Some(end) = &range.end {
+            let end = sql.bind(SqlValue::Blob(end.clone()));
+            conditions.push_str(&format!(" AND entry_key < {end}"));
+        }
+        let left = i64::try_from(at_most - counted).unwrap_or(i64::MAX);
+        let limit = sql.bind(SqlValue::Integer(left));
+        let text = format!(
+            "SELECT count(*) FROM (SELECT 1 FROM index_entries WHERE {conditions} LIMIT {limit})"
+        );
+        let mut stmt = conn.prepare_cached(&text)?;
+        let n: i64 = stmt.query_row(rusqlite::params_from_iter(&sql.params), |row| row.get(0))?;
+        counted += u64::try_from(n).unwrap_or(0);
+        if counted >= at_most {
+            break;
+        }
+    }
+    Ok(counted)
+}
+
 /// Runs a query the planner gave to an index: each range read in the plan's direction only
-/// as far as its walk needs, then the evaluator sorts and cuts the page.
+/// as far as its walk needs, then the evaluator sorts and cuts the page. Also says how many
+/// document rows it read (for [`crate::SqliteStore::documents_read`]).
 pub(crate) fn run(
     conn: &Connection,
     indexes: &Indexes,
@@ -312,7 +391,7 @@ pub(crate) fn run(
     collection: &str,
     plan: &IndexPlan,
     query: &CompiledQuery,
-) -> Result<Page, Fail> {
+) -> Result<(Page, u64), Fail> {
     let missing = |what: &str| {
         Fail::Store(Error::Backend {
             message: format!("planned index {:?} {what}", plan.index),
@@ -329,6 +408,7 @@ pub(crate) fn run(
         .id(collection, &plan.index)
         .ok_or_else(|| missing("has no id"))?;
     let mut kept: Vec<Document> = Vec::new();
+    let mut read = 0u64;
     for range in &plan.ranges {
         let sql = range_sql(
             id,
@@ -342,6 +422,7 @@ pub(crate) fn run(
         let mut rows = stmt.query(rusqlite::params_from_iter(&sql.params))?;
         let mut walk = plan.walk(query);
         while let Some(row) = rows.next()? {
+            read += 1;
             let doc = rows::document(row)?;
             let key: Vec<u8> = row.get(7)?;
             let matches = query.matches(&doc) && query.is_after_cursor(&doc);
@@ -352,7 +433,7 @@ pub(crate) fn run(
             }
         }
     }
-    Ok(query.evaluate_owned(kept))
+    Ok((query.evaluate_owned(kept), read))
 }
 
 /// `EXPLAIN QUERY PLAN` of the statement reading one range (for tests and `explain`).

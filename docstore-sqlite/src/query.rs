@@ -112,38 +112,34 @@ impl Plan {
         }
     }
 
-    /// How the statement reads, for `explain`, given the collection's size.
-    pub(crate) fn explain(&self, size: u64) -> docstore::Explain {
-        let (how, reads) = match (
+    /// How the statement reads, for `explain`, with the planner's estimate of its reads.
+    pub(crate) fn explain(&self, reads: Option<u64>) -> docstore::Explain {
+        let how = match (
             self.cursor_pushed,
             self.compiled.id_order(),
             self.compiled.limit(),
         ) {
-            (true, Some(descending), _) => (
-                format!(
-                    "the primary key in {} id order{}, until the page is full",
-                    if descending {
-                        "descending"
-                    } else {
-                        "ascending"
-                    },
-                    if self.compiled.after().is_some() {
-                        " from the cursor"
-                    } else {
-                        ""
-                    }
-                ),
-                docstore::driver::estimated_id_order_reads(&self.compiled, size),
+            (true, Some(descending), _) => format!(
+                "the primary key in {} id order{}, until the page is full",
+                if descending {
+                    "descending"
+                } else {
+                    "ascending"
+                },
+                if self.compiled.after().is_some() {
+                    " from the cursor"
+                } else {
+                    ""
+                }
             ),
-            (true, None, Some(_)) if self.filter_pushed => (
+            (true, None, Some(_)) if self.filter_pushed => {
                 "the collection's rows, filtered and sorted by key in SQL; only the page's \
                  rows' data is read"
-                    .to_owned(),
-                size,
-            ),
-            _ => ("the whole collection, sorted in memory".to_owned(), size),
+                    .to_owned()
+            }
+            _ => "the whole collection, sorted in memory".to_owned(),
         };
-        docstore::Explain::scan(how, Some(reads), true)
+        docstore::Explain::scan(how, reads, true)
     }
 
     /// Runs the statement and lets the reference evaluator sort and cut the page.
@@ -151,11 +147,14 @@ impl Plan {
     /// Every row the statement returns matches (and follows the cursor): debug builds, and
     /// so the tests, assert it, because the evaluator filtering the rows again would hide a
     /// statement that selects too much whenever the extra rows fall outside the page.
-    pub(crate) fn run(&self, conn: &Connection) -> Result<Page, Fail> {
+    /// Also says how many rows the statement gave (for [`crate::SqliteStore::documents_read`]).
+    pub(crate) fn run(&self, conn: &Connection) -> Result<(Page, u64), Fail> {
         let mut stmt = conn.prepare_cached(&self.sql.text)?;
         let mut rows = stmt.query(rusqlite::params_from_iter(&self.sql.params))?;
         let mut candidates: Vec<Document> = Vec::new();
+        let mut read = 0u64;
         while let Some(row) = rows.next()? {
+            read += 1;
             let doc = rows::document(row)?;
             if !self.filter_pushed {
                 if !self.compiled.matches(&doc) {
@@ -180,7 +179,7 @@ impl Plan {
                 break;
             }
         }
-        Ok(self.compiled.evaluate_owned(candidates))
+        Ok((self.compiled.evaluate_owned(candidates), read))
     }
 }
 

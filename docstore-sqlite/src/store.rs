@@ -18,6 +18,7 @@ use rusqlite::Connection;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The SQLite backend. See the [crate docs](crate).
 ///
@@ -35,6 +36,8 @@ pub(crate) struct Inner {
     indexes: crate::index::Indexes,
     /// The change feed's settings and this process's watchers' wake-up channel.
     feed: Feed,
+    /// Document rows queries have read (see [`SqliteStore::documents_read`]).
+    documents_read: AtomicU64,
 }
 
 impl SqliteStore {
@@ -103,8 +106,16 @@ impl SqliteStore {
                 options,
                 indexes,
                 feed,
+                documents_read: AtomicU64::new(0),
             }),
         })
+    }
+
+    /// How many document rows this store's queries have read since it opened, matching or
+    /// not (one addition per query): what pages cost, for tests and benchmarks that count
+    /// reads rather than time them.
+    pub fn documents_read(&self) -> u64 {
+        self.inner.documents_read.load(Ordering::Relaxed)
     }
 
     /// Runs the single-document write `op` inside an immediate transaction and returns after
@@ -591,20 +602,25 @@ impl Driver for SqliteStore {
         }
     }
 
+    /// The planner's choice (counting the contested index ranges when the cost rule asks,
+    /// see [`crate::index::choose`]) and the reading, in one read transaction.
     async fn query(&self, site: &str, collection: &str, compiled: &CompiledQuery) -> Result<Page> {
-        if let Some(plan) = docstore::index::plan(&self.inner.indexes.usable, collection, compiled)
-        {
-            let inner = Arc::clone(&self.inner);
-            let (site, collection) = (site.to_owned(), collection.to_owned());
-            let compiled = compiled.clone();
-            return self
-                .read(move |conn| {
-                    crate::index::run(conn, &inner.indexes, &site, &collection, &plan, &compiled)
-                })
-                .await;
-        }
-        let plan = query::Plan::new(site, collection, compiled);
-        self.read(move |conn| plan.run(conn)).await
+        let inner = Arc::clone(&self.inner);
+        let (site, collection) = (site.to_owned(), collection.to_owned());
+        let compiled = compiled.clone();
+        self.read(move |conn| {
+            let choice =
+                crate::index::choose(conn, &inner.indexes, &site, &collection, &compiled, false)?;
+            let (page, rows) = match &choice.plan {
+                Some(plan) => {
+                    crate::index::run(conn, &inner.indexes, &site, &collection, plan, &compiled)?
+                }
+                None => query::Plan::new(&site, &collection, &compiled).run(conn)?,
+            };
+            inner.documents_read.fetch_add(rows, Ordering::Relaxed);
+            Ok(page)
+        })
+        .await
     }
 
     /// Always strongly consistent (reads see the last commit).
@@ -614,20 +630,16 @@ impl Driver for SqliteStore {
         collection: &str,
         compiled: &CompiledQuery,
     ) -> Result<Explain> {
-        let plan = query::Plan::new(site, collection, compiled);
-        let served = docstore::index::plan(&self.inner.indexes.usable, collection, compiled);
+        let inner = Arc::clone(&self.inner);
         let compiled = compiled.clone();
         let (site, collection) = (site.to_owned(), collection.to_owned());
         self.read(move |conn| {
-            let size = rows::collections(conn, &site)?
-                .into_iter()
-                .find(|(name, _)| *name == collection)
-                .map_or(0, |(_, n)| n);
-            Ok(match &served {
+            let choice =
+                crate::index::choose(conn, &inner.indexes, &site, &collection, &compiled, true)?;
+            let reads = choice.estimates.first().and_then(|e| e.reads);
+            let explain = match &choice.plan {
                 Some(index_plan) => {
-                    let reads =
-                        docstore::driver::estimated_index_reads(index_plan, &compiled, size);
-                    let mut explain = Explain::index(index_plan, Some(reads), true);
+                    let mut explain = Explain::index(index_plan, reads, true);
                     explain.key_range = format!(
                         "{} (SQLite: {})",
                         explain.key_range,
@@ -635,8 +647,9 @@ impl Driver for SqliteStore {
                     );
                     explain
                 }
-                None => plan.explain(size),
-            })
+                None => query::Plan::new(&site, &collection, &compiled).explain(reads),
+            };
+            Ok(explain.with_choice(&choice))
         })
         .await
     }

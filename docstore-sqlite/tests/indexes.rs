@@ -178,3 +178,94 @@ async fn hostile_paths_stay_inside_literals() {
         .unwrap();
     assert_eq!(count, 30);
 }
+
+/// Walks every page of `query` and returns the documents walked and how many document rows
+/// the walk read (`SqliteStore::documents_read`).
+async fn walk_counting(sqlite: &SqliteStore, query: &Query) -> (usize, u64) {
+    let store = Store::new(sqlite.clone());
+    let before = sqlite.documents_read();
+    let mut cursor = None;
+    let mut walked = 0;
+    loop {
+        let page = store
+            .query("s", "c", &query.clone().after(cursor))
+            .await
+            .unwrap();
+        walked += page.documents.len();
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    (walked, sqlite.documents_read() - before)
+}
+
+/// An index that pins `status` but orders by `-score` would read and sort all open tickets
+/// for every page of an id-order walk (`docs/contract.md`, "Indexes": an index never makes a
+/// query costlier): the walk reads O(matches) rows in total, as without the index, not
+/// pages × range; a rare status is still read through the index, by its few entries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_order_walk_reads_each_match_about_once_with_a_sorting_index_declared() {
+    let sqlite = SqliteStore::in_memory_with_options(options(vec![
+        Index::parse("c", "by_status_score", ["status", "-score"]).unwrap(),
+    ]))
+    .unwrap();
+    let store = Store::new(sqlite.clone());
+    let tickets = 4_000;
+    let writes: Vec<docstore::Write> = (0..tickets)
+        .map(|i| {
+            let status = match i {
+                _ if i % 997 == 0 => "archived",
+                _ if i % 4 == 0 => "open",
+                _ => "closed",
+            };
+            docstore::Write::create(
+                Key::new("s", "c", format!("t{i:05}")).unwrap(),
+                docstore::object(json!({"status": status, "score": (i * 7) % 100})).unwrap(),
+            )
+        })
+        .collect();
+    for chunk in writes.chunks(50) {
+        store.write_all(chunk, "a").await.unwrap();
+    }
+    let open = Query::new().filter(Filter::eq("status", "open")).limit(100);
+    let (matches, read) = walk_counting(&sqlite, &open).await;
+    assert_eq!(matches, 998);
+    // Each page reads its documents and the one after; sorting the range per page would
+    // read about 10 pages × 996 rows.
+    assert!(
+        read <= 2 * matches as u64,
+        "{read} rows for {matches} matches"
+    );
+    let plan = store.explain("s", "c", &open).await.unwrap();
+    assert_eq!(plan.index, None, "{plan}");
+    assert_eq!(plan.candidates.len(), 2, "{plan}");
+    assert_eq!(
+        plan.candidates[1].index.as_deref(),
+        Some("by_status_score"),
+        "{plan}"
+    );
+    assert!(plan.why.is_some(), "{plan}");
+    let rare = Query::new()
+        .filter(Filter::eq("status", "archived"))
+        .limit(2);
+    let (matches, read) = walk_counting(&sqlite, &rare).await;
+    assert_eq!(matches, 5);
+    assert!(
+        read <= 4 * matches as u64,
+        "{read} rows for {matches} matches"
+    );
+    let plan = store.explain("s", "c", &rare).await.unwrap();
+    assert_eq!(plan.index.as_deref(), Some("by_status_score"), "{plan}");
+    // Ordered by score, the index reads in order: each page its own rows and one more.
+    let by_score = Query::new()
+        .filter(Filter::eq("status", "open"))
+        .order_by_desc("score")
+        .limit(100);
+    let (matches, read) = walk_counting(&sqlite, &by_score).await;
+    assert_eq!(matches, 998);
+    assert!(
+        read <= 2 * matches as u64,
+        "{read} rows for {matches} matches"
+    );
+}

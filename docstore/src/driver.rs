@@ -53,6 +53,11 @@ pub struct Explain {
     pub read_limit: Option<u64>,
     /// Whether the answer reflects every write finished before the query began.
     pub strongly_consistent: bool,
+    /// Every plan the planner weighed with its estimated reads, the chosen one first (empty
+    /// when no declared index could serve the query: the scan was the only plan).
+    pub candidates: Vec<crate::index::Estimate>,
+    /// Why the chosen plan won over the others (`None` when there was no other).
+    pub why: Option<String>,
 }
 
 impl Explain {
@@ -68,6 +73,8 @@ impl Explain {
             estimated_reads,
             read_limit: None,
             strongly_consistent,
+            candidates: Vec::new(),
+            why: None,
         }
     }
 
@@ -87,7 +94,19 @@ impl Explain {
             estimated_reads,
             read_limit: None,
             strongly_consistent,
+            candidates: Vec::new(),
+            why: None,
         }
+    }
+
+    /// Adds the planner's weighing ([`candidates`](Self::candidates) and
+    /// [`why`](Self::why)) when it had a choice to make.
+    pub fn with_choice(mut self, choice: &crate::index::Choice) -> Self {
+        if choice.estimates.len() > 1 {
+            self.candidates = choice.estimates.clone();
+            self.why = Some(choice.reason.clone());
+        }
+        self
     }
 
     /// Sets [`read_limit`](Self::read_limit).
@@ -115,7 +134,12 @@ impl std::fmt::Display for Explain {
             "; strongly consistent"
         } else {
             "; eventually consistent"
-        })
+        })?;
+        if let Some(why) = &self.why {
+            let weighed: Vec<String> = self.candidates.iter().map(|c| c.to_string()).collect();
+            write!(f, "; weighed {}; chosen because {why}", weighed.join(", "))?;
+        }
+        Ok(())
     }
 }
 

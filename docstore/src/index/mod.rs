@@ -5,8 +5,11 @@
 //! by; declarations are checked together into an [`IndexSet`], the form
 //! [`StoreOptions`](crate::StoreOptions) and the config hold. A backend keeps, for every
 //! document, one key per declared index of its collection ([`CompiledIndex::key`], encoded by
-//! [`key`]: byte order is the query order, the id last), and asks [`plan`] which index and key
-//! ranges serve a query. An index never changes an answer, only its cost.
+//! [`key`]: byte order is the query order, the id last), and asks which index and key ranges
+//! serve a query: [`candidates`] lists every index able to, and [`Candidates::choose`] applies
+//! the cost rule (a plan that must sort a whole range in memory never wins over one that
+//! stops at the page, unless the range is known to be small), given what the backend knows ([`Statistics`]); [`plan`] is that choice knowing nothing. An index never
+//! changes an answer, only its cost.
 //!
 //! ```
 //! use docstore::index::{Index, IndexSet};
@@ -28,10 +31,12 @@
 //! # Ok::<(), docstore::Error>(())
 //! ```
 
+mod cost;
 pub mod key;
 mod plan;
 
-pub use plan::{IndexPlan, KeyRange, MAX_RANGES, RangeWalk, Step, plan};
+pub use cost::{Candidate, Candidates, Choice, Estimate, Fit, Reading, Statistics};
+pub use plan::{IndexPlan, KeyRange, MAX_RANGES, RangeWalk, Step, candidates, plan};
 
 use crate::document::Document;
 use crate::query::{FieldPath, Order};

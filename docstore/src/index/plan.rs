@@ -1,5 +1,18 @@
-//! The planner: which declared index serves a query, over which key ranges, in which
-//! direction, and what is left to check on the documents read.
+//! The planner: which declared indexes can serve a query, over which key ranges, in which
+//! direction, and what is left to check on the documents read; each one a [`Candidate`]
+//! with how it reads ([`Reading`]) and how well it fits ([`Fit`]).
+//!
+//! Which one runs — or the backend's scan — is the cost rule of
+//! [`Candidates`](super::Candidates) (`docs/contract.md`, "Indexes"): every plan gets
+//! estimated reads from what the backend knows (the collection's size, the entries of a
+//! contested key range counted up to a limit); a plan that stops when the page is full wins
+//! over one that must read a whole range and sort it in memory on every page, which wins over
+//! the scan in id order only when its range is known to be small (at most
+//! `max(L + 1, √((L + 1) × N))` entries for a page of `L` in a collection of `N`).
+//!
+//! [`Candidate`]: super::Candidate
+//! [`Reading`]: super::Reading
+//! [`Fit`]: super::Fit
 
 use super::key::{self, TAG_FALSE, TAG_NUMBER, TAG_STRING};
 use super::{CompiledIndex, IndexSet};
@@ -217,8 +230,9 @@ enum End {
     At(Vec<u8>, bool),
 }
 
-/// Picks the index and key ranges for `query` over `collection` (see [`IndexPlan`]); `None`
-/// when no declared index serves it (the backend scans).
+/// Every declared index of `collection` that can serve `query` (see [`IndexPlan`]), as a
+/// [`Candidate`]: how it reads and how well it fits. The cost rule that picks one of them or
+/// the scan is [`Candidates::choose`](super::Candidates::choose).
 ///
 /// Rules: `Eq` (or `In`: one range per value, at most [`MAX_RANGES`]) on a leading run of
 /// the index's fields, with values holding no object; then at most one range (`Gt`, `Gte`,
@@ -226,35 +240,41 @@ enum End {
 /// `Prefix` on the next field; the query's order, leaving out fields pinned by `Eq`, must be
 /// the next fields of the index, all in the index's directions or all reversed, optionally
 /// closed by `$id`. An index that pins nothing, bounds nothing and orders nothing is not
-/// worth using. Among those that serve, the planner prefers one read in exactly the query's
-/// order, then more pinned fields, then a range, then more ordered fields, then fewer ranges.
-pub fn plan(indexes: &IndexSet, collection: &str, query: &CompiledQuery) -> Option<IndexPlan> {
+/// worth using.
+pub fn candidates(
+    indexes: &IndexSet,
+    collection: &str,
+    query: &CompiledQuery,
+) -> super::Candidates {
     let parts = conjuncts(query.filter());
     let leaves: Vec<(usize, &FieldPath, Leaf<'_>)> = parts
         .iter()
         .enumerate()
         .filter_map(|(i, f)| leaf(f).map(|(p, l)| (i, p, l)))
         .collect();
-    let mut best: Option<(Score, IndexPlan)> = None;
-    for index in indexes.for_collection(collection) {
-        if let Some((score, plan)) = plan_one(index, query, &parts, &leaves)
-            && best.as_ref().is_none_or(|(s, _)| score > *s)
-        {
-            best = Some((score, plan));
-        }
-    }
-    best.map(|(_, plan)| plan)
+    let list = indexes
+        .for_collection(collection)
+        .iter()
+        .filter_map(|index| plan_one(index, query, &parts, &leaves))
+        .collect();
+    super::Candidates::new(list, query)
 }
 
-/// (reads in order, pinned, range, ordered, -ranges)
-type Score = (bool, usize, bool, usize, isize);
+/// The index and key ranges that serve `query` over `collection` when nothing is known about
+/// the data (no collection size, no range counted): [`candidates`] chosen with
+/// [`Statistics::default`](super::Statistics). `None` when the scan is chosen.
+pub fn plan(indexes: &IndexSet, collection: &str, query: &CompiledQuery) -> Option<IndexPlan> {
+    candidates(indexes, collection, query)
+        .choose(&super::Statistics::default())
+        .plan
+}
 
 fn plan_one(
     index: &CompiledIndex,
     query: &CompiledQuery,
     parts: &[&CompiledFilter],
     leaves: &[(usize, &FieldPath, Leaf<'_>)],
-) -> Option<(Score, IndexPlan)> {
+) -> Option<super::Candidate> {
     let fields = index.fields();
     let mut used = vec![false; parts.len()];
     let mut described: Vec<String> = Vec::new();
@@ -483,16 +503,22 @@ fn plan_one(
         1 => residual.into_iter().next(),
         _ => Some(CompiledFilter::And(residual)),
     };
-    let score = (
-        exact_order || j > 0,
-        k,
+    // Empty ranges read nothing: as cheap as a plan can be.
+    let reading = if exact_order || j > 0 || ranges.is_empty() {
+        super::Reading::StopsAtPage
+    } else {
+        super::Reading::SortsRange
+    };
+    let fit = super::Fit {
+        pinned_fields: k,
         range_field,
-        j,
-        -(ranges.len() as isize),
-    );
-    Some((
-        score,
-        IndexPlan {
+        ordered_fields: j,
+        fewer_ranges: std::cmp::Reverse(ranges.len()),
+    };
+    Some(super::Candidate {
+        reading,
+        fit,
+        plan: IndexPlan {
             index: index.name().to_owned(),
             ranges,
             reverse,
@@ -503,7 +529,7 @@ fn plan_one(
             residual,
             description: described.join("; "),
         },
-    ))
+    })
 }
 
 fn invert_end(end: End) -> End {
@@ -576,10 +602,51 @@ mod tests {
     use serde_json::json;
     use std::collections::BTreeMap;
 
-    /// A backend in miniature: one ordered map per index, read as the plan says.
+    /// The entries of `plan`'s ranges in `docs`, counted up to `at_most`.
+    fn entries(set: &IndexSet, docs: &[Document], plan: &IndexPlan, at_most: u64) -> u64 {
+        let index = set
+            .for_collection("c")
+            .iter()
+            .find(|i| i.name() == plan.index)
+            .unwrap();
+        let inside = docs
+            .iter()
+            .filter(|d| plan.ranges.iter().any(|r| r.contains(&index.key(d))))
+            .count() as u64;
+        inside.min(at_most)
+    }
+
+    /// What a counting backend gives the planner: the collection's size and the contested
+    /// ranges counted up to the small-range limit plus one; `exact`: counted to the end.
+    fn statistics(
+        set: &IndexSet,
+        docs: &[Document],
+        candidates: &crate::index::Candidates,
+        exact: bool,
+    ) -> crate::index::Statistics {
+        let size = docs.len() as u64;
+        let at_most = if exact {
+            u64::MAX
+        } else {
+            candidates.small_range_limit(size).saturating_add(1)
+        };
+        crate::index::Statistics {
+            collection_size: Some(size),
+            range_entries: candidates
+                .to_count()
+                .into_iter()
+                .map(|plan| (plan.index.clone(), entries(set, docs, plan, at_most)))
+                .collect(),
+        }
+    }
+
+    /// A backend in miniature: one ordered map per index, read as the plan the cost rule
+    /// chose says (counting contested ranges as SQLite and memory do).
     fn run(set: &IndexSet, docs: &[Document], query: &Query) -> (Page, Option<IndexPlan>) {
         let compiled = query.compile().unwrap();
-        let Some(plan) = plan(set, "c", &compiled) else {
+        let candidates = candidates(set, "c", &compiled);
+        let stats = statistics(set, docs, &candidates, false);
+        let Some(plan) = candidates.choose(&stats).plan else {
             return (compiled.evaluate(docs), None);
         };
         let index = set
@@ -645,6 +712,88 @@ mod tests {
         assert_eq!(plan.ranges.len(), 1);
         assert_eq!(plan.equality_fields, 1);
         assert!(matches!(plan.residual, Some(CompiledFilter::Gte(..))));
+    }
+
+    /// The shape: an index that pins `status` but orders by `-score` must read and
+    /// sort all of `status = "open"` for every page of an id-order query.
+    fn open_tickets(n: usize) -> Vec<Document> {
+        (0..n)
+            .map(|i| {
+                let status = if i % 4 == 0 { "open" } else { "closed" };
+                doc(
+                    &format!("t{i:05}"),
+                    json!({"status": status, "score": (i * 7) % 100}),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_range_sorted_whole_loses_to_the_scan_in_id_order_unless_small() {
+        let set = set(&["status", "-score"]);
+        let docs = open_tickets(4_000);
+        let by_id = Query::new()
+            .filter(Filter::eq("status", "open"))
+            .limit(100)
+            .compile()
+            .unwrap();
+        let found = candidates(&set, "c", &by_id);
+        assert_eq!(found.list().len(), 1);
+        assert_eq!(found.list()[0].reading, crate::index::Reading::SortsRange);
+        // sqrt(101 * 4000) = 635 < 1000 open tickets: the scan.
+        assert_eq!(found.small_range_limit(4_000), 635);
+        let stats = statistics(&set, &docs, &found, false);
+        assert_eq!(stats.range_entries, vec![("i".to_owned(), 636)]);
+        let choice = found.clone().choose(&stats);
+        assert_eq!(choice.plan, None, "{}", choice.reason);
+        assert_eq!(choice.estimates[0].index, None);
+        // The scan: 101 × 4000 / 636 (the count stopped there).
+        assert_eq!(choice.estimates[0].reads, Some(635));
+        assert_eq!(choice.estimates[1].reads, Some(636));
+        assert!(
+            choice.reason.contains("more than 635 entries"),
+            "{}",
+            choice.reason
+        );
+        // Knowing nothing, the same.
+        assert_eq!(plan(&set, "c", &by_id), None);
+        // A rare value: its range is small, the index wins.
+        let rare = Query::new()
+            .filter(Filter::eq("status", "archived"))
+            .limit(100)
+            .compile()
+            .unwrap();
+        let mut docs = docs;
+        docs.extend((0..3).map(|i| doc(&format!("a{i}"), json!({"status": "archived"}))));
+        let found = candidates(&set, "c", &rare);
+        let choice = found
+            .clone()
+            .choose(&statistics(&set, &docs, &found, false));
+        assert_eq!(choice.plan.map(|p| p.index).as_deref(), Some("i"));
+        assert_eq!(choice.estimates[0].reads, Some(3));
+        // Ordered by score, the index reads in order and stops at the page.
+        let by_score = Query::new()
+            .filter(Filter::eq("status", "open"))
+            .order_by_desc("score")
+            .limit(100)
+            .compile()
+            .unwrap();
+        let found = candidates(&set, "c", &by_score);
+        assert!(found.to_count().is_empty());
+        let choice = found.choose(&statistics(&set, &docs, &by_score_candidates(&set), false));
+        assert_eq!(choice.plan.map(|p| p.index).as_deref(), Some("i"));
+        assert_eq!(choice.estimates[0].reads, Some(101));
+        assert_eq!(choice.estimates[1].index, None);
+    }
+
+    fn by_score_candidates(set: &IndexSet) -> crate::index::Candidates {
+        let query = Query::new()
+            .filter(Filter::eq("status", "open"))
+            .order_by_desc("score")
+            .limit(100)
+            .compile()
+            .unwrap();
+        candidates(set, "c", &query)
     }
 
     #[test]
@@ -835,6 +984,48 @@ mod tests {
             }
             let whole = evaluate(&docs, &Query { limit: None, ..query.clone() }).unwrap();
             prop_assert_eq!(walked, whole.documents);
+        }
+
+        /// The cost rule never picks a plan estimated costlier than the cheapest candidate
+        /// (the stated factor is 1): under the statistics the planner was given (ranges
+        /// counted up to its limit), and with every contested range counted to the end.
+        #[test]
+        fn the_chosen_plan_is_the_cheapest_estimate(
+            fields in prop::collection::vec(index_fields(), 1..4),
+            data in prop::collection::vec(crate::strategies::data(), 0..40),
+            query in servable_query(),
+        ) {
+            let indexes = fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| Index::parse("c", format!("i{i}"), f).unwrap());
+            let Ok(set) = IndexSet::new(indexes) else { return Ok(()) };
+            let docs: Vec<Document> = data
+                .into_iter()
+                .enumerate()
+                .map(|(i, data)| doc(&format!("d{i:02}"), serde_json::Value::Object(data)))
+                .collect();
+            let compiled = query.compile().unwrap();
+            let found = candidates(&set, "c", &compiled);
+            for exact in [false, true] {
+                let stats = statistics(&set, &docs, &found, exact);
+                let choice = found.clone().choose(&stats);
+                let reads: Vec<u64> = choice
+                    .estimates
+                    .iter()
+                    .map(|e| e.reads.expect("the size is known"))
+                    .collect();
+                let cheapest = reads.iter().copied().min().unwrap();
+                prop_assert!(
+                    reads[0] <= cheapest,
+                    "{:?} chose {:?} ({}): {:?}",
+                    query,
+                    choice.plan.as_ref().map(|p| &p.index),
+                    choice.reason,
+                    choice.estimates
+                );
+                prop_assert_eq!(choice.estimates[0].index.as_ref(), choice.plan.as_ref().map(|p| &p.index));
+            }
         }
     }
 }
