@@ -348,7 +348,8 @@ async fn added_and_built_while_writing(emulator: Emulator) {
 }
 
 /// A build interrupted after its first page goes on from where it stopped: the table records
-/// its position, and the second run gives the remaining documents their keys.
+/// its position, and the second run gives the remaining documents their keys — and only
+/// them, so a resumed build costs the remaining work.
 async fn an_interrupted_build_resumes(emulator: Emulator) {
     let table = fresh_table("idx");
     let site = site("resume");
@@ -421,6 +422,14 @@ async fn an_interrupted_build_resumes(emulator: Emulator) {
     assert!(
         resumed.scanned <= 452 - 200,
         "the second run went on from the first one's position: {first_page:?} then {resumed:?}"
+    );
+    // Work done is not done again: the second run writes only the keys the first one did
+    // not (a page read again after the last recorded position holds documents that have
+    // their keys, and they are skipped without a write).
+    assert_eq!(
+        first_page.updated + resumed.updated,
+        450,
+        "each document is given its key once: {first_page:?} then {resumed:?}"
     );
     let page = store
         .query(&site, "c", &Query::new().order_by_desc("n").limit(3))
