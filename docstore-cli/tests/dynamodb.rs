@@ -227,3 +227,48 @@ fn a_bad_table_name_is_one_clear_error() {
         assert!(out.stdout.is_empty(), "{table}");
     }
 }
+
+#[test]
+fn sites_and_a_whole_store_export_through_dynamodb() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = ["alpha", "beta", "gamma"]
+        .iter()
+        .enumerate()
+        .flat_map(|(n, site)| {
+            (0..=n).map(move |i| {
+                let collection = ["t", "u"][i % 2];
+                json!({"site": site, "collection": collection, "id": format!("d{i}"),
+                    "data": {"i": i}, "created_at": 1_600_000_000_000_000_000i64,
+                    "updated_at": 1_700_000_000_000_000_000i64, "created_by": "gen",
+                    "updated_by": "gen", "version": 2})
+                .to_string()
+            })
+        })
+        .collect();
+    let input = dir.path().join("all.jsonl");
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let table = unique_table();
+    let dynamodb = dynamodb_url(&table);
+    ok(&dynamodb, &["create-table"]);
+    ok(
+        &dynamodb,
+        &["import", "--all-sites", input.to_str().unwrap()],
+    );
+
+    let sites: Value = serde_json::from_str(&ok(&dynamodb, &["sites"])).unwrap();
+    assert_eq!(
+        sites,
+        json!([{"site": "alpha", "count": 1}, {"site": "beta", "count": 2},
+               {"site": "gamma", "count": 3}])
+    );
+    let exported = ok(&dynamodb, &["export", "--all-sites"]);
+    assert_eq!(exported.lines().count(), 6, "{exported}");
+    let backup = dir.path().join("backup.jsonl");
+    std::fs::write(&backup, &exported).unwrap();
+    let sqlite = format!("sqlite:{}", dir.path().join("restored.db").display());
+    ok(
+        &sqlite,
+        &["import", "--all-sites", backup.to_str().unwrap()],
+    );
+    assert_eq!(ok(&sqlite, &["export", "--all-sites"]), exported);
+}
