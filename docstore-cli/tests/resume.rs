@@ -127,7 +127,7 @@ fn lines(n: usize) -> String {
         .map(|i| {
             let collection = ["a", "b"][i % 2];
             json!({"site": "s", "collection": collection, "id": format!("doc-{i:04}"),
-                "data": {"i": i, "text": "a line of a resumed import"},
+                "data": {"i": i, "text": "a line of a resumed import ".repeat(40)},
                 "created_at": 1_600_000_000_000_000_000i64 + i as i64,
                 "updated_at": 1_700_000_000_000_000_000i64, "created_by": "gen",
                 "updated_by": "gen", "version": 1 + i % 3})
