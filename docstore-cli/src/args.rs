@@ -177,7 +177,8 @@ pub enum Command {
     Query {
         /// The collection.
         collection: String,
-        /// The query: text form or JSON (starting with '{'); all documents when absent.
+        /// The query: text form or JSON (starting with '{'), @FILE to read it from a file, or
+        /// - (or @-) for standard input; all documents when absent.
         query: Option<String>,
         /// Continue after this cursor (the "next" of the previous page).
         #[arg(long)]
@@ -339,7 +340,7 @@ pub enum Command {
         /// The collection.
         collection: String,
         /// The query: text (`status = "open" order by priority desc limit 20`) or a JSON
-        /// Query; everything when absent.
+        /// Query, @FILE, or - / @- for standard input; everything when absent.
         query: Option<String>,
     },
     /// The indexes a DynamoDB table holds: list them, add one, build it over the documents

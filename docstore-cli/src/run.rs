@@ -159,6 +159,7 @@ async fn execute(
             jsonl,
             allow_partial,
         } => {
+            let query = query_text(query, "query")?;
             let mut query = parse_query(query.as_deref())?;
             if let Some(cursor) = cursor {
                 query.cursor = Some(cursor.into());
@@ -224,7 +225,7 @@ async fn execute(
             id_field,
             collection,
         } => {
-            let mut reader = open_input(input.as_deref(), "import")?;
+            let mut reader = open_input(input.as_deref(), "import", "[INPUT]")?;
             let options = ImportOptions {
                 site: (!all_sites).then(|| site.to_owned()),
                 on_existing,
@@ -314,6 +315,7 @@ async fn execute(
             crate::batch::get_many(store, site, &collection, &ids, out).await?;
         }
         Command::Explain { collection, query } => {
+            let query = query_text(query, "explain")?;
             let query = parse_query(query.as_deref())?;
             let plan = store.explain(site, &collection, &query).await?;
             eprintln!("{plan}");
@@ -354,14 +356,22 @@ fn read_batch(cli: &Cli) -> Result<Option<Vec<docstore::Write>>, CliError> {
     let Command::Batch { input } = &cli.command else {
         return Ok(None);
     };
-    let text = read_all(&mut open_input(input.as_deref(), "batch")?, "the batch")?;
+    let text = read_all(
+        &mut open_input(input.as_deref(), "batch", "[INPUT]")?,
+        "the batch",
+    )?;
     let site = cli.site.as_deref().unwrap_or(DEFAULT_SITE);
     crate::batch::parse(&text, site).map(Some)
 }
 
-/// The input of `import` or `batch`: the file named by INPUT or by `@FILE`, or standard input
-/// for `-`, `@-` or no INPUT (refused when standard input is a terminal: nothing would come).
-fn open_input(input: Option<&Path>, command: &str) -> Result<Box<dyn BufRead>, CliError> {
+/// The input of `import` or `batch` (or a QUERY given as `@FILE`): the file named by INPUT or
+/// by `@FILE`, or standard input for `-`, `@-` or no INPUT (refused when standard input is a
+/// terminal: nothing would come; `what` names the missing argument).
+fn open_input(
+    input: Option<&Path>,
+    command: &str,
+    what: &str,
+) -> Result<Box<dyn BufRead>, CliError> {
     let at_file = input.and_then(|p| p.to_str()?.strip_prefix('@').map(Path::new));
     match at_file.or(input) {
         Some(path) if path.as_os_str() != "-" => {
@@ -369,7 +379,7 @@ fn open_input(input: Option<&Path>, command: &str) -> Result<Box<dyn BufRead>, C
                 .map_err(|e| CliError::io(&path.display().to_string(), e))?;
             Ok(Box::new(BufReader::new(file)))
         }
-        _ if std::io::stdin().is_terminal() => Err(missing_input(command, "[INPUT]")),
+        _ if std::io::stdin().is_terminal() => Err(missing_input(command, what)),
         _ => Ok(Box::new(BufReader::new(std::io::stdin().lock()))),
     }
 }
@@ -582,6 +592,19 @@ fn read_all(reader: &mut impl Read, what: &str) -> Result<String, CliError> {
         .read_to_string(&mut text)
         .map_err(|e| CliError::io(what, e))?;
     Ok(text)
+}
+
+/// The QUERY argument: the text itself, or read from `@FILE`, or from standard input for `-`
+/// or `@-` (as `import` and `batch` read their input, see [`open_input`]).
+fn query_text(arg: Option<String>, command: &str) -> Result<Option<String>, CliError> {
+    match arg {
+        Some(arg) if arg == "-" || arg.starts_with('@') => {
+            let mut input = open_input(Some(Path::new(&arg)), command, "QUERY")?;
+            let text = read_all(&mut input, "the query")?;
+            Ok(Some(text.trim_start_matches('\u{feff}').to_owned()))
+        }
+        arg => Ok(arg),
+    }
 }
 
 /// A query from its text or JSON form; RFC 3339 strings compared with `$created_at` or

@@ -1,0 +1,111 @@
+//! Daily use of the command line (docs/contract.md, "The command line"): a query read from a
+//! file or standard input, `--consistent`, a store never copied onto itself, a config file's
+//! relative SQLite path, `index add`'s hint, subcommand help, batch positions.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Output;
+
+/// The exit code of an invalid argument (`docstore --help` lists them).
+const INVALID: i32 = 6;
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn sqlite(&self, name: &str) -> String {
+        format!("sqlite:{}", self.path(name).display())
+    }
+
+    /// `docstore ARGS` in the sandbox directory, no environment settings, site s.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::cargo_bin("docstore").unwrap();
+        cmd.current_dir(self.dir.path())
+            .env_remove("DOCSTORE_URL")
+            .env_remove("DOCSTORE_SITE")
+            .args(["--site", "s"])
+            .args(args);
+        cmd
+    }
+
+    /// Runs with `stdin` and asserts the exit code; returns the output.
+    fn run_with(&self, args: &[&str], stdin: &str, code: i32) -> Output {
+        let output = self.cmd(args).write_stdin(stdin).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{args:?}: stderr {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    fn run(&self, args: &[&str], code: i32) -> Output {
+        self.run_with(args, "", code)
+    }
+
+    /// A store at `name` with documents a (n 1), b (n 2), c (n 3) in collection t.
+    fn store_with_documents(&self, name: &str) -> String {
+        let store = self.sqlite(name);
+        for (n, id) in ["a", "b", "c"].iter().enumerate() {
+            let data = format!(r#"{{"n":{}}}"#, n + 1);
+            self.run(&["--store", &store, "create", "t", id, &data], 0);
+        }
+        store
+    }
+}
+
+fn json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&output.stdout));
+    })
+}
+
+fn ids(answer: &Value) -> Vec<&str> {
+    answer["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_query_is_read_from_a_file_or_standard_input() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("q.db");
+    let text = "n >= 2\norder by n desc\n";
+    std::fs::write(sandbox.path("q.txt"), text).unwrap();
+    let inline = json(&sandbox.run(&["--store", &store, "query", "t", text], 0));
+    assert_eq!(ids(&inline), ["c", "b"]);
+    let from_file = json(&sandbox.run(&["--store", &store, "query", "t", "@q.txt"], 0));
+    assert_eq!(from_file, inline);
+    for stdin in ["@-", "-"] {
+        let piped = json(&sandbox.run_with(&["--store", &store, "query", "t", stdin], text, 0));
+        assert_eq!(piped, inline, "{stdin}");
+    }
+    // explain reads its query the same way.
+    let plan = sandbox.run(&["--store", &store, "explain", "t", "@q.txt"], 0);
+    assert!(json(&plan).get("estimated_reads").is_some());
+    // An error in a query from a file points at its line and column.
+    std::fs::write(sandbox.path("bad.txt"), "n >= 2\nand = 3\n").unwrap();
+    let bad = sandbox.run(&["--store", &store, "query", "t", "@bad.txt"], INVALID);
+    assert!(bad.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("line 2"), "{stderr}");
+    // A missing file is an I/O error naming it.
+    let missing = sandbox.run(&["--store", &store, "query", "t", "@nope.txt"], 1);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("nope.txt"));
+}
