@@ -59,6 +59,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = TimeFormat::Ns, global = true)]
     pub time: TimeFormat,
 
+    /// How long a SQLite store waits for a lock another process holds, in milliseconds,
+    /// before the command fails with exit code 9 (overrides busy_timeout_ms; default 5000).
+    #[arg(long, global = true, value_name = "MS")]
+    pub busy_timeout: Option<u64>,
+
     /// Show the library's logs on standard error: -v info, -vv debug, -vvv trace (warnings
     /// are always shown). RUST_LOG (e.g. RUST_LOG=docstore_dynamodb=debug) overrides.
     #[arg(short, long, action = ArgAction::Count, global = true)]

@@ -17,6 +17,7 @@ mod output;
 mod plain;
 mod record;
 mod run;
+mod store_identity;
 mod timefmt;
 mod transfer;
 mod watch;

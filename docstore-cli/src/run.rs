@@ -5,6 +5,7 @@ use crate::exit::CliError;
 use crate::live_copy;
 use crate::output::Out;
 use crate::plain::{PlainInput, PlainTarget};
+use crate::store_identity;
 use crate::timefmt;
 use crate::transfer::{self, ImportOptions, Summary};
 use crate::watch::{self, Until};
@@ -23,7 +24,8 @@ const ALL_PAGE: usize = 1000;
 
 /// Runs the command; the caller turns an error into its message and exit code.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
-    let config = load_config(&cli)?;
+    let mut config = load_config(&cli)?;
+    store_identity::set_busy_timeout(&mut config.database, cli.busy_timeout);
     if config.database.backend == Backend::Memory {
         warn_memory("the store");
     }
@@ -251,7 +253,9 @@ async fn execute(
             follow,
             until_idle,
         } => {
-            let to = docstore_any::parse_url(&to)?;
+            let mut to = docstore_any::parse_url(&to)?;
+            store_identity::set_busy_timeout(&mut to, cli.busy_timeout);
+            store_identity::refuse_copy_onto_itself(&config.database, &to)?;
             if to.backend == Backend::Memory {
                 warn_memory("the --to store");
             }
@@ -522,7 +526,8 @@ fn from_url(url: &str) -> Result<Config, CliError> {
     })
 }
 
-/// The `[database]` table of a TOML file, whatever else the file holds.
+/// The `[database]` table of a TOML file, whatever else the file holds; a relative
+/// `sqlite.path` is taken from the file's folder.
 fn config_file(path: &Path) -> Result<Config, CliError> {
     let text =
         std::fs::read_to_string(path).map_err(|e| CliError::io(&path.display().to_string(), e))?;
@@ -537,7 +542,9 @@ fn config_file(path: &Path) -> Result<Config, CliError> {
     };
     let mut only = toml::Table::new();
     only.insert("database".to_owned(), database);
-    Config::deserialize(toml::Value::Table(only)).map_err(|e| invalid(&e))
+    let mut config = Config::deserialize(toml::Value::Table(only)).map_err(|e| invalid(&e))?;
+    store_identity::resolve_from_config_folder(&mut config.database, path);
+    Ok(config)
 }
 
 fn max_scan(config: &Config) -> Option<usize> {

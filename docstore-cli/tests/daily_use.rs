@@ -10,6 +10,9 @@ use std::process::Output;
 /// The exit code of an invalid argument (`docstore --help` lists them).
 const INVALID: i32 = 6;
 
+/// The exit code of a store that stayed busy or unavailable.
+const UNAVAILABLE: i32 = 9;
+
 struct Sandbox {
     dir: tempfile::TempDir,
 }
@@ -108,4 +111,76 @@ fn a_query_is_read_from_a_file_or_standard_input() {
     // A missing file is an I/O error naming it.
     let missing = sandbox.run(&["--store", &store, "query", "t", "@nope.txt"], 1);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("nope.txt"));
+}
+
+#[test]
+fn a_busy_timeout_bounds_the_wait_for_another_process_lock() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("busy.db");
+    let holder = rusqlite::Connection::open(sandbox.path("busy.db")).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let started = std::time::Instant::now();
+    let args = [
+        "--store",
+        &store,
+        "--busy-timeout",
+        "100",
+        "put",
+        "t",
+        "d",
+        "{}",
+    ];
+    let output = sandbox.run(&args, UNAVAILABLE);
+    // The default (5000 ms per attempt) would wait far longer.
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    assert!(output.stdout.is_empty());
+    holder.execute_batch("ROLLBACK").unwrap();
+    sandbox.run(&args, 0);
+}
+
+#[test]
+fn copying_a_store_onto_itself_is_refused() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("self.db");
+    std::fs::create_dir(sandbox.path("sub")).unwrap();
+    let before = std::fs::read(sandbox.path("self.db")).unwrap();
+    // The same file by another spelling of its path.
+    let to = format!("sqlite:{}", sandbox.path("sub/../self.db").display());
+    for to in [store.as_str(), "sqlite:self.db", to.as_str()] {
+        let output = sandbox.run(&["--store", &store, "copy", "--to", to], INVALID);
+        assert!(output.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("store being copied"), "{stderr}");
+    }
+    assert_eq!(std::fs::read(sandbox.path("self.db")).unwrap(), before);
+    // Another file is a copy as before.
+    sandbox.run(
+        &[
+            "--store",
+            &store,
+            "copy",
+            "--to",
+            &sandbox.sqlite("other.db"),
+        ],
+        0,
+    );
+}
+
+#[test]
+fn a_relative_sqlite_path_in_a_config_file_is_taken_from_its_folder() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir(sandbox.path("conf")).unwrap();
+    let config = sandbox.path("conf/app.toml");
+    std::fs::write(
+        &config,
+        "[database]\nbackend = \"sqlite\"\n[database.sqlite]\npath = \"app.db\"\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    sandbox.run(&["--config", &config, "create", "t", "a", "{}"], 0);
+    assert!(sandbox.path("conf/app.db").exists());
+    assert!(!sandbox.path("app.db").exists());
+    let got = json(&sandbox.run(&["--config", &config, "get", "t", "a"], 0));
+    assert_eq!(got["id"], "a");
 }
