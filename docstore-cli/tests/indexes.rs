@@ -199,6 +199,14 @@ fields = ["-priority"]
     ]));
     assert_eq!(plan[0]["index"], "by_priority", "{plan:?}");
     assert_eq!(plan[0]["strongly_consistent"], true);
+    // Every plan weighed, the chosen one first, and why it won.
+    let candidates = plan[0]["candidates"].as_array().expect("candidates");
+    assert_eq!(candidates.len(), 2, "{plan:?}");
+    assert_eq!(candidates[0]["index"], "by_priority", "{plan:?}");
+    assert_eq!(candidates[0]["reading"], "stops_at_page", "{plan:?}");
+    assert_eq!(candidates[1]["index"], Value::Null, "{plan:?}");
+    assert_eq!(candidates[1]["reading"], "sorts_collection", "{plan:?}");
+    assert!(plan[0]["why"].is_string(), "{plan:?}");
     let out = docstore(&[
         "--config",
         config,

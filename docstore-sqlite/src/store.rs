@@ -602,8 +602,8 @@ impl Driver for SqliteStore {
         }
     }
 
-    /// The planner's choice (counting the contested index ranges when the cost rule asks,
-    /// see [`crate::index::choose`]) and the reading, in one read transaction.
+    /// The planner's choice (counting the contested index ranges when the cost rule of
+    /// `docs/contract.md`, "Indexes", asks for them) and the reading, in one read transaction.
     async fn query(&self, site: &str, collection: &str, compiled: &CompiledQuery) -> Result<Page> {
         let inner = Arc::clone(&self.inner);
         let (site, collection) = (site.to_owned(), collection.to_owned());

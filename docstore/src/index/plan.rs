@@ -231,8 +231,8 @@ enum End {
 }
 
 /// Every declared index of `collection` that can serve `query` (see [`IndexPlan`]), as a
-/// [`Candidate`]: how it reads and how well it fits. The cost rule that picks one of them or
-/// the scan is [`Candidates::choose`](super::Candidates::choose).
+/// [`Candidate`](super::Candidate): how it reads and how well it fits. The cost rule that
+/// picks one of them or the scan is [`Candidates::choose`](super::Candidates::choose).
 ///
 /// Rules: `Eq` (or `In`: one range per value, at most [`MAX_RANGES`]) on a leading run of
 /// the index's fields, with values holding no object; then at most one range (`Gt`, `Gte`,
