@@ -199,6 +199,11 @@ pub enum Command {
         /// Accept a partial answer (exhausted_scan) with exit code 0; it is still warned about.
         #[arg(long)]
         allow_partial: bool,
+        /// A strongly consistent answer: never read an eventually consistent index (a DynamoDB
+        /// GSI), so every write finished before the query is seen. SQLite and memory always
+        /// answer so.
+        #[arg(long)]
+        consistent: bool,
     },
     /// List the site's collections with their document counts.
     Collections,
@@ -347,6 +352,9 @@ pub enum Command {
         /// The query: text (`status = "open" order by priority desc limit 20`) or a JSON
         /// Query, @FILE, or - / @- for standard input; everything when absent.
         query: Option<String>,
+        /// Plan a strongly consistent query (see `query --consistent`).
+        #[arg(long)]
+        consistent: bool,
     },
     /// The indexes a DynamoDB table holds: list them, add one, build it over the documents
     /// written before it (resumable, with progress, while applications keep writing), drop

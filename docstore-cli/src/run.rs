@@ -160,9 +160,11 @@ async fn execute(
             all,
             jsonl,
             allow_partial,
+            consistent,
         } => {
             let query = query_text(query, "query")?;
             let mut query = parse_query(query.as_deref())?;
+            query.consistent |= consistent;
             if let Some(cursor) = cursor {
                 query.cursor = Some(cursor.into());
             }
@@ -318,9 +320,14 @@ async fn execute(
         Command::GetMany { collection, ids } => {
             crate::batch::get_many(store, site, &collection, &ids, out).await?;
         }
-        Command::Explain { collection, query } => {
+        Command::Explain {
+            collection,
+            query,
+            consistent,
+        } => {
             let query = query_text(query, "explain")?;
-            let query = parse_query(query.as_deref())?;
+            let mut query = parse_query(query.as_deref())?;
+            query.consistent |= consistent;
             let plan = store.explain(site, &collection, &query).await?;
             eprintln!("{plan}");
             out.value(&json!({

@@ -184,3 +184,15 @@ fn a_relative_sqlite_path_in_a_config_file_is_taken_from_its_folder() {
     let got = json(&sandbox.run(&["--config", &config, "get", "t", "a"], 0));
     assert_eq!(got["id"], "a");
 }
+
+#[test]
+fn consistent_asks_query_and_explain_for_a_strongly_consistent_answer() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("c.db");
+    let query = "n >= 2 order by n";
+    let plain = json(&sandbox.run(&["--store", &store, "query", "t", query], 0));
+    let args = ["--store", &store, "query", "t", query, "--consistent"];
+    assert_eq!(json(&sandbox.run(&args, 0)), plain);
+    let args = ["--store", &store, "explain", "t", query, "--consistent"];
+    assert_eq!(json(&sandbox.run(&args, 0))["strongly_consistent"], true);
+}
