@@ -15,8 +15,15 @@ use std::io::IsTerminal;
 /// The exit code of `index drop` for an index the table does not hold.
 const NOT_FOUND: i32 = 3;
 
-/// Runs one index action against the store `config` names.
-pub async fn run(action: &IndexAction, config: &Config, out: &mut Out) -> Result<(), CliError> {
+/// Runs one index action against the store `config` names; `store_flags` are the options
+/// that chose it (`--config FILE` or `--store URL`, shell-quoted, or empty), repeated in the
+/// next-step hint.
+pub async fn run(
+    action: &IndexAction,
+    config: &Config,
+    store_flags: &str,
+    out: &mut Out,
+) -> Result<(), CliError> {
     let database = &config.database;
     let dynamodb = match (database.backend, &database.dynamodb) {
         (Backend::Dynamodb, Some(dynamodb)) => dynamodb,
@@ -62,12 +69,8 @@ pub async fn run(action: &IndexAction, config: &Config, out: &mut Out) -> Result
                 Index::parse(collection.clone(), name.clone(), fields.iter())?
             };
             let added = store.add_index(&index).await?;
-            eprintln!(
-                "index `{name}` of `{collection}` is on the table (slot {}, {}); run `docstore \
-                 index build {collection} {name}` to give older documents their keys",
-                added.slot,
-                state(added.state)
-            );
+            let message = added_message(&added.index, added.slot, added.state, store_flags);
+            eprintln!("{message}");
             out.value(&held(&added))?;
         }
         IndexAction::Build { collection, name } => {
@@ -115,6 +118,23 @@ pub async fn run(action: &IndexAction, config: &Config, out: &mut Out) -> Result
     Ok(())
 }
 
+/// What `index add` says: where the index is, and while it is building, the command that
+/// builds it with the same store options.
+fn added_message(index: &Index, slot: usize, added: IndexState, store_flags: &str) -> String {
+    let (collection, name) = (&index.collection, &index.name);
+    let place = format!(
+        "index `{name}` of `{collection}` is on the table (slot {slot}, {})",
+        state(added)
+    );
+    match added {
+        IndexState::Built => format!("{place}; queries use it"),
+        IndexState::Building => format!(
+            "{place}; run `docstore{store_flags} index build {collection} {name}` to give older \
+             documents their keys"
+        ),
+    }
+}
+
 fn state(state: IndexState) -> &'static str {
     match state {
         IndexState::Building => "building",
@@ -133,4 +153,28 @@ fn held(index: &TableIndex) -> Value {
     value["slot"] = json!(index.slot);
     value["state"] = json!(state(index.state));
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hint_after_add_repeats_the_store_options_and_only_while_building() {
+        let index = Index::parse(
+            "tickets".to_owned(),
+            "by_status".to_owned(),
+            ["status"].iter(),
+        )
+        .unwrap();
+        let flags = " --config app.toml";
+        let building = added_message(&index, 2, IndexState::Building, flags);
+        assert!(
+            building.contains("`docstore --config app.toml index build tickets by_status`"),
+            "{building}"
+        );
+        let built = added_message(&index, 2, IndexState::Built, flags);
+        assert!(!built.contains("index build"), "{built}");
+        assert!(built.contains("queries use it"), "{built}");
+    }
 }

@@ -51,7 +51,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
     if let Command::Index { action } = &cli.command {
         let mut out = Out::new(cli.time);
-        crate::indexes::run(action, &config, &mut out).await?;
+        let flags = store_identity::store_flags(&cli);
+        crate::indexes::run(action, &config, &flags, &mut out).await?;
         return out.flush();
     }
     let store = docstore_any::open(&config.database).await?;

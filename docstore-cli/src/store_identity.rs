@@ -2,6 +2,7 @@
 //! `--busy-timeout` flag, and refusing to copy a store onto itself (docs/contract.md, "The
 //! command line").
 
+use crate::args::Cli;
 use crate::exit::CliError;
 use docstore::config::{Backend, DatabaseConfig, DynamoDbConfig};
 use std::path::{Path, PathBuf};
@@ -21,6 +22,26 @@ pub fn resolve_from_config_folder(database: &mut DatabaseConfig, config_file: &P
     if let Some(folder) = config_file.parent() {
         sqlite.path = folder.join(&sqlite.path);
     }
+}
+
+/// The options that chose the store, as a shell would take them back (` --config FILE` or
+/// ` --store URL`, quoted where needed, each with a leading space), for hints that give a
+/// command to run next; empty when the store came from `$DOCSTORE_URL` or the default.
+pub fn store_flags(cli: &Cli) -> String {
+    match (&cli.store, &cli.config) {
+        (Some(url), _) => format!(" --store {}", shell_quoted(url)),
+        (None, Some(file)) => format!(" --config {}", shell_quoted(&file.to_string_lossy())),
+        (None, None) => String::new(),
+    }
+}
+
+/// `word` as one shell word: as it is when every character is plain, else in single quotes.
+fn shell_quoted(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_owned();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 /// Sets how long SQLite waits for another process's lock (`--busy-timeout`, milliseconds);
@@ -107,6 +128,16 @@ mod tests {
             &url("sqlite::memory:"),
             &url("sqlite::memory:")
         ));
+    }
+
+    #[test]
+    fn store_options_are_quoted_for_a_shell() {
+        assert_eq!(shell_quoted("app.toml"), "app.toml");
+        assert_eq!(
+            shell_quoted("dynamodb://t?region=r&endpoint=http://h:1"),
+            "'dynamodb://t?region=r&endpoint=http://h:1'"
+        );
+        assert_eq!(shell_quoted("it's"), r"'it'\''s'");
     }
 
     #[test]

@@ -272,3 +272,48 @@ fn sites_and_a_whole_store_export_through_dynamodb() {
     );
     assert_eq!(ok(&sqlite, &["export", "--all-sites"]), exported);
 }
+
+/// `index add` names the next command with the store options it was given, and says nothing
+/// of building an index that is built already.
+#[test]
+fn the_index_add_hint_repeats_the_store_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("app.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[database]\nbackend = \"dynamodb\"\n[database.dynamodb]\ntable = \"{}\"\n\
+             region = \"us-east-1\"\nendpoint = \"{}\"\n[[database.indexes]]\n\
+             collection = \"tickets\"\nname = \"by_priority\"\nfields = [\"-priority\"]\n",
+            unique_table(),
+            endpoint()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let add = |args: &[&str]| {
+        let out = docstore_with_config(config, args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stderr).unwrap()
+    };
+    add(&["create-table"]);
+    let building = add(&["index", "add", "tickets", "by_status", "status"]);
+    let next = format!("`docstore --config {config} index build tickets by_status`");
+    assert!(building.contains(&next), "{building}");
+    let built = add(&["index", "add", "tickets", "by_priority"]);
+    assert!(!built.contains("index build"), "{built}");
+}
+
+fn docstore_with_config(config: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::cargo_bin("docstore").unwrap();
+    cmd.env_remove("DOCSTORE_URL")
+        .env("AWS_ACCESS_KEY_ID", "docstore-test")
+        .env("AWS_SECRET_ACCESS_KEY", "docstore-test")
+        .args(["--config", config])
+        .args(args);
+    cmd.output().unwrap()
+}
