@@ -21,6 +21,34 @@ Which store: --store URL or --config FILE (give at most one), else $DOCSTORE_URL
 sqlite:docstore.db. Flags always beat environment variables (--site over $DOCSTORE_SITE,
 --actor over $DOCSTORE_ACTOR). --config reads only the [database] table of the file.";
 
+/// What a subcommand's help says of the global options, which it does not list.
+pub const GLOBALS_HELP: &str = "\
+Global options (--store, --config, --site, --actor, --time, --busy-timeout, -v) work with
+every command: `docstore --help` describes them.";
+
+/// The clap command of [`Cli`], to parse with: a subcommand's help lists only its own
+/// options and names the global ones once ([`GLOBALS_HELP`]); `docstore --help` describes
+/// them. They are accepted before or after the subcommand, as before.
+pub fn command() -> clap::Command {
+    let top = <Cli as clap::CommandFactory>::command();
+    let globals: Vec<clap::Arg> = top
+        .get_arguments()
+        .filter(|arg| arg.is_global_set())
+        .map(|arg| arg.clone().hide(true))
+        .collect();
+    top.mut_subcommands(|sub| with_hidden_globals(sub, &globals))
+}
+
+/// `sub` and its subcommands with hidden copies of `globals` (clap then propagates nothing
+/// over them) and [`GLOBALS_HELP`] after their help.
+fn with_hidden_globals(sub: clap::Command, globals: &[clap::Arg]) -> clap::Command {
+    globals
+        .iter()
+        .fold(sub, |sub, arg| sub.arg(arg.clone()))
+        .after_help(GLOBALS_HELP)
+        .mut_subcommands(|nested| with_hidden_globals(nested, globals))
+}
+
 /// Read, write and query documents in any docstore backend.
 #[derive(Debug, Parser)]
 #[command(

@@ -1,10 +1,11 @@
 //! The `docstore` command. See `docstore --help`.
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let cli = docstore_cli::args::Cli::parse();
+    let matches = docstore_cli::args::command().get_matches();
+    let cli = docstore_cli::args::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     docstore_cli::init_logging(cli.verbose);
     if let Err(err) = docstore_cli::run(cli).await {
         if err.is_quiet() {

@@ -196,3 +196,52 @@ fn consistent_asks_query_and_explain_for_a_strongly_consistent_answer() {
     let args = ["--store", &store, "explain", "t", query, "--consistent"];
     assert_eq!(json(&sandbox.run(&args, 0))["strongly_consistent"], true);
 }
+
+#[test]
+fn subcommand_help_lists_its_own_options_and_names_the_global_ones_once() {
+    let sandbox = Sandbox::new();
+    let top = String::from_utf8(sandbox.run(&["--help"], 0).stdout).unwrap();
+    for global in [
+        "--store",
+        "--config",
+        "--actor",
+        "--busy-timeout",
+        "--verbose",
+    ] {
+        assert!(top.contains(global), "{global} in {top}");
+    }
+    for sub in [
+        &["get", "--help"][..],
+        &["query", "-h"],
+        &["index", "add", "--help"],
+    ] {
+        let help = String::from_utf8(sandbox.run(sub, 0).stdout).unwrap();
+        for global in [
+            "--store <URL>",
+            "--actor <ACTOR>",
+            "--busy-timeout <MS>",
+            "--verbose",
+        ] {
+            assert!(!help.contains(global), "{sub:?} lists {global}: {help}");
+        }
+        assert!(help.contains("docstore --help"), "{sub:?}: {help}");
+    }
+    assert!(
+        String::from_utf8(sandbox.run(&["query", "--help"], 0).stdout)
+            .unwrap()
+            .contains("--consistent")
+    );
+    // Global options still work after the subcommand, and at every level.
+    let store = sandbox.sqlite("g.db");
+    sandbox.run(
+        &["create", "t", "a", "{}", "--store", &store, "--actor", "me"],
+        0,
+    );
+    let got = json(&sandbox.run(&["get", "t", "a", "--store", &store], 0));
+    assert_eq!(got["created_by"], "me");
+    let listed = sandbox.run(
+        &["index", "list", "--store", &store, "--time", "rfc3339"],
+        0,
+    );
+    assert!(listed.status.success());
+}
