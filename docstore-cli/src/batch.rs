@@ -14,8 +14,9 @@
 //!
 //! All or nothing (`Store::write_all`): the outcomes are printed as a JSON array in the same
 //! order (`{"written": document}`, `{"deleted": true}`, `{"checked": true}`); when one write
-//! fails, nothing is written and the error names the write (its position, from 0, and its
-//! key) with the exit code of its kind.
+//! fails, nothing is written and the error names the write (its position, from 1, with its
+//! line number in JSON lines, and its key) with the exit code of its kind. Positions and line
+//! numbers both count from 1, as `import` counts lines (docs/contract.md, "The command line").
 
 use crate::exit::CliError;
 use crate::output::Out;
@@ -63,33 +64,58 @@ enum WriteText {
     },
 }
 
+/// The writes of a batch, with where each came from.
+#[derive(Debug)]
+pub struct Batch {
+    /// The writes, in order.
+    pub writes: Vec<Write>,
+    /// Each write's line number (from 1) when the batch is JSON lines; empty for an array.
+    lines: Vec<usize>,
+}
+
+impl Batch {
+    /// How messages name write `index` (from 0, as `Error::Batch` counts): its position from
+    /// 1, and its line number in JSON lines (blank lines make them differ).
+    fn write_at(&self, index: usize) -> String {
+        match self.lines.get(index) {
+            Some(line) => format!("batch write {} (line {line})", index + 1),
+            None => format!("batch write {}", index + 1),
+        }
+    }
+}
+
 /// The writes of a batch file's text (a JSON array, or one JSON object per line).
-pub fn parse(text: &str, site: &str) -> Result<Vec<Write>, CliError> {
+pub fn parse(text: &str, site: &str) -> Result<Batch, CliError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = Vec::new();
     let items: Vec<Value> = if text.trim_start().starts_with('[') {
         json::parse(text, MAX_DEPTH + 2)
             .map_err(|e| CliError::invalid(format!("the batch is not valid JSON: {e}")))?
     } else {
         let mut items = Vec::new();
-        for (number, line) in text.lines().enumerate() {
+        for (number, line) in (1..).zip(text.lines()) {
             if line.trim().is_empty() {
                 continue;
             }
             items.push(json::parse(line, MAX_DEPTH + 1).map_err(|e| {
-                CliError::invalid(format!("batch line {}: not valid JSON: {e}", number + 1))
+                CliError::invalid(format!("batch line {number}: not valid JSON: {e}"))
             })?);
+            lines.push(number);
         }
         items
     };
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let text: WriteText = serde_json::from_value(item)
-                .map_err(|e| CliError::invalid(format!("batch write {index}: {e}")))?;
-            write(text, site).map_err(|e| CliError::from(e).context(format!("batch write {index}")))
-        })
-        .collect()
+    let mut batch = Batch {
+        writes: Vec::with_capacity(items.len()),
+        lines,
+    };
+    for (index, item) in items.into_iter().enumerate() {
+        let at = || batch.write_at(index);
+        let text: WriteText = serde_json::from_value(item)
+            .map_err(|e| CliError::invalid(format!("{}: {e}", at())))?;
+        let write = write(text, site).map_err(|e| CliError::from(e).context(at()))?;
+        batch.writes.push(write);
+    }
+    Ok(batch)
 }
 
 fn write(text: WriteText, site: &str) -> Result<Write, Error> {
@@ -129,17 +155,13 @@ fn write(text: WriteText, site: &str) -> Result<Write, Error> {
     })
 }
 
-/// Applies `writes` atomically and prints the outcomes.
-pub async fn run(
-    store: &Store,
-    writes: &[Write],
-    actor: &str,
-    out: &mut Out,
-) -> Result<(), CliError> {
+/// Applies the batch's writes atomically and prints the outcomes.
+pub async fn run(store: &Store, batch: &Batch, actor: &str, out: &mut Out) -> Result<(), CliError> {
+    let writes = &batch.writes;
     let outcomes = store.write_all(writes, actor).await.map_err(|err| {
         let at = err
             .batch_failure()
-            .map(|(index, _)| format!("batch write {index} ({})", writes[index].key()));
+            .map(|(index, _)| format!("{} ({})", batch.write_at(index), writes[index].key()));
         match (at, err) {
             (Some(at), Error::Batch { source, .. }) => {
                 CliError::from(*source).context(format!("{at}; nothing was written"))

@@ -41,8 +41,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     check_import_site(&cli)?;
     check_plain_import(&cli)?;
     let batch = read_batch(&cli)?;
-    let writes_something = batch.as_ref().is_none_or(|writes| {
-        writes
+    let writes_something = batch.as_ref().is_none_or(|batch| {
+        batch
+            .writes
             .iter()
             .any(|write| !matches!(write, docstore::Write::Check { .. }))
     });
@@ -66,7 +67,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
 
 async fn execute(
     cli: Cli,
-    batch: Option<Vec<docstore::Write>>,
+    batch: Option<crate::batch::Batch>,
     config: &Config,
     store: &Store,
     out: &mut Out,
@@ -315,8 +316,8 @@ async fn execute(
             crate::whole_store::fsck(store, cli.site.as_deref(), repair, out).await?;
         }
         Command::Batch { .. } => {
-            let writes = batch.expect("a batch is read before the store opens");
-            crate::batch::run(store, &writes, actor, out).await?;
+            let batch = batch.expect("a batch is read before the store opens");
+            crate::batch::run(store, &batch, actor, out).await?;
         }
         Command::GetMany { collection, ids } => {
             crate::batch::get_many(store, site, &collection, &ids, out).await?;
@@ -364,7 +365,7 @@ fn check_version(version: u64) -> Result<(), CliError> {
 
 /// The writes of `batch`, read and checked before the store is opened (a batch of checks
 /// alone then never creates a database file).
-fn read_batch(cli: &Cli) -> Result<Option<Vec<docstore::Write>>, CliError> {
+fn read_batch(cli: &Cli) -> Result<Option<crate::batch::Batch>, CliError> {
     let Command::Batch { input } = &cli.command else {
         return Ok(None);
     };

@@ -51,12 +51,12 @@ fn a_batch_applies_all_or_nothing_and_get_many_reads_in_order() {
     let outcomes = ok(&db, &["batch", file.to_str().unwrap()], None);
     assert_eq!(outcomes[1]["written"]["data"], json!({"balance": 7}));
 
-    // The same transfer again: write 0 is stale, nothing is written, exit 5 (conflict).
+    // The same transfer again: the first write is stale, nothing is written, exit 5 (conflict).
     let out = docstore(&db, &["batch", file.to_str().unwrap()], None);
     assert_eq!(out.status.code(), Some(5));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("batch write 0") && stderr.contains("nothing was written"),
+        stderr.contains("batch write 1 (") && stderr.contains("nothing was written"),
         "{stderr}"
     );
     let docs = ok(&db, &["get-many", "acct", "b", "missing", "a"], None);
@@ -70,7 +70,7 @@ fn a_batch_applies_all_or_nothing_and_get_many_reads_in_order() {
         (json!(3), json!(2))
     );
 
-    // A bad write is refused before anything is written, naming its position.
+    // A bad write is refused before anything is written, naming its position (from 1).
     let out = docstore(
         &db,
         &["batch"],
@@ -79,6 +79,6 @@ fn a_batch_applies_all_or_nothing_and_get_many_reads_in_order() {
         ),
     );
     assert_eq!(out.status.code(), Some(6));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("batch write 1"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("batch write 2:"));
     assert_eq!(ok(&db, &["get-many", "acct", "z"], None), json!([null]));
 }

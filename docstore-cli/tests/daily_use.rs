@@ -245,3 +245,29 @@ fn subcommand_help_lists_its_own_options_and_names_the_global_ones_once() {
     );
     assert!(listed.status.success());
 }
+
+#[test]
+fn a_batch_names_a_write_by_its_position_and_line_both_from_1() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("b.db");
+    // Line 1 is blank: the second write is on line 3.
+    let lines = "\n{\"op\":\"check\",\"collection\":\"t\",\"id\":\"a\",\"version\":1}\n\
+                 {\"op\":\"create\",\"collection\":\"t\",\"id\":\"b\",\"data\":{}}\n";
+    let out = sandbox.run_with(&["--store", &store, "batch"], lines, 4);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("batch write 2 (line 3) (s/t/b)"),
+        "{stderr}"
+    );
+    let bad = "{\"op\":\"check\",\"collection\":\"t\",\"id\":\"a\",\"version\":1}\n\n\
+               {\"op\":\"remove\",\"collection\":\"t\",\"id\":\"a\"}\n";
+    let out = sandbox.run_with(&["--store", &store, "batch"], bad, INVALID);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("batch write 2 (line 3):"), "{stderr}");
+    // In an array, the position from 1.
+    let array = r#"[{"op":"check","collection":"t","id":"a","version":1},
+        {"op":"create","collection":"t","id":"b","data":{}}]"#;
+    let out = sandbox.run_with(&["--store", &store, "batch"], array, 4);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("batch write 2 (s/t/b)"), "{stderr}");
+}
