@@ -6,19 +6,24 @@
 //!    each setting alternate so that drift hits both. Goal: on / off ≤ 1.15×.
 //! 2. **Update cost of declared indexes**: updates not touching an indexed field, in a
 //!    collection with 0 and with 3 declared indexes (feed on, `Normal`). Goal: ≤ 2×.
-//! 3. **Feed read throughput**: the whole feed read in pages of 1 000, store-wide and for one
-//!    site among ten.
-//! 4. **Commit-to-watch latency**: from the start of a write call to a `watch` stream
-//!    yielding its change — in the same store (woken by the commit) and in a second store on
-//!    the same file (another process's view: found by polling, 200 ms by default).
+//! 3. **Feed read throughput**, per backend: the whole feed read in pages of 1 000,
+//!    store-wide and for one site among ten.
+//! 4. **Commit-to-watch latency**, per backend: from the start of a write call to a `watch`
+//!    stream yielding its change — in the same store (woken by the commit) and, for SQLite,
+//!    in a second store on the same file (another process's view: found by polling, 200 ms by
+//!    default); on DynamoDB a second store on the table, polling Streams every second.
+//!
+//! DynamoDB runs only with an endpoint (`--dynamodb-endpoint`, or
+//! `DOCSTORE_DYNOXIDE_ENDPOINT` as `scripts/with-dynamodb-emulators` sets it).
 //!
 //! ```sh
-//! cargo run --release -p docstore-bench --bin feed_cost
+//! scripts/with-dynamodb-emulators cargo run --release -p docstore-bench --bin feed_cost
 //! ```
 
 use clap::Parser;
 use docstore::feed::{FeedScope, FeedStart};
 use docstore::{Data, Index, IndexSet, Key, Store, StoreOptions};
+use docstore_bench::dynamo;
 use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -43,6 +48,28 @@ struct Args {
     /// Writes whose watch latency is measured (each path).
     #[arg(long, default_value_t = 300)]
     watched: usize,
+    /// Backends whose feed reads and watch latency are measured (DynamoDB only with an
+    /// endpoint). The write and index costs are SQLite's alone.
+    #[arg(long, value_delimiter = ',', default_value = "memory,sqlite,dynamodb")]
+    backends: Vec<Backend>,
+    /// A DynamoDB endpoint with Streams (an emulator: `scripts/with-dynamodb-emulators` sets
+    /// the variable); a fresh table is made there for the run.
+    #[arg(long, env = "DOCSTORE_DYNOXIDE_ENDPOINT")]
+    dynamodb_endpoint: Option<String>,
+    /// Changes in the feed that is read, on DynamoDB (written through an emulator, slower).
+    #[arg(long, default_value_t = 5_000)]
+    dynamodb_feed_changes: usize,
+    /// Writes whose watch latency is measured on DynamoDB (each waits for a poll).
+    #[arg(long, default_value_t = 40)]
+    dynamodb_watched: usize,
+}
+
+/// A backend whose feed is read and watched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Backend {
+    Memory,
+    Sqlite,
+    Dynamodb,
 }
 
 const SITE: &str = "bench";
@@ -213,15 +240,9 @@ async fn read_all(store: &Store, site: Option<&str>) -> (usize, f64) {
     }
 }
 
-async fn read_throughput(args: &Args) {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let store = open(
-        &dir.path().join("read.db"),
-        Durability::Normal,
-        true,
-        Vec::new(),
-    );
-    let writes: Vec<docstore::Write> = (0..args.feed_changes)
+/// Writes `changes` creates spread over [`SITES`] sites, in batches.
+async fn fill_feed(store: &Store, changes: usize) {
+    let writes: Vec<docstore::Write> = (0..changes)
         .map(|n| docstore::Write::Create {
             key: Key::new(format!("site-{}", n % SITES), COLLECTION, format!("d{n}"))
                 .expect("a key"),
@@ -231,16 +252,59 @@ async fn read_throughput(args: &Args) {
     for chunk in writes.chunks(docstore::batch::MAX_BATCH_WRITES) {
         store.write_all(chunk, "bench").await.expect("a batch");
     }
+}
+
+/// A store of `backend` for the feed reads, and how many changes to write into it; `None`
+/// for DynamoDB without an endpoint.
+async fn feed_store(args: &Args, backend: Backend, dir: &Path) -> Option<(Store, usize)> {
+    match backend {
+        Backend::Memory => Some((
+            Store::new(docstore_memory::MemoryStore::new()),
+            args.feed_changes,
+        )),
+        Backend::Sqlite => Some((
+            open(&dir.join("read.db"), Durability::Normal, true, Vec::new()),
+            args.feed_changes,
+        )),
+        Backend::Dynamodb => {
+            let endpoint = args.dynamodb_endpoint.as_deref()?;
+            let table = dynamo::fresh_table_name();
+            Some((
+                dynamo_store(endpoint, &table, true).await,
+                args.dynamodb_feed_changes,
+            ))
+        }
+    }
+}
+
+/// A store on DynamoDB table `table` at `endpoint`, the table made first when `create`.
+async fn dynamo_store(endpoint: &str, table: &str, create: bool) -> Store {
+    let client = dynamo::client(endpoint, &dynamo::RequestCounter::default()).await;
+    let streams = dynamo::streams_client(endpoint).await;
+    let store = dynamo::store(client, streams, table).expect("a DynamoDB store");
+    if create {
+        store.create_table().await.expect("the table");
+    }
+    Store::new(store)
+}
+
+async fn read_throughput(args: &Args) {
     println!();
-    println!(
-        "## Feed reads ({} changes of ~1 KB documents, pages of {PAGE})",
-        args.feed_changes
-    );
-    println!("| scope | changes read | changes/s |");
-    println!("|---|--:|--:|");
-    for (name, site) in [("whole store", None), ("one site of ten", Some("site-3"))] {
-        let (read, seconds) = read_all(&store, site).await;
-        println!("| {name} | {read} | {:.0} |", read as f64 / seconds);
+    println!("## Feed reads (~1 KB documents in {SITES} sites, pages of {PAGE})");
+    println!("| backend | scope | changes read | changes/s |");
+    println!("|---|---|--:|--:|");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for &backend in &args.backends {
+        let Some((store, changes)) = feed_store(args, backend, dir.path()).await else {
+            println!("| {backend:?} | (no endpoint: not run) | | |");
+            continue;
+        };
+        fill_feed(&store, changes).await;
+        for (name, site) in [("whole store", None), ("one site of ten", Some("site-3"))] {
+            let (read, seconds) = read_all(&store, site).await;
+            let rate = read as f64 / seconds;
+            println!("| {backend:?} | {name} | {read} | {rate:.0} |");
+        }
     }
 }
 
@@ -294,19 +358,51 @@ async fn watch_latency(
 }
 
 async fn watch_latencies(args: &Args) {
+    println!();
+    println!("## Commit-to-watch latency (ms from the write call's start)");
+    println!("| backend | watcher | p50 | p99 |");
+    println!("|---|---|--:|--:|");
+    for &backend in &args.backends {
+        match backend {
+            Backend::Memory => {
+                let store = Store::new(docstore_memory::MemoryStore::new());
+                let (p50, p99) = watch_latency(&store, &store, args.watched, "same", 5).await;
+                println!("| Memory | same store (woken by the commit) | {p50:.3} | {p99:.3} |");
+            }
+            Backend::Sqlite => sqlite_watch_latencies(args).await,
+            Backend::Dynamodb => dynamo_watch_latency(args).await,
+        }
+    }
+}
+
+async fn sqlite_watch_latencies(args: &Args) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("watch.db");
     let store = open(&path, Durability::Normal, true, Vec::new());
     let other = open(&path, Durability::Normal, true, Vec::new());
-    println!();
-    println!("## Commit-to-watch latency (ms from the write call's start, NORMAL)");
-    println!("| watcher | p50 | p99 |");
-    println!("|---|--:|--:|");
     let (p50, p99) = watch_latency(&store, &store, args.watched, "same", 5).await;
-    println!("| same store (woken by the commit) | {p50:.3} | {p99:.3} |");
+    println!("| Sqlite (NORMAL) | same store (woken by the commit) | {p50:.3} | {p99:.3} |");
     let few = args.watched.min(100);
     let (p50, p99) = watch_latency(&store, &other, few, "other", 400).await;
-    println!("| another store on the file (polls every 200 ms) | {p50:.1} | {p99:.1} |");
+    println!(
+        "| Sqlite (NORMAL) | another store on the file (polls every 200 ms) | {p50:.1} | {p99:.1} |"
+    );
+}
+
+/// DynamoDB Streams has no push: a watcher polls (every `feed_poll_ms`, 1 000 ms by
+/// default), so the writer and the watcher are two stores, as two processes would be.
+async fn dynamo_watch_latency(args: &Args) {
+    let Some(endpoint) = args.dynamodb_endpoint.as_deref() else {
+        println!("| Dynamodb | (no endpoint: not run) | | |");
+        return;
+    };
+    let table = dynamo::fresh_table_name();
+    let writer = dynamo_store(endpoint, &table, true).await;
+    let watcher = dynamo_store(endpoint, &table, false).await;
+    let (p50, p99) = watch_latency(&writer, &watcher, args.dynamodb_watched, "dynamo", 1_100).await;
+    println!(
+        "| Dynamodb | another store on the table (polls every 1 000 ms) | {p50:.1} | {p99:.1} |"
+    );
 }
 
 #[tokio::main(flavor = "multi_thread")]
