@@ -21,7 +21,12 @@ Exit codes:
   11  partial answer: the store stopped reading early (exhausted_scan); see --allow-partial
   12  fsck found counters that disagree with the documents (and --repair was not given)
   13  the change cursor is older than what the store keeps of its feed (resync, then --from now)
+  130 interrupted (Ctrl-C) during import or copy: what is committed stays; run it again to resume
 A closed standard output (e.g. `docstore export | head -1`) ends the command quietly with 0.";
+
+/// The exit code of an `import` or `copy` stopped by Ctrl-C (128 + SIGINT, as shells report
+/// it).
+pub const INTERRUPTED: i32 = 130;
 
 /// A failed command: what to print and which exit code to end with.
 #[derive(Debug)]

@@ -12,6 +12,7 @@ pub mod args;
 mod batch;
 mod exit;
 mod indexes;
+mod interrupt;
 mod live_copy;
 mod output;
 mod plain;

@@ -237,6 +237,7 @@ async fn execute(
                 on_existing,
                 in_flight: transfer::batches_in_flight(config.database.max_docs_per_site),
             };
+            crate::interrupt::explain_ctrl_c("import");
             let summary = match (id_field, collection) {
                 (Some(id_field), Some(collection)) => {
                     let target = PlainTarget {
@@ -245,10 +246,11 @@ async fn execute(
                         id_field,
                         actor: actor.to_owned(),
                     };
-                    import_plain(store, &mut reader, target, &options).await?
+                    import_plain(store, &mut reader, target, &options).await
                 }
-                _ => transfer::import(store, &mut reader, &options).await?,
-            };
+                _ => transfer::import(store, &mut reader, &options).await,
+            }
+            .map_err(|e| crate::interrupt::explain_disk_full(e, "import"))?;
             finish(summary, out)?;
         }
         Command::Copy {
@@ -282,8 +284,10 @@ async fn execute(
                 .await?;
                 finish_live_copy(live, out)?;
             } else {
-                let summary =
-                    transfer::copy(store, &destination, site, &collection, in_flight).await?;
+                crate::interrupt::explain_ctrl_c("copy");
+                let summary = transfer::copy(store, &destination, site, &collection, in_flight)
+                    .await
+                    .map_err(|e| crate::interrupt::explain_disk_full(e, "copy"))?;
                 finish(summary, out)?;
             }
         }

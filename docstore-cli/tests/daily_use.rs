@@ -271,3 +271,64 @@ fn a_batch_names_a_write_by_its_position_and_line_both_from_1() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("batch write 2 (s/t/b)"), "{stderr}");
 }
+
+/// The exit code of an import or copy stopped by Ctrl-C.
+const INTERRUPTED: i32 = 130;
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_an_import_says_what_is_committed_and_how_to_resume() {
+    use std::io::Write as _;
+    let sandbox = Sandbox::new();
+    let store = sandbox.sqlite("i.db");
+    let line = |i: usize| {
+        format!(
+            "{{\"site\":\"s\",\"collection\":\"t\",\"id\":\"d{i:04}\",\"data\":{{}},\
+             \"created_at\":1,\"updated_at\":1,\"created_by\":\"a\",\"updated_by\":\"a\",\
+             \"version\":1}}\n"
+        )
+    };
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("docstore"))
+        .current_dir(sandbox.path(""))
+        .env_remove("DOCSTORE_URL")
+        .args(["--store", &store, "--site", "s", "import"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines: String = (0..300).map(line).collect();
+    stdin.write_all(lines.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    // Wait until some lines are committed; the import then waits for more input.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let count = sandbox.cmd(&["--store", &store, "count"]).output().unwrap();
+        if String::from_utf8_lossy(&count.stdout)
+            .trim()
+            .parse::<u64>()
+            .unwrap_or(0)
+            > 0
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "nothing was imported");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = child.id().to_string();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status();
+    assert!(kill.unwrap().success());
+    let output = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(output.status.code(), Some(INTERRUPTED));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("committed"), "{stderr}");
+    assert!(stderr.contains("Run the same import again"), "{stderr}");
+    // Run again, it finishes the import.
+    sandbox.run_with(&["--store", &store, "import"], &lines, 0);
+    let count = sandbox.run(&["--store", &store, "count"], 0);
+    assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "300");
+}

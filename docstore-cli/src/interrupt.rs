@@ -1,0 +1,100 @@
+//! What an interrupted or full-disk `import` or `copy` says: what is committed and how to
+//! resume (docs/contract.md, "The command line").
+
+use crate::exit::{CliError, INTERRUPTED};
+use std::future::Future as _;
+
+/// SQLite's message for `SQLITE_FULL`.
+const DISK_FULL: &str = "database or disk is full";
+
+/// From now until the process ends, Ctrl-C (SIGINT) prints what `command` has committed and
+/// how to resume it, then ends the process with [`INTERRUPTED`]. A thread of its own watches
+/// for the signal, so it is said even while the command waits on its input; the signal's
+/// handler is in place when this returns.
+pub fn explain_ctrl_c(command: &'static str) {
+    let (ready, registered) = std::sync::mpsc::channel();
+    let watcher = std::thread::Builder::new()
+        .name("ctrl-c".into())
+        .spawn(move || watch_ctrl_c(command, &ready));
+    // Without the watcher, Ctrl-C simply ends the process as before.
+    if watcher.is_ok() {
+        let _ = registered.recv();
+    }
+}
+
+/// Waits for Ctrl-C on a runtime of its own; says `ready` once the handler is in place.
+fn watch_ctrl_c(command: &'static str, ready: &std::sync::mpsc::Sender<()>) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        let _ = ready.send(());
+        return;
+    };
+    runtime.block_on(async {
+        let signal = tokio::signal::ctrl_c();
+        tokio::pin!(signal);
+        // The first poll installs the handler; a signal cannot have come before it.
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(signal.as_mut().poll(cx))).await;
+        let _ = ready.send(());
+        let caught = match first {
+            std::task::Poll::Ready(result) => result.is_ok(),
+            std::task::Poll::Pending => signal.await.is_ok(),
+        };
+        if caught {
+            eprintln!("\n{}", interrupted_message(command));
+            std::process::exit(INTERRUPTED);
+        }
+    });
+}
+
+/// What Ctrl-C during `command` (`import` or `copy`) leaves, and how to go on.
+fn interrupted_message(command: &str) -> String {
+    format!(
+        "interrupted: {command} stopped. Every batch written so far is committed whole (a batch \
+         is written all or nothing: no document is half-written). Run the same {command} again \
+         to resume: what is stored already is skipped without a write"
+    )
+}
+
+/// A full disk during `command`, said with what it leaves and how to go on (SQLite rolls the
+/// failed batch back; the file stays intact); any other error is left as it is.
+pub fn explain_disk_full(err: CliError, command: &str) -> CliError {
+    if !err.message.contains(DISK_FULL) {
+        return err;
+    }
+    CliError::new(
+        err.code,
+        format!(
+            "{command} stopped: the disk is full ({}). The database file is intact: the batch \
+             being written was rolled back and every batch before it is committed. Free some \
+             space, then run the same {command} again: it resumes, skipping what is stored",
+            err.message
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_says_the_file_is_intact_and_how_to_resume() {
+        let full = CliError::new(1, "backend error: sqlite failed: database or disk is full");
+        let said = explain_disk_full(full, "import");
+        assert_eq!(said.code, 1);
+        assert!(said.message.contains("database or disk is full"), "{said}");
+        assert!(said.message.contains("file is intact"), "{said}");
+        assert!(said.message.contains("run the same import again"), "{said}");
+        let other = explain_disk_full(CliError::new(4, "already exists"), "import");
+        assert_eq!((other.code, other.message.as_str()), (4, "already exists"));
+    }
+
+    #[test]
+    fn an_interrupt_says_what_is_committed_and_how_to_resume() {
+        let said = interrupted_message("copy");
+        assert!(said.contains("committed"), "{said}");
+        assert!(said.contains("Run the same copy again"), "{said}");
+    }
+}
