@@ -441,3 +441,30 @@ impl Command {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    #[test]
+    fn the_command_is_consistent_and_globals_parse_after_the_subcommand() {
+        command().debug_assert();
+        let matches = command()
+            .try_get_matches_from([
+                "docstore",
+                "index",
+                "list",
+                "--site",
+                "s",
+                "--busy-timeout",
+                "7",
+            ])
+            .unwrap();
+        let cli = Cli::from_arg_matches(&matches).unwrap();
+        assert_eq!(
+            (cli.site.as_deref(), cli.busy_timeout),
+            (Some("s"), Some(7))
+        );
+    }
+}
