@@ -29,7 +29,8 @@ pub use run::run;
 pub use timefmt::TimeFormat;
 
 /// Sends the library's `tracing` logs to standard error: warnings always (a DynamoDB query
-/// that stopped at `max_scan` says so), `-v` info, `-vv` debug, `-vvv` trace. `RUST_LOG`,
+/// that stopped at `max_scan` says so) and the one line saying that a SQLite store waits for
+/// another process's lock, `-v` info, `-vv` debug, `-vvv` trace. `RUST_LOG`,
 /// when set, chooses instead (`warn`, `docstore_dynamodb=debug`, ...; target=level
 /// directives).
 pub fn init_logging(verbose: u8) {
@@ -52,7 +53,13 @@ pub fn init_logging(verbose: u8) {
                 None
             }
         });
-    let filter = from_env.unwrap_or_else(|| Targets::new().with_default(level));
+    // A wait for another process's SQLite lock is said (once) at every level.
+    let filter = from_env.unwrap_or_else(|| {
+        Targets::new().with_default(level).with_target(
+            docstore_sqlite::LOCK_WAIT_TARGET,
+            level.max(LevelFilter::INFO),
+        )
+    });
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false)

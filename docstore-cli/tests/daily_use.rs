@@ -332,3 +332,53 @@ fn ctrl_c_during_an_import_says_what_is_committed_and_how_to_resume() {
     let count = sandbox.run(&["--store", &store, "count"], 0);
     assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "300");
 }
+
+#[test]
+fn a_wait_for_another_process_lock_is_said_once() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("wait.db");
+    let holder = rusqlite::Connection::open(sandbox.path("wait.db")).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let args = [
+        "--store",
+        &store,
+        "--busy-timeout",
+        "300",
+        "put",
+        "t",
+        "d",
+        "{}",
+    ];
+    let output = sandbox.run(&args, UNAVAILABLE);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let said = stderr
+        .matches("waiting for a lock another process holds")
+        .count();
+    assert_eq!(said, 1, "{stderr}");
+    // Released while the command waits: it goes on and succeeds.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        holder.execute_batch("COMMIT").unwrap();
+    });
+    let args = [
+        "--store",
+        &store,
+        "--busy-timeout",
+        "20000",
+        "put",
+        "t",
+        "d",
+        "{}",
+    ];
+    let output = sandbox.run(&args, 0);
+    release.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("waiting for a lock"), "{stderr}");
+    // No lock held: nothing said.
+    let output = sandbox.run(&args, 0);
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

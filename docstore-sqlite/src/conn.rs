@@ -180,7 +180,7 @@ impl Connections {
     pub(crate) fn open_memory(options: SqliteOptions) -> Result<Self> {
         let conn = retry_busy(|| {
             let mut conn = Connection::open_in_memory()?;
-            schema::configure(&conn, &options)?;
+            schema::configure(&mut conn, &options)?;
             schema::configure_writer(&conn)?;
             schema::migrate(&mut conn)?;
             Ok(conn)
@@ -297,14 +297,12 @@ impl Connections {
             return Some(Err(read_only_error(reason)));
         }
         let mut conn = self.writer.lock();
-        let restore = |conn: &Connection| conn.busy_timeout(self.options.busy_timeout);
-        if let Err(err) = conn.busy_timeout(std::time::Duration::ZERO) {
-            return Some(Err(Fail::from(err).into_error()));
-        }
-        let fail = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        let impatient = crate::busy::Impatient::start();
+        let began = conn.transaction_with_behavior(TransactionBehavior::Immediate);
+        drop(impatient);
+        let fail = match began {
             Ok(tx) => {
-                let result = restore(&tx).map_err(Fail::from).and_then(|()| {
-                    let value = op(&tx)?;
+                let result = op(&tx).and_then(|value| {
                     tx.commit()?;
                     Ok(value)
                 });
@@ -312,10 +310,10 @@ impl Connections {
             }
             Err(err) => Fail::from(err),
         };
-        match restore(&conn) {
-            Err(err) => Some(Err(Fail::from(err).into_error())),
-            Ok(()) if fail.is_busy() => None,
-            Ok(()) => Some(Err(fail.into_error())),
+        if fail.is_busy() {
+            None
+        } else {
+            Some(Err(fail.into_error()))
         }
     }
 
@@ -537,8 +535,8 @@ fn run_alone(conn: &mut Connection, job: &mut dyn Job) -> Result<(), Option<Erro
 /// and configured like every connection.
 fn open_configured(how: &ReaderOpen, options: &SqliteOptions) -> Result<Connection> {
     retry_busy(|| {
-        let conn = how.open()?;
-        schema::configure(&conn, options)?;
+        let mut conn = how.open()?;
+        schema::configure(&mut conn, options)?;
         Ok(conn)
     })
 }
@@ -578,7 +576,7 @@ fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Opened, Fail> {
         let cause = not_writable(path, &"the file is write-protected");
         return open_read_only(path, options, cause);
     }
-    schema::configure(&conn, options)?;
+    schema::configure(&mut conn, options)?;
     schema::configure_writer(&conn)?;
     match schema::prepare(&mut conn) {
         Ok(()) => {}
@@ -601,8 +599,8 @@ fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Opened, Fail> {
 fn open_read_only(path: &Path, options: &SqliteOptions, reason: String) -> Result<Opened, Fail> {
     let plain = ReaderOpen::ReadOnly(path.to_owned());
     let attempt = |how: &ReaderOpen| -> Result<Connection, Fail> {
-        let conn = how.open()?;
-        schema::configure(&conn, options)?;
+        let mut conn = how.open()?;
+        schema::configure(&mut conn, options)?;
         schema::check_current(&conn, &reason)?;
         Ok(conn)
     };

@@ -389,7 +389,7 @@ fn prune(settings: &PruneSettings) {
             .busy_timeout(Duration::ZERO)
             .map_err(Fail::from)
             .and_then(|()| prune_chunk(&mut conn, cutoff));
-        if let Err(err) = conn.busy_timeout(settings.busy_timeout) {
+        if let Err(err) = crate::busy::wait_for_locks(&mut conn, settings.busy_timeout) {
             tracing::warn!(%err, "restoring the writer's busy timeout after pruning");
         }
         match outcome {

@@ -62,7 +62,9 @@
 //!   happens.
 //!   Reads use a pool of other connections and, in WAL mode, never wait for the writer —
 //!   neither ours nor another process's. Another process's locks are waited for: the busy
-//!   timeout (default 5 s, see [`SqliteOptions`]), then up to four attempts of the whole
+//!   timeout (default 5 s, see [`SqliteOptions`]; SQLite's own waits between tries, and the
+//!   first wait of the process is said once as an `info` event of target
+//!   [`LOCK_WAIT_TARGET`]), then up to four attempts of the whole
 //!   transaction; only then is it [`Error::Unavailable`](docstore::Error::Unavailable)
 //!   (when a group fails that way, or its commit fails, each of its writes is retried
 //!   alone). Busy, locked and I/O failures are `Unavailable`, every other SQLite failure
@@ -163,6 +165,7 @@
 //! its one connection; `:memory:` and `""` as a path give an in-memory store.
 
 mod batch;
+mod busy;
 mod checkpoint;
 mod conn;
 mod error;
@@ -177,6 +180,7 @@ mod sql;
 mod store;
 mod write_ids;
 
+pub use busy::LOCK_WAIT_TARGET;
 pub use options::{
     DEFAULT_FEED_POLL_INTERVAL, DEFAULT_FEED_PRUNE_INTERVAL, DEFAULT_FEED_RETENTION, Durability,
     SqliteOptions,

@@ -139,8 +139,8 @@ const MIGRATIONS: [&str; 5] = [
 const UPDATE_TRIGGERS_VERSION: usize = 5;
 
 /// Settings every connection gets: the busy timeout and the durability.
-pub(crate) fn configure(conn: &Connection, options: &SqliteOptions) -> Result<(), Fail> {
-    conn.busy_timeout(options.busy_timeout)?;
+pub(crate) fn configure(conn: &mut Connection, options: &SqliteOptions) -> Result<(), Fail> {
+    crate::busy::wait_for_locks(conn, options.busy_timeout)?;
     // Queries of different shapes have different statements; keep the common ones prepared.
     conn.set_prepared_statement_cache_capacity(64);
     let synchronous = match options.durability {
