@@ -24,8 +24,35 @@ Exit codes:
   130 interrupted (Ctrl-C) during import or copy: what is committed stays; run it again to resume
 A closed standard output (e.g. `docstore export | head -1`) ends the command quietly with 0.";
 
-/// The exit code of an `import` or `copy` stopped by Ctrl-C (128 + SIGINT, as shells report
-/// it).
+/// Success.
+pub const SUCCESS: i32 = 0;
+/// A backend or I/O error.
+pub const FAILURE: i32 = 1;
+/// A bad command line (also what clap exits with).
+pub const USAGE: i32 = 2;
+/// The document (or index) is not there.
+pub const NOT_FOUND: i32 = 3;
+/// The document is already there.
+pub const ALREADY_EXISTS: i32 = 4;
+/// The document's version is not the one given.
+pub const CONFLICT: i32 = 5;
+/// A bad name, JSON, query, cursor or option value.
+pub const INVALID_ARGUMENT: i32 = 6;
+/// The document is over the size limit.
+pub const TOO_LARGE: i32 = 7;
+/// The site holds its quota of documents.
+pub const QUOTA_EXCEEDED: i32 = 8;
+/// The backend is unavailable or stayed busy (transient; worth retrying).
+pub const UNAVAILABLE: i32 = 9;
+/// An import or copy finished but skipped some documents or lines.
+pub const SKIPPED: i32 = 10;
+/// The store stopped reading early and the answer is partial.
+pub const PARTIAL_ANSWER: i32 = 11;
+/// `fsck` found counters that disagree with the documents.
+pub const COUNTERS_DIFFER: i32 = 12;
+/// The change cursor is older than what the store keeps of its feed.
+pub const CURSOR_EXPIRED: i32 = 13;
+/// An `import` or `copy` stopped by Ctrl-C (128 + SIGINT, as shells report it).
 pub const INTERRUPTED: i32 = 130;
 
 /// A failed command: what to print and which exit code to end with.
@@ -50,28 +77,28 @@ impl CliError {
         }
     }
 
-    /// An invalid-argument error (exit code 6).
+    /// An invalid-argument error ([`INVALID_ARGUMENT`]).
     pub fn invalid(message: impl Into<String>) -> Self {
-        Self::new(6, message)
+        Self::new(INVALID_ARGUMENT, message)
     }
 
-    /// An I/O error (exit code 1); a closed pipe is [`CliError::closed_pipe`].
+    /// An I/O error ([`FAILURE`]); a closed pipe is [`CliError::closed_pipe`].
     pub fn io(what: &str, err: std::io::Error) -> Self {
         if err.kind() == std::io::ErrorKind::BrokenPipe {
             return Self::closed_pipe();
         }
-        Self::new(1, format!("{what}: {err}"))
+        Self::new(FAILURE, format!("{what}: {err}"))
     }
 
     /// The reader of standard output went away (`| head`): stop quietly with exit code 0, as
     /// `cat` and `jq` do when their SIGPIPE is ignored.
     pub fn closed_pipe() -> Self {
-        Self::new(0, "")
+        Self::new(SUCCESS, "")
     }
 
     /// Whether this is a quiet stop that is no failure ([`CliError::closed_pipe`]).
     pub fn is_quiet(&self) -> bool {
-        self.code == 0
+        self.code == SUCCESS
     }
 
     /// The same error with `context` (e.g. the document's key) in front of its message.
@@ -86,17 +113,17 @@ impl CliError {
 /// The exit code for a store error.
 pub fn code_of(err: &Error) -> i32 {
     match err {
-        Error::NotFound { .. } => 3,
-        Error::AlreadyExists => 4,
-        Error::Conflict { .. } => 5,
-        Error::InvalidArgument(_) => 6,
-        Error::TooLarge { .. } => 7,
-        Error::QuotaExceeded { .. } => 8,
-        Error::Unavailable { .. } => 9,
+        Error::NotFound { .. } => NOT_FOUND,
+        Error::AlreadyExists => ALREADY_EXISTS,
+        Error::Conflict { .. } => CONFLICT,
+        Error::InvalidArgument(_) => INVALID_ARGUMENT,
+        Error::TooLarge { .. } => TOO_LARGE,
+        Error::QuotaExceeded { .. } => QUOTA_EXCEEDED,
+        Error::Unavailable { .. } => UNAVAILABLE,
         Error::Batch { source, .. } => code_of(source),
-        Error::PartialAnswer(_) => 11,
-        Error::CursorExpired(_) => 13,
-        _ => 1,
+        Error::PartialAnswer(_) => PARTIAL_ANSWER,
+        Error::CursorExpired(_) => CURSOR_EXPIRED,
+        _ => FAILURE,
     }
 }
 

@@ -3,7 +3,7 @@
 //! the declarations and the other actions explain that.
 
 use crate::args::IndexAction;
-use crate::exit::CliError;
+use crate::exit::{self, CliError};
 use crate::output::Out;
 use docstore::config::{Backend, Config};
 use docstore::index::Index;
@@ -11,9 +11,6 @@ use docstore_dynamodb::{DynamoStore, IndexState, TableIndex};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use std::io::IsTerminal;
-
-/// The exit code of `index drop` for an index the table does not hold.
-const NOT_FOUND: i32 = 3;
 
 /// Runs one index action against the store `config` names; `store_flags` are the options
 /// that chose it (`--config FILE` or `--store URL`, shell-quoted, or empty), repeated in the
@@ -104,7 +101,7 @@ pub async fn run(
                 .any(|i| i.index.collection == *collection && i.index.name == *name)
             {
                 return Err(CliError::new(
-                    NOT_FOUND,
+                    exit::NOT_FOUND,
                     format!(
                         "the table holds no index `{name}` of `{collection}` (`docstore index \
                          list` shows the ones it holds)"

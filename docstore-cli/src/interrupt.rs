@@ -78,17 +78,27 @@ pub fn explain_disk_full(err: CliError, command: &str) -> CliError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit;
 
     #[test]
     fn a_full_disk_says_the_file_is_intact_and_how_to_resume() {
-        let full = CliError::new(1, "backend error: sqlite failed: database or disk is full");
+        let full = CliError::new(
+            exit::FAILURE,
+            "backend error: sqlite failed: database or disk is full",
+        );
         let said = explain_disk_full(full, "import");
-        assert_eq!(said.code, 1);
+        assert_eq!(said.code, exit::FAILURE);
         assert!(said.message.contains("database or disk is full"), "{said}");
         assert!(said.message.contains("file is intact"), "{said}");
         assert!(said.message.contains("run the same import again"), "{said}");
-        let other = explain_disk_full(CliError::new(4, "already exists"), "import");
-        assert_eq!((other.code, other.message.as_str()), (4, "already exists"));
+        let other = explain_disk_full(
+            CliError::new(exit::ALREADY_EXISTS, "already exists"),
+            "import",
+        );
+        assert_eq!(
+            (other.code, other.message.as_str()),
+            (exit::ALREADY_EXISTS, "already exists")
+        );
     }
 
     #[test]

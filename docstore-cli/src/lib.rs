@@ -10,7 +10,7 @@
 
 pub mod args;
 mod batch;
-mod exit;
+pub mod exit;
 mod indexes;
 mod interrupt;
 mod live_copy;

@@ -10,7 +10,7 @@ async fn main() {
     if let Err(err) = docstore_cli::run(cli).await {
         if err.is_quiet() {
             // Standard output was closed (`| head`): nothing more to say.
-            std::process::exit(0);
+            std::process::exit(docstore_cli::exit::SUCCESS);
         }
         eprintln!("error: {err}");
         std::process::exit(err.code);

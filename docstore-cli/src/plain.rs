@@ -11,7 +11,7 @@
 //! the import's other skipped lines — and becomes an empty line, which the import passes
 //! over.
 
-use crate::exit::CliError;
+use crate::exit::{self, CliError};
 use crate::record::Record;
 use crate::timefmt::TimeFormat;
 use crate::transfer::{Skipped, Summary};
@@ -202,7 +202,7 @@ fn read_array(input: &mut dyn BufRead) -> Result<VecDeque<Value>, CliError> {
         .map_err(|e| CliError::io("reading the import", e))?;
     let values: Vec<Value> = json::parse(&text, MAX_DEPTH + 1).map_err(|err| {
         CliError::new(
-            6,
+            exit::INVALID_ARGUMENT,
             format!(
                 "import --id-field: the input starts with '[' but is not one JSON array: {err}"
             ),
@@ -319,6 +319,6 @@ mod tests {
         assert_eq!(skipped[0].line, Some(2));
         let mut reader = std::io::Cursor::new(b"[{\"_id\":\"a\"}".to_vec());
         let err = PlainInput::new(&mut reader, target()).err().unwrap();
-        assert_eq!(err.code, 6);
+        assert_eq!(err.code, exit::INVALID_ARGUMENT);
     }
 }

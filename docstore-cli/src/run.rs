@@ -1,7 +1,7 @@
 //! Running one parsed command line.
 
 use crate::args::{Cli, Command, DEFAULT_SITE, DEFAULT_STORE, FeedFrom, STORE_ENV, StreamsAction};
-use crate::exit::CliError;
+use crate::exit::{self, CliError};
 use crate::live_copy;
 use crate::output::Out;
 use crate::plain::{PlainInput, PlainTarget};
@@ -80,7 +80,7 @@ async fn execute(
             let key = key(&collection, &id)?;
             match store.get(&key).await.map_err(|e| in_key(e, &key))? {
                 Some(document) => out.document(&document)?,
-                None => return Err(CliError::new(3, format!("no document {key}"))),
+                None => return Err(CliError::new(exit::NOT_FOUND, format!("no document {key}"))),
             }
         }
         Command::Create {
@@ -412,7 +412,7 @@ fn check_import_site(cli: &Cli) -> Result<(), CliError> {
     };
     let Some(site) = &cli.site else {
         return Err(CliError::new(
-            2,
+            exit::USAGE,
             "import: name the site to write into with --site SITE (or $DOCSTORE_SITE), or \
              restore every line into its own site with --all-sites",
         ));
@@ -434,7 +434,7 @@ fn check_plain_import(cli: &Cli) -> Result<(), CliError> {
     };
     if id_field.is_empty() {
         return Err(CliError::new(
-            6,
+            exit::INVALID_ARGUMENT,
             "import --id-field: the field name is empty",
         ));
     }
@@ -459,7 +459,9 @@ async fn import_plain(
 /// A store error of a call on `key`, with the key in its message.
 fn in_key(err: docstore::Error, key: &Key) -> CliError {
     match err {
-        docstore::Error::NotFound { .. } => CliError::new(3, format!("no document {key}")),
+        docstore::Error::NotFound { .. } => {
+            CliError::new(exit::NOT_FOUND, format!("no document {key}"))
+        }
         err => CliError::from(err).context(key),
     }
 }
@@ -486,7 +488,7 @@ fn refuse_missing_sqlite(config: &Config) -> Result<(), CliError> {
         return Ok(());
     }
     Err(CliError::new(
-        1,
+        exit::FAILURE,
         format!(
             "no SQLite database at {}: only create, put, import and a batch that writes create a new one; check the \
              path (--store, --config or ${STORE_ENV})",
@@ -506,7 +508,7 @@ fn explain_missing_table(err: CliError, config: &Config) -> CliError {
         .as_ref()
         .map_or("?", |d| d.table.as_str());
     CliError::new(
-        1,
+        exit::FAILURE,
         format!(
             "the DynamoDB table `{table}` does not exist at this endpoint and region (or is not \
              active yet); create it with `docstore --store <the same URL> create-table`"
@@ -519,7 +521,7 @@ fn explain_missing_table(err: CliError, config: &Config) -> CliError {
 fn load_config(cli: &Cli) -> Result<Config, CliError> {
     match (&cli.store, &cli.config) {
         (Some(_), Some(_)) => Err(CliError::new(
-            2,
+            exit::USAGE,
             "--store and --config both choose the store: give one of them",
         )),
         (None, Some(path)) => config_file(path),
@@ -570,7 +572,7 @@ fn max_scan(config: &Config) -> Option<usize> {
 /// The usage error for a command whose input would be read from a terminal.
 fn missing_input(command: &str, what: &str) -> CliError {
     CliError::new(
-        2,
+        exit::USAGE,
         format!(
             "{command}: {what} is missing and standard input is a terminal; give it as an \
              argument, @FILE, or pipe it in (- or @- reads standard input)\n\n\
@@ -763,7 +765,7 @@ async fn run_query(
     if partial && !shape.allow_partial {
         out.flush()?;
         return Err(CliError::new(
-            11,
+            exit::PARTIAL_ANSWER,
             "the answer is partial (exhausted_scan): matches may be missing or out of order; \
              --allow-partial accepts partial answers with exit code 0",
         ));
@@ -866,7 +868,7 @@ fn finish(summary: Summary, out: &mut Out) -> Result<(), CliError> {
         return Ok(());
     }
     Err(CliError::new(
-        10,
+        exit::SKIPPED,
         format!(
             "{} lines of other sites and {} documents or lines were skipped (see \
              \"other_sites\" and \"skipped\")",
@@ -910,7 +912,7 @@ fn finish_live_copy(live: live_copy::LiveCopy, out: &mut Out) -> Result<(), CliE
     );
     if mismatched > 0 || !live.copy.skipped.is_empty() {
         return Err(CliError::new(
-            10,
+            exit::SKIPPED,
             format!(
                 "{mismatched} documents differ between the stores and {} were skipped (see \
                  \"mismatched\" and \"skipped\")",

@@ -5,7 +5,7 @@
 //! place that writes a single document.
 
 use crate::args::OnExisting;
-use crate::exit::CliError;
+use crate::exit::{self, CliError};
 use crate::record::Record;
 use crate::timefmt::TimeFormat;
 use docstore::batch::{self, MAX_BATCH_BYTES, MAX_BATCH_WRITES, key_bytes};
@@ -142,7 +142,7 @@ async fn walk_collection(
         let page = store.query(site, collection, &query).await?;
         if page.exhausted_scan {
             return Err(CliError::new(
-                1,
+                exit::FAILURE,
                 format!(
                     "the store stopped reading {collection} early; the walk would be incomplete"
                 ),
@@ -253,7 +253,7 @@ async fn restore_one(
         Err(Error::AlreadyExists) if on_existing == OnExisting::Fail => {
             let place = line.map(|l| format!("line {l}: ")).unwrap_or_default();
             return Err(CliError::new(
-                4,
+                exit::ALREADY_EXISTS,
                 format!("{place}{key} is already stored (--on-existing fail)"),
             ));
         }

@@ -1,7 +1,7 @@
 //! Commands over every site of a store: `sites`, `export --all-sites` and `fsck` without a
 //! site, all walking [`Store::sites`] (the sites holding a document, by name).
 
-use crate::exit::CliError;
+use crate::exit::{self, CliError};
 use crate::output::Out;
 use crate::timefmt::TimeFormat;
 use crate::transfer;
@@ -77,7 +77,7 @@ pub async fn fsck(
     if differ > 0 && !repair {
         out.flush()?;
         return Err(CliError::new(
-            12,
+            exit::COUNTERS_DIFFER,
             format!(
                 "{differ} collection counters disagree with the documents; \
                  `docstore fsck --repair` sets them to the true counts"
