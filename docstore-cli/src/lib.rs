@@ -28,9 +28,10 @@ pub use exit::{CliError, EXIT_CODES_HELP};
 pub use run::run;
 pub use timefmt::TimeFormat;
 
-/// Sends the library's `tracing` logs to standard error: warnings always (a DynamoDB query
-/// that stopped at `max_scan` says so) and the one line saying that a SQLite store waits for
-/// another process's lock, `-v` info, `-vv` debug, `-vvv` trace. `RUST_LOG`,
+/// Sends the library's `tracing` logs to standard error: warnings always and the one line
+/// saying that a SQLite store waits for another process's lock, `-v` info, `-vv` debug,
+/// `-vvv` trace (a DynamoDB query stopped at `max_scan` is the CLI's own warning; the
+/// library's line about it from `-v` on). `RUST_LOG`,
 /// when set, chooses instead (`warn`, `docstore_dynamodb=debug`, ...; target=level
 /// directives).
 pub fn init_logging(verbose: u8) {
@@ -53,12 +54,22 @@ pub fn init_logging(verbose: u8) {
                 None
             }
         });
-    // A wait for another process's SQLite lock is said (once) at every level.
+    // A wait for another process's SQLite lock is said (once) at every level. A DynamoDB
+    // query stopped at max_scan is said by the CLI itself (`warning: partial answer`), so the
+    // library's own line about it only from -v on: on a terminal it would say it twice.
+    let partial_answer_log = if verbose == 0 {
+        LevelFilter::OFF
+    } else {
+        level
+    };
     let filter = from_env.unwrap_or_else(|| {
-        Targets::new().with_default(level).with_target(
-            docstore_sqlite::LOCK_WAIT_TARGET,
-            level.max(LevelFilter::INFO),
-        )
+        Targets::new()
+            .with_default(level)
+            .with_target(
+                docstore_sqlite::LOCK_WAIT_TARGET,
+                level.max(LevelFilter::INFO),
+            )
+            .with_target(docstore_dynamodb::PARTIAL_ANSWER_TARGET, partial_answer_log)
     });
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)

@@ -8,6 +8,16 @@ use serde::Serialize;
 use serde_json::Value;
 use std::io::{BufWriter, IsTerminal, Write};
 
+/// Says `line` on standard error: the human sentence beside a JSON answer (an import's
+/// summary, a plan). When standard output and standard error are both the terminal, the JSON
+/// on the screen already says it, so it is not said twice; in a pipe (`| jq`) the person
+/// still reads it.
+pub fn say(line: impl std::fmt::Display) {
+    if !(std::io::stdout().is_terminal() && std::io::stderr().is_terminal()) {
+        eprintln!("{line}");
+    }
+}
+
 /// Standard output.
 pub struct Out {
     writer: BufWriter<Box<dyn Write>>,

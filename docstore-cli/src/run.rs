@@ -335,7 +335,7 @@ async fn execute(
             let mut query = parse_query(query.as_deref())?;
             query.consistent |= consistent;
             let plan = store.explain(site, &collection, &query).await?;
-            eprintln!("{plan}");
+            crate::output::say(&plan);
             out.value(&json!({
                 "index": plan.index,
                 "key_range": plan.key_range,
@@ -735,7 +735,7 @@ async fn run_query(
                 out.listed_document(document)?;
             }
         }
-        if page.exhausted_scan {
+        if page.exhausted_scan && !partial {
             partial = true;
             warn_partial(collection, shape.max_scan, &query);
         }
@@ -766,8 +766,8 @@ async fn run_query(
         out.flush()?;
         return Err(CliError::new(
             exit::PARTIAL_ANSWER,
-            "the answer is partial (exhausted_scan): matches may be missing or out of order; \
-             --allow-partial accepts partial answers with exit code 0",
+            "the answer is partial (exhausted_scan, see the warning above); --allow-partial \
+             accepts partial answers with exit code 0",
         ));
     }
     Ok(())
@@ -854,13 +854,13 @@ fn suggested_index(collection: &str, query: &Query) -> Option<String> {
 fn finish(summary: Summary, out: &mut Out) -> Result<(), CliError> {
     out.value(&summary)?;
     let other_sites: u64 = summary.other_sites.values().sum();
-    eprintln!(
+    crate::output::say(format_args!(
         "imported {}, replaced {}, already present {}, skipped {}",
         summary.imported,
         summary.replaced,
         summary.already_present,
         summary.skipped.len() as u64 + other_sites
-    );
+    ));
     if other_sites > 0 {
         eprintln!("{}", other_sites_message(&summary.other_sites));
     }
@@ -901,7 +901,7 @@ fn other_sites_message(other_sites: &std::collections::BTreeMap<String, u64>) ->
 fn finish_live_copy(live: live_copy::LiveCopy, out: &mut Out) -> Result<(), CliError> {
     out.value(&live)?;
     let mismatched = live.mismatched.len() as u64 + live.more_mismatched;
-    eprintln!(
+    crate::output::say(format_args!(
         "imported {}, already present {}, skipped {}; followed {} changes; verified {} \
          documents, {mismatched} differ",
         live.copy.imported,
@@ -909,7 +909,7 @@ fn finish_live_copy(live: live_copy::LiveCopy, out: &mut Out) -> Result<(), CliE
         live.copy.skipped.len(),
         live.followed,
         live.verified,
-    );
+    ));
     if mismatched > 0 || !live.copy.skipped.is_empty() {
         return Err(CliError::new(
             exit::SKIPPED,

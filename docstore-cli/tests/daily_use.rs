@@ -1,6 +1,7 @@
 //! Daily use of the command line (docs/contract.md, "The command line"): a query read from a
 //! file or standard input, `--consistent`, a store never copied onto itself, a config file's
-//! relative SQLite path, `index add`'s hint, subcommand help, batch positions.
+//! relative SQLite path, `index add`'s hint, subcommand help, batch positions, nothing said
+//! twice on a terminal.
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -381,4 +382,58 @@ fn a_wait_for_another_process_lock_is_said_once() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// `docstore ARGS` (site s) on a terminal: standard output and standard error both a
+/// pseudo-terminal, as `script` (util-linux) gives them; what the terminal showed.
+fn on_a_terminal(sandbox: &Sandbox, args: &[&str]) -> String {
+    let binary = assert_cmd::cargo::cargo_bin("docstore");
+    let mut line = vec![binary.display().to_string(), "--site".into(), "s".into()];
+    line.extend(
+        args.iter()
+            .map(|arg| format!("'{}'", arg.replace('\'', r"'\''"))),
+    );
+    let output = std::process::Command::new("script")
+        .current_dir(sandbox.dir.path())
+        .env_remove("DOCSTORE_URL")
+        .env_remove("DOCSTORE_SITE")
+        .args([
+            "--quiet",
+            "--return",
+            "--command",
+            &line.join(" "),
+            "/dev/null",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script (util-linux) runs");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n")
+}
+
+/// On a terminal an import's summary and a plan are shown once (the JSON); in a pipe the
+/// sentence on standard error is said as well, for the person watching.
+#[test]
+fn nothing_is_said_twice_on_a_terminal() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store_with_documents("t.db");
+    let lines = sandbox.run(&["--store", &store, "export"], 0).stdout;
+    let input = sandbox.path("in.jsonl");
+    std::fs::write(&input, lines).unwrap();
+    let import = ["--store", &store, "import", input.to_str().unwrap()];
+
+    let piped = sandbox.run(&import, 0);
+    let said = String::from_utf8_lossy(&piped.stderr);
+    assert!(said.contains("already present 3"), "{said}");
+    let shown = on_a_terminal(&sandbox, &import);
+    assert_eq!(shown.matches("already_present").count(), 1, "{shown}");
+    assert!(!shown.contains("already present 3"), "said twice: {shown}");
+
+    let explain = ["--store", &store, "explain", "t", "n = 1"];
+    let piped = sandbox.run(&explain, 0);
+    assert!(!piped.stderr.is_empty(), "the plan in words, in a pipe");
+    let shown = on_a_terminal(&sandbox, &explain);
+    let plan = String::from_utf8_lossy(&piped.stderr);
+    assert!(!shown.contains(plan.trim()), "said twice: {shown}");
+    assert!(shown.contains("estimated_reads"), "{shown}");
 }

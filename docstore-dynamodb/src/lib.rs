@@ -229,5 +229,6 @@ pub use aws_sdk_dynamodbstreams;
 pub use index::{IndexState, MAX_SLOTS, TableIndex};
 pub use index_admin::BuildProgress;
 pub use item::MAX_DOC_BYTES_LIMIT;
+pub use reads::PARTIAL_ANSWER_TARGET;
 pub use store::DynamoStore;
 pub use stream_admin::StreamEnabled;

@@ -8,6 +8,11 @@ use docstore::query::CompiledQuery;
 use docstore::{Key, Page, Result};
 use std::collections::HashMap;
 
+/// The `tracing` target of the warning that a query stopped at `max_scan` (its page has
+/// `exhausted_scan`), so that a caller reporting partial answers itself (the CLI) can turn
+/// this one off.
+pub const PARTIAL_ANSWER_TARGET: &str = "docstore_dynamodb::partial_answer";
+
 /// The smallest `Limit` of the first page of a filtered query in id order.
 const FIRST_FILTERED_PAGE: usize = 16;
 
@@ -142,6 +147,7 @@ impl DynamoStore {
         }
         if exhausted {
             tracing::warn!(
+                target: PARTIAL_ANSWER_TARGET,
                 site,
                 collection,
                 items = budget.items(),
