@@ -27,7 +27,7 @@ pub async fn run(
         _ => {
             if let IndexAction::List = action {
                 for index in database.indexes.declarations() {
-                    out.value(&declared(&index))?;
+                    out.line(&declared(&index))?;
                 }
                 return Ok(());
             }
@@ -42,7 +42,7 @@ pub async fn run(
     match action {
         IndexAction::List => {
             for index in store.list_indexes().await? {
-                out.value(&held(&index))?;
+                out.line(&held(&index))?;
             }
         }
         IndexAction::Add {

@@ -437,3 +437,27 @@ fn nothing_is_said_twice_on_a_terminal() {
     assert!(!shown.contains(plan.trim()), "said twice: {shown}");
     assert!(shown.contains("estimated_reads"), "{shown}");
 }
+
+/// A list of records is JSON lines on a terminal too (one record per line, as `export`,
+/// `fsck` and `watch` print); one answer is one JSON value.
+#[test]
+fn a_list_is_json_lines_on_a_terminal_too() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.path("app.toml");
+    std::fs::write(
+        &config,
+        "[database]\nbackend = \"sqlite\"\n[database.sqlite]\npath = \"app.db\"\n\
+         [[database.indexes]]\ncollection = \"t\"\nname = \"by_n\"\nfields = [\"n\"]\n\
+         [[database.indexes]]\ncollection = \"t\"\nname = \"by_m\"\nfields = [\"-m\"]\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    sandbox.run(&["--config", &config, "create", "t", "a", r#"{"n":1}"#], 0);
+    let shown = on_a_terminal(&sandbox, &["--config", &config, "index", "list"]);
+    let lines: Vec<Value> = shown
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {shown}")))
+        .collect();
+    assert_eq!(lines.len(), 2, "{shown}");
+    assert_eq!(lines[0]["name"], "by_n");
+}
