@@ -3,6 +3,18 @@
 
 use crate::exit::{CliError, INTERRUPTED};
 use std::future::Future as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Documents of this process's `import` or `copy` whose write is settled and counted in its
+/// summary: committed (written or replaced) or found stored already. What Ctrl-C reports, as a
+/// lower bound: batches committed while the command waited on its input are counted when it
+/// reads their answers.
+static SETTLED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one more document settled (see [`SETTLED`]); called once its batch is committed.
+pub fn settled_one() {
+    SETTLED.fetch_add(1, Ordering::Relaxed);
+}
 
 /// SQLite's message for `SQLITE_FULL`.
 const DISK_FULL: &str = "database or disk is full";
@@ -43,18 +55,21 @@ fn watch_ctrl_c(command: &'static str, ready: &std::sync::mpsc::Sender<()>) {
             std::task::Poll::Pending => signal.await.is_ok(),
         };
         if caught {
-            eprintln!("\n{}", interrupted_message(command));
+            let settled = SETTLED.load(Ordering::Relaxed);
+            eprintln!("\n{}", interrupted_message(command, settled));
             std::process::exit(INTERRUPTED);
         }
     });
 }
 
-/// What Ctrl-C during `command` (`import` or `copy`) leaves, and how to go on.
-fn interrupted_message(command: &str) -> String {
+/// What Ctrl-C during `command` (`import` or `copy`) leaves, `settled` documents in, and how
+/// to go on.
+fn interrupted_message(command: &str, settled: u64) -> String {
     format!(
-        "interrupted: {command} stopped. Every batch written so far is committed whole (a batch \
-         is written all or nothing: no document is half-written). Run the same {command} again \
-         to resume: what is stored already is skipped without a write"
+        "interrupted: {command} stopped with at least {settled} documents committed or found \
+         stored. Every batch written so far is committed whole (a batch is written all or \
+         nothing: no document is half-written). Run the same {command} again to resume: what \
+         is stored already is skipped without a write"
     )
 }
 
@@ -103,8 +118,11 @@ mod tests {
 
     #[test]
     fn an_interrupt_says_what_is_committed_and_how_to_resume() {
-        let said = interrupted_message("copy");
-        assert!(said.contains("committed"), "{said}");
+        let said = interrupted_message("copy", 1200);
+        assert!(
+            said.contains("with at least 1200 documents committed"),
+            "{said}"
+        );
         assert!(said.contains("Run the same copy again"), "{said}");
     }
 }

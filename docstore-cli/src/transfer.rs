@@ -186,6 +186,19 @@ pub async fn export(
     Ok(written)
 }
 
+impl Summary {
+    /// Counts what was done with one document, once its write is settled (and for Ctrl-C's
+    /// message, [`crate::interrupt::settled_one`]).
+    fn record(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Imported => self.imported += 1,
+            Outcome::Replaced => self.replaced += 1,
+            Outcome::AlreadyPresent => self.already_present += 1,
+        }
+        crate::interrupt::settled_one();
+    }
+}
+
 /// What [`write_one`] did with a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {
@@ -247,9 +260,7 @@ async fn restore_one(
     bar: &ProgressBar,
 ) -> Result<(), CliError> {
     match write_one(store, key, document, on_existing).await {
-        Ok(Outcome::Imported) => summary.imported += 1,
-        Ok(Outcome::Replaced) => summary.replaced += 1,
-        Ok(Outcome::AlreadyPresent) => summary.already_present += 1,
+        Ok(outcome) => summary.record(outcome),
         Err(Error::AlreadyExists) if on_existing == OnExisting::Fail => {
             let place = line.map(|l| format!("line {l}: ")).unwrap_or_default();
             return Err(CliError::new(
@@ -766,13 +777,13 @@ impl Pending<'_> {
         bar: &ProgressBar,
     ) -> Result<(), CliError> {
         if written {
-            summary.imported += 1;
+            summary.record(Outcome::Imported);
             return Ok(());
         }
         if let Found::Stored(stored) = &found
             && leaves_stored(self.store, key, document, stored, self.on_existing)
         {
-            summary.already_present += 1;
+            summary.record(Outcome::AlreadyPresent);
             return Ok(());
         }
         restore_one(
