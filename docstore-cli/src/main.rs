@@ -2,7 +2,8 @@
 
 use clap::FromArgMatches;
 
-#[tokio::main(flavor = "current_thread")]
+// Several threads: an import's batches are written while it waits for its input.
+#[tokio::main]
 async fn main() {
     let matches = docstore_cli::args::command().get_matches();
     let cli = docstore_cli::args::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());

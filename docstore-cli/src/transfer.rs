@@ -464,8 +464,29 @@ fn leaves_stored(
     }
 }
 
-/// A batch's `write_all` under way, polled in the importing task.
+/// A batch's `write_all` under way in a task of its own, awaited by the importing task.
 type Sending<'s> = Pin<Box<dyn Future<Output = Sent> + Send + 's>>;
+
+/// A batch task's answer; a panic in the task goes on in the importing task.
+fn joined(answer: Result<Sent, tokio::task::JoinError>) -> Sent {
+    match answer {
+        Ok(sent) => sent,
+        // Tasks are never aborted: only a panic ends one early.
+        Err(err) => std::panic::resume_unwind(err.into_panic()),
+    }
+}
+
+/// Reads one line of the import's input into `bytes`. On a multi-threaded runtime the wait
+/// is off the runtime's workers ([`tokio::task::block_in_place`]), so the batches in flight
+/// are written meanwhile.
+fn read_line(input: &mut dyn BufRead, bytes: &mut Vec<u8>) -> std::io::Result<usize> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let mut read = || input.read_until(b'\n', bytes);
+    match Handle::try_current().map(|runtime| runtime.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
+        _ => read(),
+    }
+}
 
 /// A batch handed to the store, in input order.
 struct InFlight<'s> {
@@ -658,11 +679,15 @@ impl<'s> Pending<'s> {
             *self.keys_in_flight.entry(write.key().clone()).or_default() += 1;
         }
         let state = if writes.len() > 1 {
-            let (store, resuming) = (self.store, self.resuming.clone());
+            let (store, resuming) = (self.store.clone(), self.resuming.clone());
             let on_existing = self.on_existing;
-            State::Sending(Box::pin(async move {
-                write_batch(store, writes, on_existing, &resuming).await
-            }))
+            // A task of its own: it goes on while the importing task waits for its input
+            // (an input that stalls, like `tail -f`, leaves no batch sent and unwritten).
+            let task =
+                tokio::spawn(
+                    async move { write_batch(&store, writes, on_existing, &resuming).await },
+                );
+            State::Sending(Box::pin(async move { joined(task.await) }))
         } else {
             State::Sent(Sent::unsent(writes))
         };
@@ -742,9 +767,14 @@ impl<'s> Pending<'s> {
             let batch::Write::Restore { key, document } = write else {
                 unreachable!("only restores are queued")
             };
-            let written = in_write_all && written;
-            self.settle_write(key, document, found, written, line, summary, bar)
-                .await?;
+            let settled = SettledWrite {
+                key,
+                document,
+                found,
+                written: in_write_all && written,
+                line,
+            };
+            self.settle_write(settled, summary, bar).await?;
         }
         for write in &sent.writes {
             if let Some(count) = self.keys_in_flight.get_mut(write.key()) {
@@ -761,21 +791,35 @@ impl<'s> Pending<'s> {
     }
 }
 
+/// One write of a settled batch and what its batch learned of it.
+struct SettledWrite<'a> {
+    key: &'a Key,
+    document: &'a Document,
+    /// What the batch's read found at the key ([`Found::Unknown`] when it read nothing).
+    found: Found,
+    /// Whether the batch's `write_all` wrote it.
+    written: bool,
+    /// Its input line (import only).
+    line: Option<u64>,
+}
+
 impl Pending<'_> {
     /// Counts one write of a settled batch: imported when its `write_all` wrote it, already
     /// present when what was read before says the write would leave the stored document as
     /// it is ([`leaves_stored`]), and otherwise written on its own ([`restore_one`]).
-    #[allow(clippy::too_many_arguments)]
     async fn settle_write(
         &self,
-        key: &Key,
-        document: &Document,
-        found: Found,
-        written: bool,
-        line: Option<u64>,
+        write: SettledWrite<'_>,
         summary: &mut Summary,
         bar: &ProgressBar,
     ) -> Result<(), CliError> {
+        let SettledWrite {
+            key,
+            document,
+            found,
+            written,
+            line,
+        } = write;
         if written {
             summary.record(Outcome::Imported);
             return Ok(());
@@ -848,9 +892,8 @@ async fn import_in_batches(
     let mut bytes = Vec::new();
     loop {
         bytes.clear();
-        let read = input
-            .read_until(b'\n', &mut bytes)
-            .map_err(|e| CliError::io("reading the import", e))?;
+        let read =
+            read_line(input, &mut bytes).map_err(|e| CliError::io("reading the import", e))?;
         if read == 0 {
             break;
         }

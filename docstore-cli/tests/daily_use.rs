@@ -299,22 +299,22 @@ fn ctrl_c_during_an_import_says_what_is_committed_and_how_to_resume() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let lines: String = (0..300).map(line).collect();
+    let lines: String = (0..350).map(line).collect();
     stdin.write_all(lines.as_bytes()).unwrap();
     stdin.flush().unwrap();
-    // Wait until some lines are committed; the import then waits for more input.
+    // The import waits for more input with three full batches of 100 sent: they are written
+    // meanwhile (the last 50 lines wait for their batch to fill or the input to end).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let count = sandbox.cmd(&["--store", &store, "count"]).output().unwrap();
-        if String::from_utf8_lossy(&count.stdout)
-            .trim()
-            .parse::<u64>()
-            .unwrap_or(0)
-            > 0
-        {
+        let count = String::from_utf8_lossy(&count.stdout).trim().parse::<u64>();
+        if count.as_ref().is_ok_and(|&count| count >= 300) {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "nothing was imported");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the batches sent were not written while the input stalled: {count:?} stored"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let pid = child.id().to_string();
@@ -343,7 +343,7 @@ fn ctrl_c_during_an_import_says_what_is_committed_and_how_to_resume() {
     // Run again, it finishes the import.
     sandbox.run_with(&["--store", &store, "import"], &lines, 0);
     let count = sandbox.run(&["--store", &store, "count"], 0);
-    assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "300");
+    assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "350");
 }
 
 #[test]
