@@ -1,4 +1,4 @@
-//! The command line, round two (issue 20): output that stays parseable on failure, `import
+//! The command line, round two (docs/contract.md, "The command line"): output that stays parseable on failure, `import
 //! --site` checked up front, read-only stores, honest hints and checks, plain JSON in.
 
 use assert_cmd::Command;
