@@ -292,6 +292,8 @@ macro_rules! __front_end_cases {
             streams: [
                 streams_give_every_match_in_order,
                 streams_are_exact_under_writes_between_pages,
+                streams_resume_from_their_cursor,
+                a_sorted_walk_yields_each_document_once_in_its_latest_version,
                 counts_of_a_collection_and_of_a_filter,
             ],
             typed: [

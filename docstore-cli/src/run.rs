@@ -14,6 +14,7 @@ use docstore::document::MAX_DEPTH;
 use docstore::feed::FeedScope;
 use docstore::json;
 use docstore::{ChangeCursor, Data, FeedStart, Filter, Key, Query, Store};
+use futures_util::TryStreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, IsTerminal, Read};
@@ -339,6 +340,8 @@ async fn execute(
             out.value(&json!({
                 "index": plan.index,
                 "key_range": plan.key_range,
+                "reading": plan.reading.name(),
+                "walk": if plan.walk_sorts_once() { "sorts_once" } else { "page_by_page" },
                 "estimated_reads": plan.estimated_reads,
                 "read_limit": plan.read_limit,
                 "strongly_consistent": plan.strongly_consistent,
@@ -708,48 +711,89 @@ struct QueryOutput {
     max_scan: Option<usize>,
 }
 
-/// Prints one page, or every page as it arrives (`--all`): memory holds one page at a time.
+/// Prints one page, or every match as it arrives (`--all`, see [`run_walk`]).
 ///
-/// The first page is read before anything is printed, so every check of the query (limit,
-/// cursor, collection, filter) fails with nothing on standard output. A later page that
-/// fails closes the printed object with `"error"` and, in `next`, the cursor to resume at.
+/// The page is read before anything is printed, so every check of the query (limit,
+/// cursor, collection, filter) fails with nothing on standard output.
 async fn run_query(
     store: &Store,
     site: &str,
     collection: &str,
-    mut query: Query,
+    query: Query,
     shape: QueryOutput,
     out: &mut Out,
 ) -> Result<(), CliError> {
-    let first = store.query(site, collection, &query).await?;
+    if shape.all {
+        return run_walk(store, site, collection, query, shape, out).await;
+    }
+    let page = store.query(site, collection, &query).await?;
+    if page.exhausted_scan {
+        warn_partial(collection, shape.max_scan, &query);
+    }
+    if shape.jsonl {
+        for document in &page.documents {
+            out.document_line(document)?;
+        }
+        if let Some(next) = &page.next {
+            out.flush()?;
+            eprintln!("next page: --cursor {}", next.as_str());
+        }
+    } else {
+        out.begin_documents()?;
+        for document in &page.documents {
+            out.listed_document(document)?;
+        }
+        out.end_documents(page.next.as_ref(), page.exhausted_scan, None)?;
+    }
+    partial_exit(page.exhausted_scan, &shape, out)
+}
+
+/// `query --all`: every match through the store's walk ([`Store::stream`]: page by page, or
+/// sorted once when the plan sorts in memory), printed as it comes; memory holds a page.
+///
+/// The first match (or the end) is read before anything is printed, so every check of the
+/// query fails with nothing on standard output. A later failure closes the printed object
+/// with `"error"` and, in `next`, the cursor to resume at.
+async fn run_walk(
+    store: &Store,
+    site: &str,
+    collection: &str,
+    query: Query,
+    shape: QueryOutput,
+    out: &mut Out,
+) -> Result<(), CliError> {
+    let page_size = query.limit.unwrap_or(ALL_PAGE);
+    let mut walk = store.stream(site, collection, &query);
+    let mut item = walk.try_next().await;
+    if let Err(err) = &item
+        && !matches!(err, docstore::Error::PartialAnswer(_))
+    {
+        return Err(CliError::from(item.unwrap_err()));
+    }
     if !shape.jsonl {
         out.begin_documents()?;
     }
+    let mut printed = 0usize;
     let mut partial = false;
-    let mut page = first;
-    let (next, failed) = loop {
-        for document in &page.documents {
-            if shape.jsonl {
-                out.document_line(document)?;
-            } else {
-                out.listed_document(document)?;
+    let failed = loop {
+        match item {
+            Ok(Some(document)) if shape.jsonl => out.document_line(&document)?,
+            Ok(Some(document)) => out.listed_document(&document)?,
+            Ok(None) => break None,
+            Err(docstore::Error::PartialAnswer(_)) => {
+                partial = true;
+                warn_partial(collection, shape.max_scan, &query);
+                break None;
             }
+            Err(err) => break Some(CliError::from(err)),
         }
-        if page.exhausted_scan && !partial {
-            partial = true;
-            warn_partial(collection, shape.max_scan, &query);
+        printed += 1;
+        if printed.is_multiple_of(page_size) {
+            out.flush()?;
         }
-        let stop = !shape.all || (page.exhausted_scan && !shape.allow_partial);
-        match page.next {
-            Some(next) if !stop => query.cursor = Some(next),
-            next => break (next, None),
-        }
-        out.flush()?;
-        match store.query(site, collection, &query).await {
-            Ok(next_page) => page = next_page,
-            Err(err) => break (query.cursor.take(), Some(CliError::from(err))),
-        }
+        item = walk.try_next().await;
     };
+    let next = failed.as_ref().and_then(|_| walk.resume_cursor());
     if shape.jsonl {
         if let Some(next) = &next {
             out.flush()?;
@@ -762,6 +806,11 @@ async fn run_query(
     if let Some(err) = failed {
         return Err(err);
     }
+    partial_exit(partial, &shape, out)
+}
+
+/// The partial-answer exit (unless `--allow-partial`) once the answer is printed.
+fn partial_exit(partial: bool, shape: &QueryOutput, out: &mut Out) -> Result<(), CliError> {
     if partial && !shape.allow_partial {
         out.flush()?;
         return Err(CliError::new(

@@ -12,6 +12,7 @@
 //! would read and sort its whole range on every page never wins over the scan in id order.
 
 use crate::store::DynamoStore;
+use docstore::index::Reading;
 use docstore::query::CompiledQuery;
 use docstore::{Explain, Result};
 
@@ -45,8 +46,8 @@ impl DynamoStore {
         );
         let explain = match &choice.plan {
             Some(plan) => {
-                let reads = choice.estimates.first().and_then(|e| e.reads);
-                Explain::index(plan, reads, false)
+                let chosen = &choice.estimates[0];
+                Explain::index(plan, chosen.reading, chosen.reads, false)
             }
             None => describe(query, size, self.max_scan as u64),
         };
@@ -74,6 +75,7 @@ fn describe(query: &CompiledQuery, size: u64, max_scan: u64) -> Explain {
                         "ascending"
                     }
                 ),
+                Reading::StopsAtPage,
                 Some(reads),
                 true,
             )
@@ -83,6 +85,7 @@ fn describe(query: &CompiledQuery, size: u64, max_scan: u64) -> Explain {
                 "strongly consistent Query on pk in id order, at most {max_scan} items and \
                  64 MiB, sorted in memory"
             ),
+            Reading::SortsCollection,
             Some(size.min(max_scan)),
             true,
         )

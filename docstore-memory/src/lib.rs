@@ -31,7 +31,7 @@ use docstore::batch::{self, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::document::{check_size, merged_fits};
 use docstore::driver::{Driver, Origin};
 use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
-use docstore::index::{CompiledIndex, Step};
+use docstore::index::{CompiledIndex, Reading, Step};
 use docstore::query::CompiledQuery;
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
@@ -585,7 +585,8 @@ impl Driver for MemoryStore {
         let choice = choose(&self.options.indexes, collection, compiled, docs);
         let reads = choice.estimates.first().and_then(|e| e.reads);
         if let Some(plan) = &choice.plan {
-            return Ok(Explain::index(plan, reads, true).with_choice(&choice));
+            let reading = choice.estimates[0].reading;
+            return Ok(Explain::index(plan, reading, reads, true).with_choice(&choice));
         }
         let explain = match compiled.id_order() {
             Some(descending) => Explain::scan(
@@ -602,10 +603,16 @@ impl Driver for MemoryStore {
                         ""
                     }
                 ),
+                Reading::StopsAtPage,
                 reads,
                 true,
             ),
-            None => Explain::scan("the whole collection, sorted in memory", reads, true),
+            None => Explain::scan(
+                "the whole collection, sorted in memory",
+                Reading::SortsCollection,
+                reads,
+                true,
+            ),
         };
         Ok(explain.with_choice(&choice))
     }

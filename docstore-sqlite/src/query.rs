@@ -139,7 +139,8 @@ impl Plan {
             }
             _ => "the whole collection, sorted in memory".to_owned(),
         };
-        docstore::Explain::scan(how, reads, true)
+        let reading = docstore::index::Reading::of_scan(&self.compiled);
+        docstore::Explain::scan(how, reading, reads, true)
     }
 
     /// Runs the statement and lets the reference evaluator sort and cut the page.

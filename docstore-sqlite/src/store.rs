@@ -111,9 +111,9 @@ impl SqliteStore {
         })
     }
 
-    /// How many document rows this store's queries have read since it opened, matching or
-    /// not (one addition per query): what pages cost, for tests and benchmarks that count
-    /// reads rather than time them.
+    /// How many document rows this store's queries and `get_many` calls have read since it
+    /// opened, matching or not (one addition per call): what pages and walks cost, for tests
+    /// and benchmarks that count reads rather than time them.
     pub fn documents_read(&self) -> u64 {
         self.inner.documents_read.load(Ordering::Relaxed)
     }
@@ -569,8 +569,12 @@ impl Driver for SqliteStore {
     /// One read transaction on one connection: the answer is one snapshot.
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         let keys = keys.to_vec();
-        self.read(move |conn| crate::batch::load_many(conn, &keys))
-            .await
+        let found = self
+            .read(move |conn| crate::batch::load_many(conn, &keys))
+            .await?;
+        let rows = found.iter().flatten().count() as u64;
+        self.inner.documents_read.fetch_add(rows, Ordering::Relaxed);
+        Ok(found)
     }
 
     /// One immediate transaction: the writes in order, the counters through the same
@@ -639,7 +643,8 @@ impl Driver for SqliteStore {
             let reads = choice.estimates.first().and_then(|e| e.reads);
             let explain = match &choice.plan {
                 Some(index_plan) => {
-                    let mut explain = Explain::index(index_plan, reads, true);
+                    let reading = choice.estimates[0].reading;
+                    let mut explain = Explain::index(index_plan, reading, reads, true);
                     explain.key_range = format!(
                         "{} (SQLite: {})",
                         explain.key_range,

@@ -28,11 +28,14 @@ pub struct Page {
 /// ```
 /// use docstore::Explain;
 ///
-/// let plan = Explain::scan("whole collection, in id order", Some(120), true);
+/// use docstore::index::Reading;
+///
+/// let plan = Explain::scan("whole collection, in id order", Reading::StopsAtPage, Some(120), true);
 /// assert_eq!(plan.index, None);
 /// assert_eq!(
 ///     plan.to_string(),
-///     "scan: whole collection, in id order; reads about 120 documents; strongly consistent"
+///     "scan: whole collection, in id order; reads in the query's order and stops at the page; \
+///      reads about 120 documents; strongly consistent"
 /// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +46,11 @@ pub struct Explain {
     /// What is read: the key ranges of the index (pinned values, range, direction, cursor) or
     /// how the collection is scanned.
     pub key_range: String,
+    /// How the chosen plan reads: in the query's order, stopping at the page, or a range or
+    /// the whole collection sorted in memory for every page. A walk of every page
+    /// ([`Store::stream`](crate::Store::stream)) of a plan that sorts reads the matches once
+    /// and sorts them once instead (`docs/contract.md`, "Walks").
+    pub reading: crate::index::Reading,
     /// About how many documents the query reads (items, rows or entries): the page and what
     /// the filter skips for a served query, the collection for a scan. `None` when the
     /// backend cannot tell without reading.
@@ -64,12 +72,14 @@ impl Explain {
     /// A scan, described by `how`.
     pub fn scan(
         how: impl Into<String>,
+        reading: crate::index::Reading,
         estimated_reads: Option<u64>,
         strongly_consistent: bool,
     ) -> Self {
         Explain {
             index: None,
             key_range: how.into(),
+            reading,
             estimated_reads,
             read_limit: None,
             strongly_consistent,
@@ -78,9 +88,10 @@ impl Explain {
         }
     }
 
-    /// A query served by an index, as `plan` describes it.
+    /// A query served by an index, as `plan` describes it, reading as `reading` says.
     pub fn index(
         plan: &crate::index::IndexPlan,
+        reading: crate::index::Reading,
         estimated_reads: Option<u64>,
         strongly_consistent: bool,
     ) -> Self {
@@ -91,6 +102,7 @@ impl Explain {
             } else {
                 plan.description.clone()
             },
+            reading,
             estimated_reads,
             read_limit: None,
             strongly_consistent,
@@ -109,6 +121,14 @@ impl Explain {
         self
     }
 
+    /// Whether a walk of every page ([`Store::stream`](crate::Store::stream)) reads the
+    /// matches once and sorts them once, because the plan sorts in memory (its
+    /// [`reading`](Self::reading) is not [`Reading::StopsAtPage`](crate::index::Reading)):
+    /// page by page, it would read and sort again for every page.
+    pub fn walk_sorts_once(&self) -> bool {
+        self.reading != crate::index::Reading::StopsAtPage
+    }
+
     /// Sets [`read_limit`](Self::read_limit).
     pub fn with_read_limit(mut self, read_limit: Option<u64>) -> Self {
         self.read_limit = read_limit;
@@ -123,6 +143,10 @@ impl std::fmt::Display for Explain {
         match &self.index {
             Some(name) => write!(f, "index {name}: {}", self.key_range)?,
             None => write!(f, "scan: {}", self.key_range)?,
+        }
+        write!(f, "; {}", self.reading)?;
+        if self.walk_sorts_once() {
+            f.write_str(" (a walk of every page reads and sorts the matches once)")?;
         }
         if let Some(n) = self.estimated_reads {
             write!(f, "; reads about {n} documents")?;

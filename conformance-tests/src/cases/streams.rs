@@ -115,6 +115,93 @@ pub async fn streams_are_exact_under_writes_between_pages(h: &dyn Harness) {
     }
 }
 
+/// A stream says where it stands: a stream of the same query from its resume cursor yields
+/// exactly the rest, in a walk page by page (id order) and in a sorted one (an order no index
+/// follows).
+pub async fn streams_resume_from_their_cursor(h: &dyn Harness) {
+    let (ctx, docs) = fixture(h, "resume", 23).await;
+    for query in [
+        Query::new().limit(4),
+        Query::new().order_by_desc("n").limit(4),
+        Query::new()
+            .filter(Filter::eq("even", true))
+            .order_by("n")
+            .limit(3),
+    ] {
+        let whole = Query {
+            limit: None,
+            ..query.clone()
+        };
+        let expected = docstore::query::evaluate(&docs, &whole).unwrap().documents;
+        let mut stream = ctx.store.stream(&ctx.site, "s", &query);
+        assert_eq!(stream.resume_cursor(), None, "{query:?}");
+        let mut walked = Vec::new();
+        for _ in 0..5 {
+            walked.push(stream.try_next().await.unwrap().unwrap());
+        }
+        let cursor = stream.resume_cursor();
+        drop(stream);
+        assert!(cursor.is_some(), "{query:?}");
+        // A page query takes the same cursor.
+        let page = ctx
+            .store
+            .query(&ctx.site, "s", &query.clone().after(cursor.clone()))
+            .await
+            .unwrap();
+        assert_eq!(page.documents[..], expected[5..5 + page.documents.len()]);
+        let rest: Vec<Document> = ctx
+            .store
+            .stream(&ctx.site, "s", &query.clone().after(cursor))
+            .try_collect()
+            .await
+            .unwrap();
+        walked.extend(rest);
+        assert_eq!(walked, expected, "{query:?}");
+    }
+}
+
+/// A sorted walk (an order no index follows) orders by the values its matches had when it
+/// read them and yields each document in its latest version: one whose sort value changes
+/// during the walk still comes exactly once; one deleted or changed out of the filter does
+/// not come.
+pub async fn a_sorted_walk_yields_each_document_once_in_its_latest_version(h: &dyn Harness) {
+    let (ctx, docs) = fixture(h, "sorted", 20).await;
+    let query = Query::new()
+        .filter(Filter::eq("even", true))
+        .order_by("n")
+        .limit(2);
+    let whole = Query {
+        limit: None,
+        ..query.clone()
+    };
+    let expected = docstore::query::evaluate(&docs, &whole).unwrap().documents;
+    let plan = ctx.store.explain(&ctx.site, "s", &query).await.unwrap();
+    assert!(plan.walk_sorts_once(), "{plan}");
+    let mut stream = ctx.store.stream(&ctx.site, "s", &query);
+    let first = stream.try_next().await.unwrap().unwrap();
+    assert_eq!(first, expected[0]);
+    // The last match moves before the first; the one before it leaves the filter; another
+    // is deleted.
+    let n = expected.len();
+    let moved = ctx.key("s", &expected[n - 1].id);
+    let moved_doc = ctx
+        .store
+        .update(&moved, &obj(json!({"n": -1})), "")
+        .await
+        .unwrap();
+    let left = ctx.key("s", &expected[n - 2].id);
+    ctx.store
+        .update(&left, &obj(json!({"even": false})), "")
+        .await
+        .unwrap();
+    let deleted = ctx.key("s", &expected[n - 3].id);
+    ctx.store.delete(&deleted).await.unwrap();
+    let rest: Vec<Document> = stream.try_collect().await.unwrap();
+    let mut want: Vec<Document> = expected[1..n - 3].to_vec();
+    want.push(moved_doc);
+    assert_eq!(rest, want);
+}
+
 /// A collection's count comes from its counter; a filter's count from its matches.
 pub async fn counts_of_a_collection_and_of_a_filter(h: &dyn Harness) {
     let (ctx, docs) = fixture(h, "counts", 13).await;

@@ -10,6 +10,7 @@ mod call;
 mod collection;
 mod feed;
 mod site;
+mod sorted;
 mod stream;
 
 pub use call::WriteCall;

@@ -1,13 +1,16 @@
-//! Every match of a query as a `Stream`, page by page.
+//! Every match of a query as a `Stream`: page by page when the plan reads in the query's
+//! order, sorted once ([`sorted`](super::sorted)) when it sorts in memory.
 
 use super::Store;
+use super::sorted::SortedWalk;
 use crate::document::Document;
-use crate::query::{Cursor, Query};
+use crate::query::{CompiledQuery, Cursor, Query, SortPosition};
 use crate::{Error, Result};
 use futures_core::Stream;
 use futures_util::stream::{self, BoxStream, StreamExt};
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 /// The page size of a walk whose query sets no `limit`: large enough that the round trips
@@ -15,26 +18,41 @@ use std::task::{Context, Poll};
 pub const DEFAULT_STREAM_PAGE: usize = 1000;
 
 /// Every document matching a query, in the query's order: a [`Stream`] of
-/// `Result<Document>` that reads one page at a time (the query's `limit` is the page size,
-/// [`DEFAULT_STREAM_PAGE`] when it has none), so memory stays bounded by a page whatever the
-/// number of matches. It starts at the query's cursor, if any.
+/// `Result<Document>` that starts at the query's cursor, if any, and reads a page at a time
+/// (the query's `limit` is the page size, [`DEFAULT_STREAM_PAGE`] when it has none).
 ///
-/// Like a walk by hand with cursors, it sees every document present for the whole walk once,
-/// in order, while others write between pages. An error ends the stream after it is yielded:
-/// a failed page read, or [`Error::PartialAnswer`] when the backend could not answer a page
-/// exactly (its matches so far are yielded first) — a walk never ends short silently.
+/// **Cost.** When the plan reads in the query's order ([`Explain::reading`] is
+/// `StopsAtPage`: id order, or an index in the query's order), the walk reads page after page,
+/// each where the last one stopped. When the plan sorts in memory (another order, with no
+/// index following it), reading page by page would read and sort every match again for each
+/// page; the walk instead reads the matches once in id order, keeps only their sort values and
+/// ids, sorts those once, and then reads the documents a page at a time by id. Memory stays
+/// bounded by a page of documents plus, for a sorted walk, the matches' sort values.
+///
+/// **While others write**, every document present for the whole walk comes exactly once, and
+/// none twice. A walk page by page follows the documents' current values; a sorted walk orders
+/// by the values the matches had when it read them, and yields each in its latest version
+/// (skipping it when it no longer matches or was deleted).
+///
+/// **Errors** end the stream after they are yielded: a failed read, or
+/// [`Error::PartialAnswer`] when the backend could not answer exactly (its matches so far are
+/// yielded first) — a walk never ends short silently. [`resume_cursor`](Self::resume_cursor)
+/// says where to start again.
+///
+/// [`Explain::reading`]: crate::Explain::reading
 ///
 /// ```
 /// use futures_util::TryStreamExt;
 ///
 /// # async fn demo(store: &docstore::Store) -> docstore::Result<()> {
-/// let query = docstore::Query::parse(r#"status = "open""#)?;
+/// let query = docstore::Query::parse(r#"status = "open" order by score desc"#)?;
 /// let open: Vec<docstore::Document> = store.stream("acme", "tickets", &query).try_collect().await?;
 /// # Ok(())
 /// # }
 /// ```
 pub struct DocumentStream {
     inner: BoxStream<'static, Result<Document>>,
+    progress: Option<Arc<Progress>>,
 }
 
 impl std::fmt::Debug for DocumentStream {
@@ -43,7 +61,44 @@ impl std::fmt::Debug for DocumentStream {
     }
 }
 
-/// What the walk does once its buffered page is yielded.
+/// Where a walk stands: the position of the last document it yielded, in the query's order.
+pub(super) struct Progress {
+    query: CompiledQuery,
+    last: Mutex<Option<SortPosition>>,
+}
+
+impl Progress {
+    /// Records the position of the document about to be yielded.
+    pub(super) fn passed(&self, position: SortPosition) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(position);
+    }
+
+    /// Records `doc`'s current position.
+    fn passed_document(&self, doc: &Document) {
+        self.passed(self.query.position(doc));
+    }
+
+    pub(super) fn query(&self) -> &CompiledQuery {
+        &self.query
+    }
+
+    fn cursor(&self) -> Option<Cursor> {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        last.as_ref().map(|position| self.query.cursor_at(position))
+    }
+}
+
+/// What a walk reads: one collection of one site, with the query whose matches it yields.
+#[derive(Clone)]
+pub(super) struct Source {
+    pub(super) store: Store,
+    pub(super) site: String,
+    pub(super) collection: String,
+    /// The query, its cursor taken out and its page size set.
+    pub(super) query: Query,
+}
+
+/// What a page walk does once its buffered page is yielded.
 enum Next {
     /// Reads the page starting after this cursor (`None`: from the query's start).
     Read(Option<Cursor>),
@@ -53,25 +108,31 @@ enum Next {
     Done,
 }
 
-struct Walk {
-    store: Store,
-    site: String,
-    collection: String,
-    query: Query,
+/// A walk page by page, each page starting at the cursor of the one before.
+pub(super) struct PageWalk {
+    source: Source,
     page: VecDeque<Document>,
     next: Next,
 }
 
-impl Walk {
+impl PageWalk {
+    pub(super) fn new(source: Source, start: Option<Cursor>) -> Self {
+        PageWalk {
+            source,
+            page: VecDeque::new(),
+            next: Next::Read(start),
+        }
+    }
+
     /// The next item, reading a page when the buffered one is used up.
-    async fn step(mut self) -> Option<(Result<Document>, Walk)> {
+    pub(super) async fn step(mut self) -> Option<(Result<Document>, PageWalk)> {
         loop {
             if let Some(doc) = self.page.pop_front() {
                 return Some((Ok(doc), self));
             }
             match std::mem::replace(&mut self.next, Next::Done) {
                 Next::Done => return None,
-                Next::Partial => return Some((Err(self.partial()), self)),
+                Next::Partial => return Some((Err(partial(&self.source)), self)),
                 Next::Read(cursor) => {
                     if let Err(err) = self.read(cursor).await {
                         return Some((Err(err), self));
@@ -82,10 +143,11 @@ impl Walk {
     }
 
     async fn read(&mut self, cursor: Option<Cursor>) -> Result<()> {
-        self.query.cursor = cursor;
-        let page = self
+        let source = &mut self.source;
+        source.query.cursor = cursor;
+        let page = source
             .store
-            .query(&self.site, &self.collection, &self.query)
+            .query(&source.site, &source.collection, &source.query)
             .await?;
         self.page = page.documents.into();
         self.next = match (page.exhausted_scan, page.next) {
@@ -96,30 +158,88 @@ impl Walk {
         Ok(())
     }
 
-    fn partial(&self) -> Error {
-        Error::PartialAnswer(format!(
-            "the backend stopped reading {}/{} before it had seen every document; the \
-             matches yielded so far are right, others may be missing",
-            self.site, self.collection
-        ))
+    pub(super) fn into_stream(self) -> BoxStream<'static, Result<Document>> {
+        stream::unfold(self, PageWalk::step).boxed()
     }
+}
+
+/// The error that ends a walk the backend could not answer exactly.
+pub(super) fn partial(source: &Source) -> Error {
+    Error::PartialAnswer(format!(
+        "the backend stopped reading {}/{} before it had seen every document; the matches \
+         yielded so far are right, others may be missing",
+        source.site, source.collection
+    ))
+}
+
+/// The walk `query` needs: page by page in id order without asking; otherwise as the plan
+/// says ([`Explain::walk_sorts_once`](crate::Explain::walk_sorts_once)).
+async fn choose_walk(
+    source: Source,
+    start: Option<Cursor>,
+    progress: Arc<Progress>,
+) -> BoxStream<'static, Result<Document>> {
+    let sorts_once = if progress.query.id_order().is_some() {
+        false
+    } else {
+        match source
+            .store
+            .explain(&source.site, &source.collection, &source.query)
+            .await
+        {
+            Ok(plan) => plan.walk_sorts_once(),
+            Err(err) => return stream::once(async { Err(err) }).boxed(),
+        }
+    };
+    if sorts_once {
+        return SortedWalk::new(source, progress).into_stream();
+    }
+    PageWalk::new(source, start)
+        .into_stream()
+        .map(move |item| {
+            if let Ok(doc) = &item {
+                progress.passed_document(doc);
+            }
+            item
+        })
+        .boxed()
 }
 
 impl DocumentStream {
     pub(crate) fn new(store: Store, site: &str, collection: &str, mut query: Query) -> Self {
-        let cursor = query.cursor.take();
         query.limit = Some(query.limit.unwrap_or(DEFAULT_STREAM_PAGE));
-        let walk = Walk {
+        let compiled = match query.compile_for(site, collection) {
+            Ok(compiled) => compiled,
+            Err(err) => {
+                return DocumentStream {
+                    inner: stream::once(async { Err(err) }).boxed(),
+                    progress: None,
+                };
+            }
+        };
+        let start = query.cursor.take();
+        let progress = Arc::new(Progress {
+            query: compiled,
+            last: Mutex::new(None),
+        });
+        let source = Source {
             store,
             site: site.to_owned(),
             collection: collection.to_owned(),
             query,
-            page: VecDeque::new(),
-            next: Next::Read(cursor),
         };
+        let walk = choose_walk(source, start, Arc::clone(&progress));
         DocumentStream {
-            inner: stream::unfold(walk, Walk::step).boxed(),
+            inner: stream::once(walk).flatten().boxed(),
+            progress: Some(progress),
         }
+    }
+
+    /// The cursor after the last document this stream yielded (`None` before the first):
+    /// the same query with it as its cursor ([`Query::after`]) walks on from there, as a
+    /// page's `next` would — the way to resume a walk that an error or the caller stopped.
+    pub fn resume_cursor(&self) -> Option<Cursor> {
+        self.progress.as_ref().and_then(|p| p.cursor())
     }
 }
 

@@ -22,6 +22,16 @@ pub enum Reading {
 }
 
 impl Reading {
+    /// How the backend's scan of the collection reads `query`: it stops at the page in id
+    /// order, and sorts the collection in any other order.
+    pub fn of_scan(query: &CompiledQuery) -> Reading {
+        if query.id_order().is_some() {
+            Reading::StopsAtPage
+        } else {
+            Reading::SortsCollection
+        }
+    }
+
     /// A stable short name: `stops_at_page`, `sorts_range` or `sorts_collection` (the CLI's
     /// JSON).
     pub fn name(self) -> &'static str {

@@ -123,6 +123,14 @@ pub struct CompiledQuery {
     consistent: bool,
 }
 
+/// A document's place in a query's order: its sort values and its id.
+#[derive(Clone, Debug)]
+pub(crate) struct SortPosition {
+    keys: Box<[Option<Value>]>,
+    /// The document's id.
+    pub(crate) id: String,
+}
+
 /// One document's sort values, borrowed where it can.
 type SortKey<'a> = Vec<Option<Cow<'a, Value>>>;
 
@@ -241,6 +249,39 @@ impl CompiledQuery {
         })
     }
 
+    /// Where `doc` stands in the query's order, owned (a walk that sorts once keeps one per
+    /// match instead of the documents).
+    pub(crate) fn position(&self, doc: &Document) -> SortPosition {
+        SortPosition {
+            keys: self
+                .sort_key(doc)
+                .into_iter()
+                .map(|k| k.map(Cow::into_owned))
+                .collect(),
+            id: doc.id.clone(),
+        }
+    }
+
+    /// The result order of two positions.
+    pub(crate) fn compare_positions(&self, a: &SortPosition, b: &SortPosition) -> Ordering {
+        self.compare_in_order(
+            a.keys.iter().map(Option::as_ref),
+            &a.id,
+            b.keys.iter().map(Option::as_ref),
+            &b.id,
+        )
+    }
+
+    /// The cursor that continues after `position`.
+    pub(crate) fn cursor_at(&self, position: &SortPosition) -> Cursor {
+        CursorPosition {
+            fingerprint: self.fingerprint.clone(),
+            keys: position.keys.to_vec(),
+            id: position.id.clone(),
+        }
+        .encode()
+    }
+
     /// The cursor that continues after `doc`.
     pub fn cursor_after(&self, doc: &Document) -> Cursor {
         CursorPosition {
@@ -321,8 +362,24 @@ impl CompiledQuery {
     }
 
     fn compare_keys(&self, a: &SortKey<'_>, a_id: &str, b: &SortKey<'_>, b_id: &str) -> Ordering {
-        for ((x, y), (_, descending)) in a.iter().zip(b).zip(&self.order) {
-            let ordering = compare_values(x.as_deref(), y.as_deref());
+        self.compare_in_order(
+            a.iter().map(|x| x.as_deref()),
+            a_id,
+            b.iter().map(|y| y.as_deref()),
+            b_id,
+        )
+    }
+
+    /// The result order of two documents given as their sort values and ids.
+    fn compare_in_order<'x>(
+        &self,
+        a: impl Iterator<Item = Option<&'x Value>>,
+        a_id: &str,
+        b: impl Iterator<Item = Option<&'x Value>>,
+        b_id: &str,
+    ) -> Ordering {
+        for ((x, y), (_, descending)) in a.zip(b).zip(&self.order) {
+            let ordering = compare_values(x, y);
             let ordering = if *descending {
                 ordering.reverse()
             } else {
