@@ -336,7 +336,11 @@ pub(crate) fn choose(
 }
 
 /// The collection's size, from its counter.
-fn collection_size(conn: &Connection, site: &str, collection: &str) -> Result<u64, Fail> {
+pub(crate) fn collection_size(
+    conn: &Connection,
+    site: &str,
+    collection: &str,
+) -> Result<u64, Fail> {
     let mut stmt = conn
         .prepare_cached("SELECT documents FROM collections WHERE site = ?1 AND collection = ?2")?;
     let count: Option<i64> = stmt

@@ -21,6 +21,9 @@ pub(crate) struct Plan {
     cursor_pushed: bool,
     /// Stop reading once this many rows matched (id order with an unpushed filter).
     enough: Option<usize>,
+    /// The collection whose every row the statement examines when it sorts in SQL (another
+    /// order with a limit): its size counts as read (see [`Plan::run`]).
+    sorted_in_sql: Option<(String, String)>,
 }
 
 impl Plan {
@@ -61,6 +64,7 @@ impl Plan {
         }
         let filter = std::mem::take(&mut sql.text);
         let mut enough = None;
+        let mut sorted_in_sql = None;
         sql.text = match (cursor_pushed, compiled.id_order(), compiled.limit()) {
             // Primary-key order: SQLite walks the index from the cursor and stops at the
             // limit, without sorting (or, with the filter in memory, the reading stops once
@@ -93,6 +97,7 @@ impl Plan {
                     .collect();
                 keys.push("id".to_owned());
                 let keys = keys.join(", ");
+                sorted_in_sql = Some((site.to_owned(), collection.to_owned()));
                 let limit = limit_clause(&mut sql, Some(limit));
                 format!(
                     "SELECT {COLUMNS} FROM documents WHERE rowid IN \
@@ -109,6 +114,7 @@ impl Plan {
             filter_pushed,
             cursor_pushed,
             enough,
+            sorted_in_sql,
         }
     }
 
@@ -148,7 +154,10 @@ impl Plan {
     /// Every row the statement returns matches (and follows the cursor): debug builds, and
     /// so the tests, assert it, because the evaluator filtering the rows again would hide a
     /// statement that selects too much whenever the extra rows fall outside the page.
-    /// Also says how many rows the statement gave (for [`crate::SqliteStore::documents_read`]).
+    /// Also says how many rows the statement read (for [`crate::SqliteStore::documents_read`]):
+    /// the rows it gave, and for a statement that sorts in SQL every row of the collection
+    /// as well (its sorter examines each one before the first row comes out; counted from the
+    /// collection's counter, since SQLite does not report it).
     pub(crate) fn run(&self, conn: &Connection) -> Result<(Page, u64), Fail> {
         let mut stmt = conn.prepare_cached(&self.sql.text)?;
         let mut rows = stmt.query(rusqlite::params_from_iter(&self.sql.params))?;
@@ -179,6 +188,9 @@ impl Plan {
             if self.enough.is_some_and(|enough| candidates.len() >= enough) {
                 break;
             }
+        }
+        if let Some((site, collection)) = &self.sorted_in_sql {
+            read += crate::index::collection_size(conn, site, collection)?;
         }
         Ok((self.compiled.evaluate_owned(candidates), read))
     }
