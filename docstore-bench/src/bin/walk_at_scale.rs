@@ -1,7 +1,7 @@
 //! What a walk of every match costs as the collection grows (the figures in
 //! `docs/benchmarks.md`, "Walks at scale"): `status = "open"` (a quarter of the documents)
-//! walked page by page through [`Store::stream`] — what `docstore query --all` and `export`
-//! do — in id order and in `score` order, each with no index and with the index
+//! walked through [`Store::stream`] — what `docstore query --all` does, page by page or
+//! sorted once as the plan asks — in id order and in `score` order, each with no index and with the index
 //! `(status, -score)` declared. One run prints, per backend, each walk's time, the rows (SQLite)
 //! or requests (DynamoDB) it read, its peak memory, and two ratios:
 //!
@@ -174,19 +174,21 @@ async fn loaded_store(
     Some((store, reads, docs))
 }
 
-/// The walks of one backend, printed as rows; the two ratios after them.
-async fn walk_backend(args: &Args, backend: Backend) {
+/// The walks of one backend, printed as rows, the two ratios after them; returns what
+/// `explain` said of each walk's query.
+async fn walk_backend(args: &Args, backend: Backend) -> Vec<String> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let open = |order: &str| {
         Query::parse(&format!(r#"status = "open" {order} limit {}"#, args.page)).expect("query")
     };
     let (id_order, by_score) = (open(""), open("order by score desc"));
     let mut seconds = std::collections::BTreeMap::new();
+    let mut plans = Vec::new();
     for indexed in [false, true] {
         let Some((store, reads, docs)) = loaded_store(args, backend, indexed, dir.path()).await
         else {
-            println!("| {backend:?} | (no endpoint: not run) | | | | | |");
-            return;
+            println!("| {backend:?} | (no endpoint: not run) | | | | | | |");
+            return plans;
         };
         for (order, query) in [("id order", &id_order), ("order by score desc", &by_score)] {
             let plan = store
@@ -199,20 +201,27 @@ async fn walk_backend(args: &Args, backend: Backend) {
             let peak = walked
                 .peak_kib
                 .map_or("-".into(), |k| format!("{:.1}", k as f64 / 1024.0));
+            let how = if plan.walk_sorts_once() {
+                "sorted once"
+            } else {
+                "page by page"
+            };
             println!(
-                "| {backend:?} {docs} | {order} | {index} | {} | {:.2} | {reads} | {peak} | {} |",
+                "| {backend:?} {docs} | {order} | {index} | {} | {:.2} | {reads} | {peak} | {} | {how} |",
                 walked.matches,
                 walked.seconds,
                 plan.index.as_deref().unwrap_or("scan")
             );
             seconds.insert((order, indexed), walked.seconds);
+            plans.push(format!("- {backend:?}, {order}, index {index}: `{plan}`"));
         }
     }
     println!(
-        "| {backend:?} | ratios | | id order, index ÷ none: **{:.2}×** (goal ≤ 2) | order by score, none ÷ index: **{:.2}×** (goal ≤ 3) | | | |",
+        "| {backend:?} | ratios | | id order, index ÷ none: **{:.2}×** (goal ≤ 2) | order by score, none ÷ index: **{:.2}×** (goal ≤ 3) | | | | |",
         seconds[&("id order", true)] / seconds[&("id order", false)],
         seconds[&("order by score desc", false)] / seconds[&("order by score desc", true)],
     );
+    plans
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -223,10 +232,15 @@ async fn main() {
         args.page
     );
     println!(
-        "| backend, documents | order | index declared | matches | seconds | rows or requests read | peak MiB | plan |"
+        "| backend, documents | order | index declared | matches | seconds | rows or requests read | peak MiB | plan | walk |"
     );
-    println!("|---|---|---|--:|--:|--:|--:|---|");
+    println!("|---|---|---|--:|--:|--:|--:|---|---|");
+    let mut plans = Vec::new();
     for &backend in &args.backends {
-        walk_backend(&args, backend).await;
+        plans.extend(walk_backend(&args, backend).await);
     }
+    println!(
+        "\nWhat `explain` says of each walk's query:\n\n{}",
+        plans.join("\n")
+    );
 }
