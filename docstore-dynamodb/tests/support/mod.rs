@@ -144,6 +144,37 @@ pub async fn ensure_table(cell: &OnceCell<String>, emulator: Emulator, tag: &str
     .clone()
 }
 
+/// The table made with the GSIs of `options`' declared indexes, created by the first store
+/// that declares exactly these (a property test opens hundreds of stores with the same
+/// declarations: one table each made the indexed suite spend most of its time creating them).
+async fn indexed_table(emulator: Emulator, options: &StoreOptions) -> String {
+    type Tables =
+        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<OnceCell<String>>>>;
+    static TABLES: std::sync::OnceLock<Tables> = std::sync::OnceLock::new();
+    let declarations = format!("{:?}", options.indexes.declarations());
+    let cell = TABLES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(declarations)
+        .or_default()
+        .clone();
+    cell.get_or_init(|| async {
+        let table = fresh_table("idx");
+        let store = store_on(
+            emulator.client(),
+            emulator.streams(),
+            &table,
+            10_000,
+            options.clone(),
+        );
+        store.create_table().await.expect("table created");
+        table
+    })
+    .await
+    .clone()
+}
+
 /// The conformance harness: a new client (for the calling test's runtime) on the binary's
 /// one table, or on a table of its own per store; every case works in its own site.
 pub struct Harness {
@@ -159,11 +190,11 @@ impl conformance_tests::Harness for Harness {
         let client = self.emulator.client();
         let streams = self.emulator.streams();
         let store = match self.table {
-            // Declared indexes need their GSIs: a table of its own, made with them.
+            // Declared indexes need their GSIs: a table made with them, shared by the stores
+            // declaring the same indexes (every case works in its own site).
             Some(_) if !options.indexes.is_empty() => {
-                let store = store_on(client, streams, &fresh_table("idx"), 10_000, options);
-                store.create_table().await.expect("table created");
-                store
+                let table = indexed_table(self.emulator, &options).await;
+                store_on(client, streams, &table, 10_000, options)
             }
             Some(cell) => {
                 let table = ensure_table(cell, self.emulator, "conformance").await;
