@@ -793,7 +793,12 @@ async fn run_walk(
         }
         item = walk.try_next().await;
     };
-    let next = failed.as_ref().and_then(|_| walk.resume_cursor());
+    // Where to resume: after the last document printed, when the walk stopped early.
+    let next = if failed.is_some() || partial {
+        walk.resume_cursor()
+    } else {
+        None
+    };
     if shape.jsonl {
         if let Some(next) = &next {
             out.flush()?;

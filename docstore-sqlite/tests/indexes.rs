@@ -323,6 +323,11 @@ async fn an_id_order_walk_reads_each_match_about_once_with_a_sorting_index_decla
     );
     let plan = store.explain("s", "c", &rare).await.unwrap();
     assert_eq!(plan.index.as_deref(), Some("by_status_score"), "{plan}");
+    assert_eq!(plan.reading, docstore::index::Reading::SortsRange, "{plan}");
+    assert!(
+        !plan.walk_sorts_once(),
+        "an id-order walk goes page by page: {plan}"
+    );
     // Ordered by score, the index reads in order: each page its own rows and one more.
     let by_score = Query::new()
         .filter(Filter::eq("status", "open"))

@@ -66,6 +66,8 @@ pub struct Explain {
     pub candidates: Vec<crate::index::Estimate>,
     /// Why the chosen plan won over the others (`None` when there was no other).
     pub why: Option<String>,
+    /// Whether a walk of every page sorts once (see [`walk_sorts_once`](Self::walk_sorts_once)).
+    sorted_walk: bool,
 }
 
 impl Explain {
@@ -85,6 +87,7 @@ impl Explain {
             strongly_consistent,
             candidates: Vec::new(),
             why: None,
+            sorted_walk: false,
         }
     }
 
@@ -108,6 +111,7 @@ impl Explain {
             strongly_consistent,
             candidates: Vec::new(),
             why: None,
+            sorted_walk: false,
         }
     }
 
@@ -122,11 +126,21 @@ impl Explain {
     }
 
     /// Whether a walk of every page ([`Store::stream`](crate::Store::stream)) reads the
-    /// matches once and sorts them once, because the plan sorts in memory (its
-    /// [`reading`](Self::reading) is not [`Reading::StopsAtPage`](crate::index::Reading)):
-    /// page by page, it would read and sort again for every page.
+    /// matches once and sorts them once: the query is in another order than `$id` and the
+    /// plan sorts in memory (its [`reading`](Self::reading) is not
+    /// [`Reading::StopsAtPage`](crate::index::Reading)), so page by page it would read and
+    /// sort again for every page. (An id-order walk goes page by page whatever the plan: the
+    /// cost rule lets a sorting index serve it only when its range is small.) Set by
+    /// [`Store::explain`](crate::Store::explain); `false` on a plan made by hand.
     pub fn walk_sorts_once(&self) -> bool {
-        self.reading != crate::index::Reading::StopsAtPage
+        self.sorted_walk
+    }
+
+    /// Records how a walk of `query` goes (see [`walk_sorts_once`](Self::walk_sorts_once)).
+    pub(crate) fn for_walk_of(mut self, query: &crate::query::CompiledQuery) -> Self {
+        self.sorted_walk =
+            self.reading != crate::index::Reading::StopsAtPage && query.id_order().is_none();
+        self
     }
 
     /// Sets [`read_limit`](Self::read_limit).

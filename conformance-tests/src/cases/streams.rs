@@ -149,12 +149,15 @@ pub async fn streams_resume_from_their_cursor(h: &dyn Harness) {
             .await
             .unwrap();
         assert_eq!(page.documents[..], expected[5..5 + page.documents.len()]);
-        let rest: Vec<Document> = ctx
+        let resumed = ctx
             .store
-            .stream(&ctx.site, "s", &query.clone().after(cursor))
-            .try_collect()
-            .await
-            .unwrap();
+            .stream(&ctx.site, "s", &query.clone().after(cursor.clone()));
+        assert_eq!(
+            resumed.resume_cursor(),
+            cursor,
+            "before the first item: the query's"
+        );
+        let rest: Vec<Document> = resumed.try_collect().await.unwrap();
         walked.extend(rest);
         assert_eq!(walked, expected, "{query:?}");
     }

@@ -151,7 +151,7 @@ async fn indexed_table(emulator: Emulator, options: &StoreOptions) -> String {
     type Tables =
         std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<OnceCell<String>>>>;
     static TABLES: std::sync::OnceLock<Tables> = std::sync::OnceLock::new();
-    let declarations = format!("{:?}", options.indexes.declarations());
+    let declarations = format!("{emulator:?} {:?}", options.indexes.declarations());
     let cell = TABLES
         .get_or_init(Default::default)
         .lock()

@@ -327,7 +327,8 @@ impl Store {
     /// the answer is strongly consistent.
     pub async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
         let compiled = query.compile_for(site, collection)?;
-        self.driver.explain(site, collection, &compiled).await
+        let plan = self.driver.explain(site, collection, &compiled).await?;
+        Ok(plan.for_walk_of(&compiled))
     }
 
     /// The collections of a site holding at least one document, by name, with their counts

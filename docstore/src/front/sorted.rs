@@ -7,7 +7,7 @@
 //! keeps each one's sort values and id, sorts those, and then fetches each page's documents
 //! with one `get_many`: about twice the matches in reads, whatever the number of pages.
 
-use super::stream::{PageWalk, Progress, Source, partial};
+use super::stream::{DEFAULT_STREAM_PAGE, PageWalk, Progress, Source, partial};
 use crate::document::Document;
 use crate::key::Key;
 use crate::query::{Query, SortPosition};
@@ -106,9 +106,18 @@ impl SortedWalk {
     /// Every match's position after the query's cursor, sorted in the query's order.
     async fn find_matches(&self) -> Result<Sorted> {
         let query = self.progress.query();
+        // Pages of at least the default size: only positions are kept, and a tiny page size
+        // would cost a request per few matches on DynamoDB.
+        let page_size = self
+            .source
+            .query
+            .limit
+            .unwrap_or(0)
+            .max(DEFAULT_STREAM_PAGE);
         let in_id_order = Query {
             order: Vec::new(),
             cursor: None,
+            limit: Some(page_size),
             ..self.source.query.clone()
         };
         let source = Source {

@@ -219,8 +219,8 @@ impl DocumentStream {
         };
         let start = query.cursor.take();
         let progress = Arc::new(Progress {
+            last: Mutex::new(compiled.start_position()),
             query: compiled,
-            last: Mutex::new(None),
         });
         let source = Source {
             store,
@@ -235,9 +235,10 @@ impl DocumentStream {
         }
     }
 
-    /// The cursor after the last document this stream yielded (`None` before the first):
-    /// the same query with it as its cursor ([`Query::after`]) walks on from there, as a
-    /// page's `next` would — the way to resume a walk that an error or the caller stopped.
+    /// The cursor after the last document this stream yielded (before the first: the
+    /// query's own cursor, `None` without one): the same query with it as its cursor
+    /// ([`Query::after`]) walks on from there, as a page's `next` would — the way to resume a
+    /// walk that an error or the caller stopped.
     pub fn resume_cursor(&self) -> Option<Cursor> {
         self.progress.as_ref().and_then(|p| p.cursor())
     }

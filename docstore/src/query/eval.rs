@@ -262,6 +262,14 @@ impl CompiledQuery {
         }
     }
 
+    /// The position the query's cursor points after, if it has one.
+    pub(crate) fn start_position(&self) -> Option<SortPosition> {
+        self.after.as_ref().map(|position| SortPosition {
+            keys: position.keys.clone().into_boxed_slice(),
+            id: position.id.clone(),
+        })
+    }
+
     /// The result order of two positions.
     pub(crate) fn compare_positions(&self, a: &SortPosition, b: &SortPosition) -> Ordering {
         self.compare_in_order(
