@@ -64,6 +64,10 @@ impl<H: Harness> Harness for WithIndexes<H> {
     async fn expired_feed(&self) -> Option<(Store, docstore::ChangeCursor)> {
         self.0.expired_feed().await
     }
+
+    fn property_case_divisor(&self) -> u32 {
+        self.0.property_case_divisor()
+    }
 }
 
 #[cfg(test)]

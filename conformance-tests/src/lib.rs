@@ -55,6 +55,15 @@ pub trait Harness: Send + Sync {
     async fn expired_feed(&self) -> Option<(Store, docstore::ChangeCursor)> {
         None
     }
+
+    /// The share of each property test's default cases this harness runs, as a divisor
+    /// (default 1: all of them; `PROPTEST_CASES`, when set, always wins). A harness over the
+    /// same driver as another harness that runs them all may run fewer — moto beside
+    /// dynoxide: the driver's logic is covered there, and the fewer cases still check this
+    /// backend's fidelity on random sequences. Say why in the harness's docs.
+    fn property_case_divisor(&self) -> u32 {
+        1
+    }
 }
 
 /// Differences the contract allows between backends.

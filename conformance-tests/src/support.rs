@@ -31,6 +31,12 @@ pub fn property_cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// The cases a property test runs on harness `h`: `PROPTEST_CASES` when set, else `default`
+/// divided by the harness's [`Harness::property_case_divisor`] (at least one).
+pub fn property_cases_on(h: &dyn crate::Harness, default: u32) -> u32 {
+    property_cases((default / h.property_case_divisor().max(1)).max(1))
+}
+
 /// A store and a fresh site for one case.
 pub struct Ctx {
     /// The store under test.

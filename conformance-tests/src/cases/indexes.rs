@@ -7,7 +7,7 @@
 //! backends that record declarations in a shared database never see a contradiction.
 
 use crate::Harness;
-use crate::support::{Ctx, obj, property_cases};
+use crate::support::{Ctx, obj, property_cases_on};
 use docstore::query::evaluate;
 use docstore::{
     Data, Document, Error, Filter, Index, IndexSet, Key, ManualClock, Query, StoreOptions, Write,
@@ -440,7 +440,7 @@ pub async fn random_indexed_queries_match_the_reference_evaluator(h: &dyn Harnes
     let handle = tokio::runtime::Handle::current();
     let knows_last = h.capabilities().knows_last_page;
     let mut runner = TestRunner::new(Config {
-        cases: property_cases(128),
+        cases: property_cases_on(h, 128),
         failure_persistence: None,
         ..Config::default()
     });

@@ -2,7 +2,7 @@
 //! random queries against the reference evaluator.
 
 use crate::Harness;
-use crate::support::{Ctx, property_cases};
+use crate::support::{Ctx, property_cases_on};
 use docstore::query::evaluate;
 use docstore::{Data, Document, Error, Key, ManualClock, Query, StoreOptions};
 use proptest::prelude::*;
@@ -407,9 +407,9 @@ impl ReferenceStateMachine for Model {
     }
 }
 
-fn runner(default_cases: u32) -> TestRunner {
+fn runner(h: &dyn Harness, default_cases: u32) -> TestRunner {
     TestRunner::new(Config {
-        cases: property_cases(default_cases),
+        cases: property_cases_on(h, default_cases),
         failure_persistence: None,
         ..Config::default()
     })
@@ -432,7 +432,7 @@ fn run_blocking<S: Strategy>(
 pub async fn random_operations_match_the_model(h: &dyn Harness) {
     let handle = tokio::runtime::Handle::current();
     let knows_last = h.capabilities().knows_last_page;
-    let mut runner = runner(256);
+    let mut runner = runner(h, 256);
     let strategy = Model::sequential_strategy(1..40);
     run_blocking(&mut runner, &strategy, |(initial, ops, seen)| {
         handle.block_on(async {
@@ -544,7 +544,7 @@ async fn run_on_store(ctx: &Ctx, clock: &ManualClock, now: i64, op: &Op) -> Outc
 pub async fn random_queries_match_the_reference_evaluator(h: &dyn Harness) {
     let handle = tokio::runtime::Handle::current();
     let knows_last = h.capabilities().knows_last_page;
-    let mut runner = runner(256);
+    let mut runner = runner(h, 256);
     let docs = prop::collection::vec(
         (
             docstore::strategies::data(),
