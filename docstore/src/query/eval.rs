@@ -292,16 +292,7 @@ impl CompiledQuery {
 
     /// The cursor that continues after `doc`.
     pub fn cursor_after(&self, doc: &Document) -> Cursor {
-        CursorPosition {
-            fingerprint: self.fingerprint.clone(),
-            keys: self
-                .sort_key(doc)
-                .into_iter()
-                .map(|k| k.map(Cow::into_owned))
-                .collect(),
-            id: doc.id.clone(),
-        }
-        .encode()
+        self.cursor_at(&self.position(doc))
     }
 
     /// The page this query gives over `docs` (in any order): filter, skip to the cursor,
