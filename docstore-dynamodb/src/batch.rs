@@ -19,12 +19,10 @@ use crate::attempts::Attempts;
 use crate::backoff::Backoff;
 use crate::history::Stored;
 use crate::item::{Item, check_item_size, data_text, document_pk, is_document, key_of};
-use crate::send::{
-    Expect, Guarded, TransactionFailure, build_error, counter_update, transact_action,
-};
+use crate::send::{Expect, Guarded, TransactionFailure, counter_update, transact_action};
 use crate::store::DynamoStore;
 use crate::writes::indexed_item;
-use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem};
+use aws_sdk_dynamodb::types::TransactWriteItem;
 use docstore::batch::{self, BatchBytes, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::config::CounterMode;
 use docstore::driver::Origin;
@@ -32,13 +30,10 @@ use docstore::{Document, Error, Key, Result, WriteId};
 use futures_util::StreamExt;
 use std::collections::HashMap;
 
-/// `BatchGetItem` takes at most 100 keys.
-const GET_CHUNK: usize = 100;
 /// How many `BatchGetItem`s one `get_many` keeps in flight: a page of a sorted walk (1 000
 /// keys) takes three round trips instead of ten, without one call flooding the table.
 const GETS_IN_FLIGHT: usize = 4;
-/// How often a batch is read and sent again under contention, and how often unprocessed keys
-/// are asked for again.
+/// How often a batch is read and sent again under contention.
 const MAX_TRIES: u32 = 50;
 
 /// One write of the batch as decided on what was read.
@@ -120,7 +115,7 @@ impl DynamoStore {
         // The futures are made before the stream (not by a `map` closure inside it), which
         // keeps the whole future `Send` for `async_trait`.
         let reads: Vec<_> = keys
-            .chunks(GET_CHUNK)
+            .chunks(crate::batch_get::MAX_KEYS)
             .map(|chunk| self.read_chunk(chunk))
             .collect();
         let mut chunks = futures_util::stream::iter(reads).buffer_unordered(GETS_IN_FLIGHT);
@@ -138,54 +133,21 @@ impl DynamoStore {
             .collect())
     }
 
-    /// One `BatchGetItem` of at most 100 keys, unprocessed keys asked again with jittered
-    /// backoff: the documents found, by partition key and id.
+    /// One consistent `BatchGetItem` of at most 100 keys: the documents found, by partition
+    /// key and id.
     async fn read_chunk(&self, chunk: &[Key]) -> Result<Vec<((String, String), Stored)>> {
-        let mut found = Vec::with_capacity(chunk.len());
-        let mut pending: Vec<_> = chunk.iter().map(key_of).collect();
-        let mut backoff = Backoff::new();
-        let mut tries = 0;
-        while !pending.is_empty() {
-            tries += 1;
-            if tries > MAX_TRIES {
-                return Err(Error::Unavailable {
-                    message: format!(
-                        "DynamoDB BatchGetItem on `{}` left keys unprocessed {MAX_TRIES} \
-                         times (throttled)",
-                        self.table
-                    ),
-                    source: None,
-                });
-            }
-            let request = KeysAndAttributes::builder()
-                .set_keys(Some(std::mem::take(&mut pending)))
-                .consistent_read(true)
-                .build()
-                .map_err(build_error)?;
-            let output = self
-                .client
-                .batch_get_item()
-                .request_items(&self.table, request)
-                .send()
-                .await
-                .map_err(|e| self.error("BatchGetItem", e))?;
-            if let Some(items) = output.responses.and_then(|mut r| r.remove(&self.table)) {
-                for item in items.iter().filter(|item| is_document(item)) {
-                    let stored = Stored::from_item(item)?;
-                    let pk = crate::item::string(item, crate::item::PK)?.to_owned();
-                    found.push(((pk, stored.doc.id.clone()), stored));
-                }
-            }
-            pending = output
-                .unprocessed_keys
-                .and_then(|mut u| u.remove(&self.table))
-                .map(|k| k.keys)
-                .unwrap_or_default();
-            if !pending.is_empty() {
-                backoff.wait().await;
-            }
-        }
-        Ok(found)
+        let items = self
+            .batch_get(chunk.iter().map(key_of).collect(), "keys")
+            .await?;
+        items
+            .iter()
+            .filter(|item| is_document(item))
+            .map(|item| {
+                let stored = Stored::from_item(item)?;
+                let pk = crate::item::string(item, crate::item::PK)?.to_owned();
+                Ok(((pk, stored.doc.id.clone()), stored))
+            })
+            .collect()
     }
 
     /// `write_all`: read, decide, one transaction; again under contention.

@@ -203,6 +203,7 @@
 mod attempts;
 mod backoff;
 mod batch;
+mod batch_get;
 mod counters;
 mod deleted;
 mod errors;

@@ -19,6 +19,7 @@
 //! followed by the counter's own `UpdateItem` (so deletes do not contend on the counter item).
 //! Reading the feed costs one consistent `GetItem` (half a read unit) per delete it shows.
 
+use crate::batch_get::MAX_KEYS;
 use crate::history::Stored;
 use crate::item::{Item, PK, SK, num, number, string, text};
 use crate::store::DynamoStore;
@@ -97,68 +98,25 @@ impl DynamoStore {
     }
 }
 
-/// How many keys one `BatchGetItem` asks for (the service's limit).
-const GET_CHUNK: usize = 100;
-
-/// How many times keys left unprocessed (throttling) are asked again.
-const MAX_TRIES: u32 = 50;
-
 impl DynamoStore {
     /// The stamps of the deletes of `removed` (key and removed revision each), in its order,
     /// in consistent `BatchGetItem`s of 100 (a feed page reads them together instead of one
     /// `GetItem` per delete); `None` where no docstore delete left one.
     pub(crate) async fn stamps(&self, removed: &[(&Key, &Stored)]) -> Result<Vec<Option<Stamp>>> {
         let keys: Vec<Item> = removed.iter().map(|(key, r)| stamp_key(key, r)).collect();
+        // The same stamp asked twice in one request is refused: ask each once.
+        let mut distinct = keys.clone();
+        distinct.sort_by_key(item_id);
+        distinct.dedup_by(|a, b| item_id(a) == item_id(b));
         let mut found: HashMap<(String, String), Stamp> = HashMap::new();
-        for chunk in keys.chunks(GET_CHUNK) {
-            let mut pending: Vec<Item> = chunk.to_vec();
-            let mut backoff = crate::backoff::Backoff::new();
-            let mut tries = 0;
-            while !pending.is_empty() {
-                tries += 1;
-                if tries > MAX_TRIES {
-                    return Err(docstore::Error::Unavailable {
-                        message: format!(
-                            "DynamoDB BatchGetItem on `{}` left delete stamps unprocessed \
-                             {MAX_TRIES} times (throttled)",
-                            self.table
-                        ),
-                        source: None,
-                    });
-                }
-                // The same stamp asked twice in one request is refused: ask each once.
-                pending.sort_by_key(item_id);
-                pending.dedup_by(|a, b| item_id(a) == item_id(b));
-                let request = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
-                    .set_keys(Some(std::mem::take(&mut pending)))
-                    .consistent_read(true)
-                    .build()
-                    .map_err(crate::send::build_error)?;
-                let output = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, request)
-                    .send()
-                    .await
-                    .map_err(|e| self.error("BatchGetItem", e))?;
-                if let Some(items) = output.responses.and_then(|mut r| r.remove(&self.table)) {
-                    for item in items {
-                        let stamp = Stamp {
-                            actor: string(&item, BY)?.to_owned(),
-                            time: number(&item, AT)?,
-                            deleter: string(&item, DELETER)?.to_owned(),
-                        };
-                        found.insert(item_id(&item), stamp);
-                    }
-                }
-                pending = output
-                    .unprocessed_keys
-                    .and_then(|mut u| u.remove(&self.table))
-                    .map(|k| k.keys)
-                    .unwrap_or_default();
-                if !pending.is_empty() {
-                    backoff.wait().await;
-                }
+        for chunk in distinct.chunks(MAX_KEYS) {
+            for item in self.batch_get(chunk.to_vec(), "delete stamps").await? {
+                let stamp = Stamp {
+                    actor: string(&item, BY)?.to_owned(),
+                    time: number(&item, AT)?,
+                    deleter: string(&item, DELETER)?.to_owned(),
+                };
+                found.insert(item_id(&item), stamp);
             }
         }
         Ok(keys
