@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 /// How many times an operation that found the database locked (after waiting the busy
 /// timeout each time) is run again before `Unavailable` is returned.
@@ -46,6 +46,10 @@ pub(crate) struct Connections {
     options: SqliteOptions,
     /// Runs the WAL checkpoints beside the writes (a writable file database only).
     _checkpointer: Option<Checkpointer>,
+    /// Bumped after every commit of a write on this store's writer connection: what wakes
+    /// this process's feed watchers. Sent by whichever thread committed, so a write whose
+    /// caller stopped waiting still wakes them.
+    commits: watch::Sender<u64>,
 }
 
 #[derive(Debug)]
@@ -196,13 +200,15 @@ impl Connections {
     ) -> Self {
         let writer = Arc::new(Mutex::new(conn));
         let queued = Arc::new(AtomicUsize::new(0));
+        let commits = watch::Sender::new(0);
         let (queue, thread) = if read_only.is_none() {
             let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
             let conn = Arc::clone(&writer);
             let taken = Arc::clone(&queued);
+            let committed = commits.clone();
             let thread = std::thread::Builder::new()
                 .name("docstore-sqlite-writer".into())
-                .spawn(move || writer_loop(&conn, &rx, &taken))
+                .spawn(move || writer_loop(&conn, &rx, &taken, &committed))
                 .expect("spawning the sqlite writer thread");
             (Some(tx), Some(thread))
         } else {
@@ -218,7 +224,13 @@ impl Connections {
             read_only,
             options,
             _checkpointer: None,
+            commits,
         }
+    }
+
+    /// A receiver that sees every commit of this store's writes from now on.
+    pub(crate) fn subscribe_commits(&self) -> watch::Receiver<u64> {
+        self.commits.subscribe()
     }
 
     /// Runs `op` in an immediate transaction and returns after its commit; a failed write
@@ -264,12 +276,16 @@ impl Connections {
         op: &mut impl FnMut(&Connection) -> Result<T, Fail>,
     ) -> Result<T> {
         let mut conn = self.writer.lock();
-        retry_busy(|| {
+        let written = retry_busy(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let value = op(&tx)?;
             tx.commit()?;
             Ok(value)
-        })
+        });
+        if written.is_ok() {
+            committed(&self.commits);
+        }
+        written
     }
 
     /// Whether commits are short: `synchronous=NORMAL` (no fsync), so a write takes tens of
@@ -304,6 +320,7 @@ impl Connections {
             Ok(tx) => {
                 let result = op(&tx).and_then(|value| {
                     tx.commit()?;
+                    committed(&self.commits);
                     Ok(value)
                 });
                 return Some(result.map_err(Fail::into_error));
@@ -422,6 +439,7 @@ fn writer_loop(
     conn: &Mutex<Connection>,
     queue: &mpsc::Receiver<Box<dyn Job>>,
     queued: &AtomicUsize,
+    commits: &watch::Sender<u64>,
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_GROUP);
     while let Ok(first) = queue.recv() {
@@ -436,7 +454,14 @@ fn writer_loop(
         // Taken: from now on a new write may run in place once the connection is free.
         queued.fetch_sub(group.len(), Ordering::AcqRel);
         commit_group(&mut conn, &mut group);
+        // Maybe every write of the group refused: a watcher woken for nothing reads again.
+        committed(commits);
     }
+}
+
+/// Wakes the watchers of [`Connections::subscribe_commits`].
+fn committed(commits: &watch::Sender<u64>) {
+    commits.send_modify(|n| *n = n.wrapping_add(1));
 }
 
 /// Runs `group` in one immediate transaction and answers every job after the commit.

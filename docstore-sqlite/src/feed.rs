@@ -28,7 +28,6 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tokio::sync::watch;
 
 /// The driver tag of SQLite cursors.
 pub(crate) const DRIVER: &str = "sqlite";
@@ -42,15 +41,13 @@ const MAX_SCANNED: u64 = 10_000;
 /// milliseconds, not seconds, however far behind pruning is.
 const PRUNE_CHUNK: i64 = 1_000;
 
-/// One store's feed: whether it is on, the file's id, and the channel that wakes this
-/// process's watchers after each commit.
+/// One store's feed: whether it is on, the file's id, and how often watchers look for other
+/// processes' commits (this process's wake them: [`crate::conn::Connections::subscribe_commits`]).
 #[derive(Debug)]
 pub(crate) struct Feed {
     pub(crate) enabled: bool,
     /// The file's id (table `feed`), read at open.
     file_id: String,
-    /// Bumped after every commit of a write call of this store.
-    commits: watch::Sender<u64>,
     pub(crate) poll_interval: Duration,
     /// Set once, after open (the pruner needs the writer connection).
     pruner: OnceLock<Pruner>,
@@ -61,7 +58,6 @@ impl Feed {
         Feed {
             enabled,
             file_id,
-            commits: watch::Sender::new(0),
             poll_interval,
             pruner: OnceLock::new(),
         }
@@ -70,18 +66,6 @@ impl Feed {
     /// Starts pruning (a writable store with the feed on).
     pub(crate) fn start_pruning(&self, pruner: Pruner) {
         let _ = self.pruner.set(pruner);
-    }
-
-    /// Wakes this process's watchers: a write call committed (maybe a change).
-    pub(crate) fn committed(&self) {
-        if self.enabled {
-            self.commits.send_modify(|n| *n = n.wrapping_add(1));
-        }
-    }
-
-    /// A receiver that sees every commit from now on.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
-        self.commits.subscribe()
     }
 
     /// The error of a feed read on a store with the feed off.

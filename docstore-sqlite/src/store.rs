@@ -127,7 +127,7 @@ impl SqliteStore {
         op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
     ) -> Result<T> {
         let on_this_thread = self.inner.conns.short_commits();
-        self.write_as(op, on_this_thread).await
+        self.write_in(op, on_this_thread).await
     }
 
     /// Runs `op` inside an immediate transaction and returns after its commit, never on the
@@ -140,20 +140,7 @@ impl SqliteStore {
         &self,
         op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
     ) -> Result<T> {
-        self.write_as(op, false).await
-    }
-
-    /// [`SqliteStore::write_in`], then wakes this process's feed watchers after a commit.
-    async fn write_as<T: Send + 'static>(
-        &self,
-        op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
-        on_this_thread: bool,
-    ) -> Result<T> {
-        let result = self.write_in(op, on_this_thread).await;
-        if result.is_ok() {
-            self.inner.feed.committed();
-        }
-        result
+        self.write_in(op, false).await
     }
 
     async fn write_in<T: Send + 'static>(
@@ -717,7 +704,7 @@ impl Driver for SqliteStore {
             return Ok(());
         };
         // Subscribed before the head is read, so a commit in between still wakes the wait.
-        let mut commits = feed.subscribe();
+        let mut commits = self.inner.conns.subscribe_commits();
         loop {
             if self.read(crate::feed::head).await? > position {
                 return Ok(());

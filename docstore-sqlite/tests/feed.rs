@@ -9,7 +9,7 @@ use docstore::{
     Change, ChangeKind, Data, Error, Key, ManualClock, Store, StoreOptions, Write, WriteId,
 };
 use docstore_sqlite::{Durability, SqliteOptions, SqliteStore};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde_json::json;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -450,4 +450,48 @@ fn spawn_writer(db: &Path) -> std::process::Child {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start the writer process")
+}
+
+/// A write whose caller stopped waiting (its future dropped after the write began) still
+/// commits; a watcher of this process is woken by that commit at once, not at its next poll
+/// for other processes (an hour here). On a current-thread runtime, where a lone write runs
+/// on Tokio's blocking pool while its caller waits.
+#[tokio::test]
+async fn a_watcher_wakes_for_a_write_whose_caller_stopped_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteOptions::default().with_feed_poll_interval(Duration::from_secs(3600));
+    let store = Store::new(
+        SqliteStore::open_with(dir.path().join("w.db"), StoreOptions::default(), sqlite).unwrap(),
+    );
+    let head = store
+        .changes(&FeedScope::whole_store(), &FeedStart::Now, 1)
+        .await
+        .unwrap()
+        .next;
+    let mut watch = store.watch(FeedScope::whole_store(), FeedStart::After(head));
+    let watcher = tokio::spawn(async move { watch.next().await });
+    // Time for the watcher to read the feed and wait for a commit (were it not yet waiting,
+    // it would find the change by reading, and this test could not fail).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Polled once (the write starts), then dropped.
+    let dropped = std::future::IntoFuture::into_future(store.create(
+        &key("t", "a"),
+        data(json!({"n": 1})),
+        "ann",
+    ))
+    .now_or_never();
+    assert!(
+        dropped.is_none(),
+        "the write was still running when dropped"
+    );
+    while store.get(&key("t", "a")).await.unwrap().is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let change = tokio::time::timeout(Duration::from_secs(20), watcher)
+        .await
+        .expect("the commit wakes the watcher, not the hourly poll")
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(change.key, key("t", "a"));
 }
