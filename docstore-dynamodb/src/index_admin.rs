@@ -7,6 +7,7 @@ use crate::index::{
 };
 use crate::item::{Item, PK, SK, VERSION, is_document, num, parse_document, string, text};
 use crate::store::DynamoStore;
+use crate::table_scan::TableScan;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, CreateGlobalSecondaryIndexAction,
@@ -209,82 +210,29 @@ impl DynamoStore {
         if ready_at > now {
             tokio::time::sleep(std::time::Duration::from_nanos((ready_at - now) as u64)).await;
         }
-        let suffix = format!("#{collection}");
-        let mut start: Option<Item> = record
+        let resume: Option<Item> = record
             .resume
             .as_deref()
             .and_then(|r| serde_json::from_str::<HashMap<String, String>>(r).ok())
             .map(|key| key.into_iter().map(|(k, v)| (k, text(v))).collect());
+        let mut scan = TableScan::new(self, resume);
         let mut done = BuildProgress::default();
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .limit(BUILD_PAGE)
-                .set_exclusive_start_key(start.clone())
-                .send()
-                .await
-                .map_err(|e| self.error("Scan", e))?;
-            done.scanned += u64::try_from(page.scanned_count()).unwrap_or(0);
-            for item in page.items() {
-                let Ok(pk) = string(item, PK) else { continue };
-                let Some(site) = pk.strip_suffix(&suffix) else {
-                    continue;
-                };
-                if site.starts_with("__") || site.contains('#') || !is_document(item) {
-                    continue;
-                }
-                let doc = parse_document(item)?;
-                let key = record.compiled.key(&doc);
-                let wanted_pk = partition(site, &record.index);
-                let wanted_sk = stored_key(&key).to_vec();
-                let has = matches!(item.get(&gsi_pk(record.slot)), Some(AttributeValue::S(p)) if *p == wanted_pk)
-                    && matches!(item.get(&gsi_sk(record.slot)), Some(AttributeValue::B(b)) if b.as_ref() == wanted_sk.as_slice());
-                if has {
-                    continue;
-                }
-                let result = self
-                    .client
-                    .update_item()
-                    .table_name(&self.table)
-                    .key(PK, text(pk))
-                    .key(SK, text(string(item, SK)?))
-                    .update_expression("SET #gp = :gp, #gs = :gs")
-                    .condition_expression("#v = :v")
-                    .expression_attribute_names("#gp", gsi_pk(record.slot))
-                    .expression_attribute_names("#gs", gsi_sk(record.slot))
-                    .expression_attribute_names("#v", VERSION)
-                    .expression_attribute_values(":gp", text(wanted_pk))
-                    .expression_attribute_values(":gs", AttributeValue::B(Blob::new(wanted_sk)))
-                    .expression_attribute_values(":v", num(doc.version))
-                    .send()
-                    .await;
-                match result {
-                    Ok(_) => done.updated += 1,
-                    // Written or deleted since the page was read: its writer set the key.
-                    Err(err)
-                        if err
-                            .as_service_error()
-                            .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                    Err(err) => return Err(self.error("UpdateItem", err)),
+        while let Some(items) = scan.next_page(|request| request.limit(BUILD_PAGE)).await? {
+            done.scanned = scan.scanned();
+            for item in &items {
+                if self.give_index_key(&record, collection, item).await? {
+                    done.updated += 1;
                 }
             }
             progress(done);
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => {
-                    let position: HashMap<String, String> = key
-                        .iter()
-                        .filter_map(|(k, v)| v.as_s().ok().map(|s| (k.clone(), s.clone())))
-                        .collect();
-                    let mut resumed = record.clone();
-                    resumed.resume =
-                        Some(serde_json::to_string(&position).expect("strings serialize"));
-                    self.put_record(&resumed).await?;
-                    start = Some(key);
-                }
-                _ => break,
+            if let Some(key) = scan.resume_key() {
+                let position: HashMap<String, String> = key
+                    .iter()
+                    .filter_map(|(k, v)| v.as_s().ok().map(|s| (k.clone(), s.clone())))
+                    .collect();
+                let mut resumed = record.clone();
+                resumed.resume = Some(serde_json::to_string(&position).expect("strings serialize"));
+                self.put_record(&resumed).await?;
             }
         }
         let mut built = record;
@@ -292,6 +240,66 @@ impl DynamoStore {
         built.resume = None;
         self.put_record(&built).await?;
         Ok(built)
+    }
+
+    /// Gives `item` the key of index `record` when it is a document of `collection` whose
+    /// key attributes are missing or stale: whether it was updated (an item changed since
+    /// it was read is left to its writer, who set its key).
+    async fn give_index_key(
+        &self,
+        record: &TableIndex,
+        collection: &str,
+        item: &Item,
+    ) -> Result<bool> {
+        let Ok(pk) = string(item, PK) else {
+            return Ok(false);
+        };
+        let Some(site) = pk
+            .strip_suffix(collection)
+            .and_then(|rest| rest.strip_suffix('#'))
+        else {
+            return Ok(false);
+        };
+        if site.starts_with("__") || site.contains('#') || !is_document(item) {
+            return Ok(false);
+        }
+        let doc = parse_document(item)?;
+        let key = record.compiled.key(&doc);
+        let wanted_pk = partition(site, &record.index);
+        let wanted_sk = stored_key(&key).to_vec();
+        let has = matches!(item.get(&gsi_pk(record.slot)), Some(AttributeValue::S(p)) if *p == wanted_pk)
+            && matches!(item.get(&gsi_sk(record.slot)), Some(AttributeValue::B(b)) if b.as_ref() == wanted_sk.as_slice());
+        if has {
+            return Ok(false);
+        }
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, text(pk))
+            .key(SK, text(string(item, SK)?))
+            .update_expression("SET #gp = :gp, #gs = :gs")
+            .condition_expression("#v = :v")
+            .expression_attribute_names("#gp", gsi_pk(record.slot))
+            .expression_attribute_names("#gs", gsi_sk(record.slot))
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_values(":gp", text(wanted_pk))
+            .expression_attribute_values(":gs", AttributeValue::B(Blob::new(wanted_sk)))
+            .expression_attribute_values(":v", num(doc.version))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            // Written or deleted since the page was read: its writer set the key.
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(self.error("UpdateItem", err)),
+        }
     }
 
     /// Drops an index: forgets its record (queries stop using it at once in this store,

@@ -222,6 +222,7 @@ mod sites;
 mod stamps;
 mod store;
 mod stream_admin;
+mod table_scan;
 mod writes;
 
 /// The DynamoDB Streams SDK this crate reads the change feed with, for building the client

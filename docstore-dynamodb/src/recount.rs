@@ -3,6 +3,8 @@
 
 use crate::item::{COUNT, PK, SK, counters_pk, num, number, string, text};
 use crate::store::DynamoStore;
+use crate::table_scan::TableScan;
+use aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder;
 use docstore::{Recount, RecountMode, Result};
 use std::collections::BTreeMap;
 
@@ -19,26 +21,18 @@ impl DynamoStore {
         let counters_key = counters_pk(site);
         let mut documents: BTreeMap<String, u64> = BTreeMap::new();
         let mut counters: BTreeMap<String, u64> = BTreeMap::new();
-        let mut start = None;
-        let mut read = 0u64;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .consistent_read(true)
+        let mut scan = TableScan::new(self, None);
+        let site_items = |request: ScanFluentBuilder| {
+            request
                 .filter_expression("begins_with(#pk, :prefix)")
                 .projection_expression("#pk, #sk, #n")
                 .expression_attribute_names("#pk", PK)
                 .expression_attribute_names("#sk", SK)
                 .expression_attribute_names("#n", COUNT)
                 .expression_attribute_values(":prefix", text(&prefix))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| self.error("Scan", e))?;
-            read += u64::try_from(page.scanned_count()).unwrap_or(0);
-            for item in page.items() {
+        };
+        while let Some(items) = scan.next_page(site_items).await? {
+            for item in &items {
                 let pk = string(item, PK)?;
                 if pk == counters_key {
                     let n: i64 = number(item, COUNT)?;
@@ -50,11 +44,8 @@ impl DynamoStore {
                     *documents.entry(collection.to_owned()).or_default() += 1;
                 }
             }
+            let read = scan.scanned();
             tracing::info!(site, items_scanned = read, "recount: scanning the table");
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
         }
         let changes = docstore::driver::counter_changes(&documents, &counters);
         if mode == RecountMode::Repair {

@@ -5,6 +5,8 @@
 
 use crate::item::{PK, string};
 use crate::store::DynamoStore;
+use crate::table_scan::TableScan;
+use aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder;
 use docstore::Result;
 use std::collections::BTreeSet;
 
@@ -17,32 +19,21 @@ impl DynamoStore {
     /// `recount` — so this is a maintenance call (whole-store export, `fsck` of every site).
     pub(crate) async fn scan_sites(&self) -> Result<Vec<String>> {
         let mut sites = BTreeSet::new();
-        let mut start = None;
-        let mut read = 0u64;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .consistent_read(true)
+        let mut scan = TableScan::new(self, None);
+        let keys_only = |request: ScanFluentBuilder| {
+            request
                 .projection_expression("#pk")
                 .expression_attribute_names("#pk", PK)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| self.error("Scan", e))?;
-            read += u64::try_from(page.scanned_count()).unwrap_or(0);
-            for item in page.items() {
+        };
+        while let Some(items) = scan.next_page(keys_only).await? {
+            for item in &items {
                 if let Some(site) = document_site(string(item, PK)?) {
                     sites.insert(site.to_owned());
                 }
             }
-            tracing::info!(items_scanned = read, "sites: scanning the table");
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => return Ok(sites.into_iter().collect()),
-            }
+            tracing::info!(items_scanned = scan.scanned(), "sites: scanning the table");
         }
+        Ok(sites.into_iter().collect())
     }
 }
 
