@@ -4,6 +4,8 @@
 //! 1. **Write cost of the feed**: single `create` then `update` calls (a merge patch of 3
 //!    fields) of ~1 KB documents, with the feed on and off, for both durabilities; runs of
 //!    each setting alternate so that drift hits both. Goal: on / off ≤ 1.15×.
+//! 1b. **The floor in SQLite itself**: raw `rusqlite` updates in place, alone and with a
+//!    change row holding no document or the document (NORMAL): a second WAL page per commit.
 //! 2. **Update cost of declared indexes**: updates not touching an indexed field, in a
 //!    collection with 0 and with 3 declared indexes (feed on, `Normal`). Goal: ≤ 2×.
 //! 3. **Feed read throughput**, per backend: the whole feed read in pages of 1 000,
@@ -183,6 +185,107 @@ async fn feed_write_cost(args: &Args) {
                 on / off
             );
         }
+    }
+}
+
+/// How a raw-SQLite update logs its change, for the floor of the feed's write cost.
+#[derive(Clone, Copy)]
+enum RawLog {
+    /// No change row: the update in place alone.
+    Nothing,
+    /// A change row with the key, kind and version, no document.
+    KeyOnly,
+    /// A change row copying the document as written (what the feed stores).
+    Document,
+}
+
+/// `rusqlite` alone, `synchronous=NORMAL`, WAL: a table of `writes` ~1 KB JSONB documents,
+/// then mean µs per update (a `jsonb_patch` of 3 fields in one transaction) logged as `log`
+/// says. What no schema of ours can go below: the change row's page is a second WAL frame
+/// per commit whatever the row holds.
+fn raw_update_cost(path: &Path, writes: usize, log: RawLog) -> f64 {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+        .expect("WAL");
+    conn.execute_batch(
+        "PRAGMA synchronous = NORMAL;
+         CREATE TABLE documents (id TEXT PRIMARY KEY, data BLOB NOT NULL,
+             version INTEGER NOT NULL) STRICT;
+         CREATE TABLE changes (position INTEGER PRIMARY KEY, id TEXT NOT NULL,
+             kind TEXT NOT NULL, version INTEGER NOT NULL, data BLOB) STRICT;",
+    )
+    .expect("schema");
+    let tx = conn.unchecked_transaction().expect("begin");
+    for n in 0..writes {
+        let text = serde_json::to_string(&document(n)).expect("json");
+        conn.execute(
+            "INSERT INTO documents VALUES (?1, jsonb(?2), 1)",
+            rusqlite::params![format!("doc-{n:07}"), text],
+        )
+        .expect("insert");
+    }
+    tx.commit().expect("commit");
+    let patches: Vec<String> = (0..writes)
+        .map(|n| serde_json::to_string(&patch(n)).expect("json"))
+        .collect();
+    let insert_change = match log {
+        RawLog::Nothing => None,
+        RawLog::KeyOnly => Some(
+            "INSERT INTO changes (id, kind, version) \
+             SELECT id, 'updated', version FROM documents WHERE id = ?1",
+        ),
+        RawLog::Document => Some(
+            "INSERT INTO changes (id, kind, version, data) \
+             SELECT id, 'updated', version, data FROM documents WHERE id = ?1",
+        ),
+    };
+    let start = Instant::now();
+    for (n, patch) in patches.iter().enumerate() {
+        let id = format!("doc-{n:07}");
+        let tx = conn.unchecked_transaction().expect("begin");
+        conn.prepare_cached(
+            "UPDATE documents SET data = jsonb_patch(data, ?2), version = version + 1 \
+             WHERE id = ?1",
+        )
+        .and_then(|mut update| update.execute(rusqlite::params![id, patch]))
+        .expect("update");
+        if let Some(sql) = insert_change {
+            conn.prepare_cached(sql)
+                .and_then(|mut insert| insert.execute([&id]))
+                .expect("change row");
+        }
+        tx.commit().expect("commit");
+    }
+    start.elapsed().as_secs_f64() * 1e6 / writes as f64
+}
+
+/// The floor under the feed's write cost with `synchronous=NORMAL`: raw SQLite updates
+/// without a change row, with one holding no document, and with one copying it; runs
+/// alternate, each on a new file, and the median is shown.
+fn raw_sqlite_floor(args: &Args) {
+    println!(
+        "\n## SQLite alone: an update in place and its change row (NORMAL; mean µs per update, \
+         median of {} runs)",
+        args.runs
+    );
+    println!("| change row | µs per update | vs none |");
+    println!("|---|--:|--:|");
+    let logs = [
+        ("none", RawLog::Nothing),
+        ("key and version only", RawLog::KeyOnly),
+        ("with the document", RawLog::Document),
+    ];
+    let mut samples = vec![Vec::new(); logs.len()];
+    for run in 0..args.runs {
+        for (i, (_, log)) in logs.iter().enumerate() {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let path = dir.path().join(format!("raw-{run}-{i}.db"));
+            samples[i].push(raw_update_cost(&path, args.normal_writes, *log));
+        }
+    }
+    let medians: Vec<f64> = samples.into_iter().map(median).collect();
+    for ((name, _), cost) in logs.iter().zip(&medians) {
+        println!("| {name} | {cost:.1} | {:.2}x |", cost / medians[0]);
     }
 }
 
@@ -409,6 +512,7 @@ async fn dynamo_watch_latency(args: &Args) {
 async fn main() {
     let args = Args::parse();
     feed_write_cost(&args).await;
+    raw_sqlite_floor(&args);
     index_update_cost(&args).await;
     read_throughput(&args).await;
     watch_latencies(&args).await;
