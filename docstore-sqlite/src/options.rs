@@ -58,7 +58,10 @@ pub struct SqliteOptions {
     /// Whether writes record their changes for the change feed (default true). With `false`
     /// this store writes no change rows (saving their cost) and
     /// [`Driver::changes`](docstore::driver::Driver::changes) is an error saying the feed is
-    /// off. Every process writing a file should use the same setting: the feed of a file
+    /// off. The cost: each change row holds the document as written, in the write's own
+    /// transaction. With [`Durability::Full`] the commit's fsync hides it; with
+    /// [`Durability::Normal`] it is a second page in the log per commit, which measured 1.2-1.4x
+    /// a create and 1.6-2x a small update (`docs/benchmarks.md`, "Change feed"). Every process writing a file should use the same setting: the feed of a file
     /// misses the writes of processes that have it off.
     pub feed: bool,
     /// How long changes are kept (default [`DEFAULT_FEED_RETENTION`], 7 days): older ones are
