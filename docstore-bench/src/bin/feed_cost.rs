@@ -4,13 +4,13 @@
 //! 1. **Write cost of the feed**: single `create` then `update` calls (a merge patch of 3
 //!    fields) of ~1 KB documents, with the feed on and off, for both durabilities; runs of
 //!    each setting alternate so that drift hits both. Goal: on / off ≤ 1.15×.
-//! 1b. **The floor in SQLite itself**: raw `rusqlite` updates in place, alone and with a
+//! 2. **The floor in SQLite itself**: raw `rusqlite` updates in place, alone and with a
 //!    change row holding no document or the document (NORMAL): a second WAL page per commit.
-//! 2. **Update cost of declared indexes**: updates not touching an indexed field, in a
+//! 3. **Update cost of declared indexes**: updates not touching an indexed field, in a
 //!    collection with 0 and with 3 declared indexes (feed on, `Normal`). Goal: ≤ 2×.
-//! 3. **Feed read throughput**, per backend: the whole feed read in pages of 1 000,
+//! 4. **Feed read throughput**, per backend: the whole feed read in pages of 1 000,
 //!    store-wide and for one site among ten.
-//! 4. **Commit-to-watch latency**, per backend: from the start of a write call to a `watch`
+//! 5. **Commit-to-watch latency**, per backend: from the start of a write call to a `watch`
 //!    stream yielding its change — in the same store (woken by the commit) and, for SQLite,
 //!    in a second store on the same file (another process's view: found by polling, 200 ms by
 //!    default); on DynamoDB a second store on the table, polling Streams every second.
