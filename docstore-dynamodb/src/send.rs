@@ -76,6 +76,16 @@ pub(crate) enum Sent {
     Unknown(Error),
 }
 
+/// How a lone `PutItem` or `DeleteItem` failed.
+enum SingleFailed {
+    /// Its condition failed: the item as it stood, when DynamoDB returned it.
+    Refused(Option<Item>),
+    /// A transaction was writing the item.
+    Contended,
+    /// Anything else, as [`DynamoStore::single_failure`] answers it.
+    Other(Result<Sent>),
+}
+
 impl DynamoStore {
     /// Sends `action` at `key` under `expect`, moving the collection counter by `delta`
     /// (0, 1 or -1) as the counter mode says. `w` is the call's write identity: it goes on
@@ -138,18 +148,12 @@ impl DynamoStore {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|err| {
-                    let refused = match err.as_service_error() {
-                        Some(PutItemError::ConditionalCheckFailedException(e)) => {
-                            Some(e.item().cloned())
-                        }
-                        _ => None,
-                    };
-                    let conflict = matches!(
-                        err.as_service_error(),
-                        Some(PutItemError::TransactionConflictException(_))
-                    );
-                    (refused, conflict, self.single_failure("PutItem", err))
+                .map_err(|err| match err.as_service_error() {
+                    Some(PutItemError::ConditionalCheckFailedException(e)) => {
+                        SingleFailed::Refused(e.item().cloned())
+                    }
+                    Some(PutItemError::TransactionConflictException(_)) => SingleFailed::Contended,
+                    _ => SingleFailed::Other(self.single_failure("PutItem", err)),
                 }),
             Action::Delete => self
                 .client
@@ -167,28 +171,24 @@ impl DynamoStore {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|err| {
-                    let refused = match err.as_service_error() {
-                        Some(DeleteItemError::ConditionalCheckFailedException(e)) => {
-                            Some(e.item().cloned())
-                        }
-                        _ => None,
-                    };
-                    let conflict = matches!(
-                        err.as_service_error(),
-                        Some(DeleteItemError::TransactionConflictException(_))
-                    );
-                    (refused, conflict, self.single_failure("DeleteItem", err))
+                .map_err(|err| match err.as_service_error() {
+                    Some(DeleteItemError::ConditionalCheckFailedException(e)) => {
+                        SingleFailed::Refused(e.item().cloned())
+                    }
+                    Some(DeleteItemError::TransactionConflictException(_)) => {
+                        SingleFailed::Contended
+                    }
+                    _ => SingleFailed::Other(self.single_failure("DeleteItem", err)),
                 }),
         };
         match result {
             Ok(()) => Ok(Sent::Applied),
-            Err((Some(item), _, _)) => Ok(Sent::Refused {
+            Err(SingleFailed::Refused(item)) => Ok(Sent::Refused {
                 current: self.refused_on(key, item).await?,
                 resent: attempts.resent(),
             }),
-            Err((None, true, _)) => Ok(Sent::Contended),
-            Err((None, false, failure)) => failure,
+            Err(SingleFailed::Contended) => Ok(Sent::Contended),
+            Err(SingleFailed::Other(failure)) => failure,
         }
     }
 
