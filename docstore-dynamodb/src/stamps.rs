@@ -17,7 +17,8 @@
 //! write unit, two as a transactional write — and, with fast counters, a delete becomes a
 //! two-item `TransactWriteItems` (the delete and its stamp) instead of a `DeleteItem`, still
 //! followed by the counter's own `UpdateItem` (so deletes do not contend on the counter item).
-//! Reading the feed costs one consistent `GetItem` (half a read unit) per delete it shows.
+//! Reading the feed costs one consistent read (half a read unit) per delete it shows, the
+//! stamps of a page asked for together in `BatchGetItem`s.
 
 use crate::batch_get::MAX_KEYS;
 use crate::history::Stored;

@@ -60,9 +60,10 @@ pub struct SqliteOptions {
     /// [`Driver::changes`](docstore::driver::Driver::changes) is an error saying the feed is
     /// off. The cost: each change row holds the document as written, in the write's own
     /// transaction. With [`Durability::Full`] the commit's fsync hides it; with
-    /// [`Durability::Normal`] it is a second page in the log per commit, which measured 1.2-1.4x
-    /// a create and 1.6-2x a small update (`docs/benchmarks.md`, "Change feed"). Every process writing a file should use the same setting: the feed of a file
-    /// misses the writes of processes that have it off.
+    /// [`Durability::Normal`] it is a second page in the log per commit, which measured
+    /// 1.2-1.4x a create and 1.6-2x a small update (`docs/benchmarks.md`, "Change feed").
+    /// Every process writing a file should use the same setting: the feed of a file misses
+    /// the writes of processes that have it off.
     pub feed: bool,
     /// How long changes are kept (default [`DEFAULT_FEED_RETENTION`], 7 days): older ones are
     /// pruned every [`SqliteOptions::feed_prune_interval`], and a cursor before a pruned
