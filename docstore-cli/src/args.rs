@@ -358,8 +358,13 @@ pub enum Command {
     /// `{"op": "create|put|update|update_if|delete_if|check", "collection", "id", "data" |
     /// "patch", "version"}` in the --site site; prints the outcomes in order. When one write
     /// fails nothing is written, and the error names it with its kind's exit code.
+    ///
+    /// A batch holds at most 50 writes and writes at most 3 000 000 bytes (key names plus
+    /// the data it stores); a larger one is refused whole (exit 6): split it, or use
+    /// `import` for bulk loads (not atomic as a whole, resumable).
     Batch {
-        /// The file (or @FILE); standard input when absent, "-" or "@-". A batch of checks
+        /// The writes: JSON text (starting with '[' or '{', as DATA of `put`), @FILE or a
+        /// file name, or - / @- for standard input (also read when absent). A batch of checks
         /// alone never creates a SQLite file.
         input: Option<PathBuf>,
     },

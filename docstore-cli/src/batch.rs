@@ -1,4 +1,4 @@
-//! `docstore batch FILE|-` (atomic writes) and `docstore get-many` (several documents).
+//! `docstore batch JSON|FILE|-` (atomic writes) and `docstore get-many` (several documents).
 //!
 //! A batch is a JSON array of writes, or JSON lines of them, each an object with `op` and the
 //! key in the site given by `--site`:
@@ -82,6 +82,14 @@ impl Batch {
             None => format!("batch write {}", index + 1),
         }
     }
+}
+
+/// The batch itself when INPUT is inline JSON: its first character other than white space
+/// is `[` or `{`, as DATA of `put` is JSON text (a file whose name starts so is `@FILE` or
+/// `./NAME`); `None` for a file name, `@FILE` or `-`.
+pub fn inline(input: &std::path::Path) -> Option<&str> {
+    let text = input.to_str()?;
+    text.trim_start().starts_with(['[', '{']).then_some(text)
 }
 
 /// The writes of a batch file's text (a JSON array, or one JSON object per line).

@@ -376,10 +376,13 @@ fn read_batch(cli: &Cli) -> Result<Option<crate::batch::Batch>, CliError> {
     let Command::Batch { input } = &cli.command else {
         return Ok(None);
     };
-    let text = read_all(
-        &mut open_input(input.as_deref(), "batch", "[INPUT]")?,
-        "the batch",
-    )?;
+    let text = match input.as_deref().and_then(crate::batch::inline) {
+        Some(inline) => inline.to_owned(),
+        None => read_all(
+            &mut open_input(input.as_deref(), "batch", "[INPUT]")?,
+            "the batch",
+        )?,
+    };
     let site = cli.site.as_deref().unwrap_or(DEFAULT_SITE);
     crate::batch::parse(&text, site).map(Some)
 }
