@@ -8,8 +8,9 @@
 //!   seen every position below it. Pruning never removes the newest row, so the next rowid
 //!   (the highest plus one) is never one handed out before.
 //! - **Cursors** are `sqlite:FILE.POSITION`: `FILE` is the random id migration 4 stored in
-//!   table `feed`. A cursor of another file (a database deleted and created again, say) is
-//!   [`Error::CursorExpired`]: its feed is gone, the consumer resyncs. A copy of a file (a
+//!   table `feed`. A cursor of another file (another store, or a database deleted and
+//!   created again) is [`Error::InvalidArgument`] saying it belongs to another store: a
+//!   consumer told `CursorExpired` would resync against the wrong database. A copy of a file (a
 //!   backup restored with `cp`) keeps its id: consumers of the original should resync after
 //!   such a restore, since positions past the copy's end are handed out again.
 //! - **Retention**: rows older than [`SqliteOptions::feed_retention`] by the store clock at
@@ -78,17 +79,19 @@ impl Feed {
         }
     }
 
-    /// The position `cursor` stands after: [`Error::CursorExpired`] for a cursor of another
-    /// file, [`Error::InvalidArgument`] for one no SQLite store wrote.
+    /// The position `cursor` stands after: [`Error::InvalidArgument`] for a cursor of another
+    /// file (another store's: resyncing this one would not help its consumer) or one no
+    /// SQLite store wrote.
     pub(crate) fn position(&self, cursor: &ChangeCursor) -> Result<u64, Error> {
         let text = cursor.position_for(DRIVER)?;
         let malformed = || Error::invalid("change cursor: not a cursor a SQLite store wrote");
         let (file, position) = text.split_once('.').ok_or_else(malformed)?;
         let position: u64 = position.parse().map_err(|_| malformed())?;
         if file != self.file_id {
-            return Err(Error::CursorExpired(format!(
-                "the cursor is of another SQLite database (feed {file}; this one's is {}): \
-                 resync from the start",
+            return Err(Error::invalid(format!(
+                "change cursor: this cursor belongs to another store (the SQLite database \
+                 whose feed id is {file}; this one's is {}): follow that store with it, or \
+                 start this store's feed from the start or from now",
                 self.file_id
             )));
         }

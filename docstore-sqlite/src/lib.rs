@@ -135,7 +135,9 @@
 //!   change's position is its rowid: SQLite serializes writers, so positions grow in commit
 //!   order. Cursors are `sqlite:FILE.POSITION`, `FILE` a random id the migration stored in
 //!   the file: a cursor of another file is
-//!   [`Error::CursorExpired`](docstore::Error::CursorExpired). A read runs on a reader
+//!   [`Error::InvalidArgument`](docstore::Error::InvalidArgument) saying it belongs to
+//!   another store (not `CursorExpired`, which would send its consumer to resync against
+//!   the wrong database). A read runs on a reader
 //!   connection in one read transaction and looks at most 10 000 positions (a scoped read
 //!   in a feed of other scopes' changes answers with `caught_up: false` and a cursor past
 //!   them). Changes older than [`SqliteOptions::feed_retention`] (7 days by default) are

@@ -1,7 +1,7 @@
 //! The SQLite change feed: exactly the committed writes (single, batched, group-committed
 //! under concurrent writers with refusals), another process's writes seen by a watcher here,
 //! retention and expired cursors, a version-3 file migrated with an empty feed, the feed
-//! turned off, a cursor of another file. The generic semantics are the conformance family
+//! turned off, a cursor of another file (refused as another store's). The generic semantics are the conformance family
 //! `changes`; these are SQLite's own paths.
 
 use docstore::feed::{ChangePage, FeedScope, FeedStart};
@@ -320,7 +320,7 @@ async fn feed_off_writes_no_changes_and_reads_say_so() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_cursor_of_another_file_is_expired() {
+async fn a_cursor_of_another_file_is_invalid() {
     let dir = tempfile::tempdir().unwrap();
     let one = Store::new(SqliteStore::open(dir.path().join("1.db")).unwrap());
     let two = Store::new(SqliteStore::open(dir.path().join("2.db")).unwrap());
@@ -335,7 +335,13 @@ async fn a_cursor_of_another_file_is_expired() {
     let read = two
         .changes(&FeedScope::whole_store(), &FeedStart::After(cursor), 10)
         .await;
-    assert!(matches!(read, Err(Error::CursorExpired(_))), "{read:?}");
+    // Not CursorExpired: resyncing from another database would be wrong.
+    match read {
+        Err(Error::InvalidArgument(message)) => {
+            assert!(message.contains("belongs to another store"), "{message}")
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
     let memory_like = docstore::ChangeCursor::parse("sqlite:nonsense").unwrap();
     let read = two
         .changes(

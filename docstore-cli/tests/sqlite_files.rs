@@ -1,0 +1,104 @@
+//! SQLite files from the command line (docs/contract.md, "The command line" and "Change
+//! feed"): a command that only reads changes nothing in the file, a file of another program
+//! is refused unless shared, lock waits that end well say nothing, the feed is pruned by
+//! the writing commands themselves, and a change cursor of another file is refused.
+
+use assert_cmd::Command;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The exit code of an invalid argument (`docstore --help` lists them).
+const INVALID: i32 = 6;
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn sqlite(&self, name: &str) -> String {
+        format!("sqlite:{}", self.path(name).display())
+    }
+
+    /// `docstore ARGS` in the sandbox directory, no environment settings, site s.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::cargo_bin("docstore").unwrap();
+        cmd.current_dir(self.dir.path())
+            .env_remove("DOCSTORE_URL")
+            .env_remove("DOCSTORE_SITE")
+            .env_remove("RUST_LOG")
+            .args(["--site", "s"])
+            .args(args);
+        cmd
+    }
+
+    /// Runs and asserts the exit code; returns the output.
+    fn run(&self, args: &[&str], code: i32) -> Output {
+        let output = self.cmd(args).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{args:?}: stderr {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    /// Every file of the sandbox directory with its bytes.
+    fn files(&self) -> BTreeMap<String, Vec<u8>> {
+        files_of(self.dir.path())
+    }
+}
+
+fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(entry.path()).unwrap())
+        })
+        .collect()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The cursor of the last line `watch --jsonl` printed.
+fn last_cursor(output: &Output) -> String {
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text.lines().last().expect("watch printed a change");
+    let change: serde_json::Value = serde_json::from_str(line).unwrap();
+    change["cursor"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_change_cursor_of_another_file_is_invalid_not_expired() {
+    let sandbox = Sandbox::new();
+    let (one, two) = (sandbox.sqlite("one.db"), sandbox.sqlite("two.db"));
+    for store in [&one, &two] {
+        sandbox.run(&["--store", store, "create", "t", "a", "{}"], 0);
+    }
+    let watch = ["watch", "--from", "start", "--until-idle", "--jsonl"];
+    let cursor = last_cursor(&sandbox.run(&[&["--store", one.as_str()][..], &watch].concat(), 0));
+    let after = ["watch", "--after", &cursor, "--until-idle", "--jsonl"];
+    let refused = sandbox.run(&[&["--store", two.as_str()][..], &after].concat(), INVALID);
+    assert!(
+        stderr(&refused).contains("belongs to another store"),
+        "{}",
+        stderr(&refused)
+    );
+    // The cursor still works on its own store.
+    sandbox.run(&[&["--store", one.as_str()][..], &after].concat(), 0);
+}
