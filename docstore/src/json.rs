@@ -45,66 +45,135 @@ pub fn parse<T: DeserializeOwned>(text: &str, max_depth: usize) -> Result<T, Jso
     Ok(value)
 }
 
-/// Checks the nesting depth and the number literals of JSON `text` (outside strings). Text
-/// that is not JSON at all passes here and fails in the parser, which names the problem.
+/// Checks the nesting depth, the number literals and the object keys of JSON `text` (outside
+/// strings): no object may name a key twice, since one of the two values would be dropped.
+/// Text that is not JSON at all passes here and fails in the parser, which names the problem.
 pub fn check(text: &str, max_depth: usize) -> Result<(), JsonError> {
+    let mut scan = Scan {
+        text,
+        max_depth,
+        open: Vec::new(),
+    };
     let bytes = text.as_bytes();
-    let mut depth = 0usize;
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                // To the closing quote, skipping escaped characters (memchr: a string's
-                // bytes are most of a document line's).
-                i += 1;
-                while let Some(at) = bytes
-                    .get(i..)
-                    .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
-                {
-                    i += at;
-                    if bytes[i] == b'"' {
-                        break;
-                    }
-                    i += 2;
-                }
-                if i >= bytes.len() || bytes[i] != b'"' {
-                    // Unterminated: the parser names the problem.
-                    i = bytes.len();
-                }
-                i += 1;
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max_depth {
-                    return Err(at(
-                        text,
-                        i,
-                        format!(
-                            "nested more than {max_depth} levels deep (document data may be \
-                             nested at most {MAX_DEPTH} levels)"
-                        ),
-                    ));
-                }
-                i += 1;
-            }
+        i = match bytes[i] {
+            b'"' => scan.string(i)?,
+            b'[' => scan.open(i, None)?,
+            b'{' => scan.open(i, Some(ObjectKeys::default()))?,
             b']' | b'}' => {
-                depth = depth.saturating_sub(1);
-                i += 1;
+                scan.open.pop();
+                i + 1
             }
-            b'-' | b'0'..=b'9' => {
-                let start = i;
-                i += 1;
-                while i < bytes.len()
-                    && matches!(bytes[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
-                {
-                    i += 1;
+            b',' => {
+                if let Some(Some(keys)) = scan.open.last_mut() {
+                    keys.expecting_key = true;
                 }
-                check_number(&text[start..i]).map_err(|why| at(text, start, why))?;
+                i + 1
             }
-            _ => i += 1,
-        }
+            b'-' | b'0'..=b'9' => scan.number(i)?,
+            _ => i + 1,
+        };
     }
     Ok(())
+}
+
+/// The state of [`check`]'s one pass: the arrays (`None`) and objects open at the current
+/// position, innermost last.
+struct Scan<'a> {
+    text: &'a str,
+    max_depth: usize,
+    open: Vec<Option<ObjectKeys<'a>>>,
+}
+
+/// The keys an open object has named so far, and whether a key comes next.
+#[derive(Default)]
+struct ObjectKeys<'a> {
+    seen: std::collections::HashSet<std::borrow::Cow<'a, str>>,
+    expecting_key: bool,
+}
+
+impl<'a> Scan<'a> {
+    /// Opens an array or an object at `start`; gives the offset after it.
+    fn open(&mut self, start: usize, object: Option<ObjectKeys<'a>>) -> Result<usize, JsonError> {
+        if self.open.len() >= self.max_depth {
+            let max_depth = self.max_depth;
+            return Err(at(
+                self.text,
+                start,
+                format!(
+                    "nested more than {max_depth} levels deep (document data may be nested at \
+                     most {MAX_DEPTH} levels)"
+                ),
+            ));
+        }
+        self.open.push(object.map(|keys| ObjectKeys {
+            expecting_key: true,
+            ..keys
+        }));
+        Ok(start + 1)
+    }
+
+    /// Skips the string that opens at `start` (escapes included; memchr, as a string's bytes
+    /// are most of a document line's) and checks it when it is an object's key. Gives the
+    /// offset after the closing quote.
+    fn string(&mut self, start: usize) -> Result<usize, JsonError> {
+        let bytes = self.text.as_bytes();
+        let mut i = start + 1;
+        let mut escaped = false;
+        while let Some(at) = bytes
+            .get(i..)
+            .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+        {
+            i += at;
+            if bytes[i] == b'"' {
+                break;
+            }
+            escaped = true;
+            i += 2;
+        }
+        if i >= bytes.len() || bytes[i] != b'"' {
+            // Unterminated: the parser names the problem.
+            return Ok(bytes.len());
+        }
+        if let Some(Some(keys)) = self.open.last_mut()
+            && std::mem::take(&mut keys.expecting_key)
+        {
+            let raw = &self.text[start + 1..i];
+            let key = if escaped {
+                match serde_json::from_str::<String>(&self.text[start..=i]) {
+                    Ok(key) => std::borrow::Cow::Owned(key),
+                    Err(_) => return Ok(i + 1), // a bad escape: the parser names it
+                }
+            } else {
+                std::borrow::Cow::Borrowed(raw)
+            };
+            if let Some(key) = keys.seen.replace(key) {
+                return Err(at(
+                    self.text,
+                    start,
+                    format!(
+                        "the key {} appears twice in one object; JSON is kept exactly, so \
+                         each key may appear once",
+                        shorten(&format!("{key:?}"))
+                    ),
+                ));
+            }
+        }
+        Ok(i + 1)
+    }
+
+    /// Checks the number literal that starts at `start`; gives the offset after it.
+    fn number(&self, start: usize) -> Result<usize, JsonError> {
+        let bytes = self.text.as_bytes();
+        let mut i = start + 1;
+        while i < bytes.len() && matches!(bytes[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+        {
+            i += 1;
+        }
+        check_number(&self.text[start..i]).map_err(|why| at(self.text, start, why))?;
+        Ok(i)
+    }
 }
 
 /// Why a number literal cannot be stored exactly, if it cannot.
@@ -242,6 +311,29 @@ mod tests {
         // Unterminated strings are the parser's to name.
         for text in [r#"{"s": "abc"#, r#"{"s": "abc\"#, r#"["\""#] {
             assert!(value(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_key_named_twice_in_one_object_is_refused() {
+        for (text, column) in [
+            (r#"{"x":1,"x":2}"#, 8),
+            (r#"{"a": {"x": 1, "y": [], "x": 2}}"#, 25),
+            (r#"[{"x": 1}, {"y": 1, "\u0079": 2}]"#, 21),
+            (r#"{"x": {"x": 1}, "y": {"x": {}}, "x\n": 3, "x": 4}"#, 43),
+        ] {
+            let err = value(text).unwrap_err();
+            assert!(err.contains("appears twice"), "{text}: {err}");
+            assert!(err.contains(&format!("column {column}")), "{text}: {err}");
+        }
+        // The same key in sibling or nested objects, and keys' text as values, are fine.
+        for text in [
+            r#"{"x": {"x": {"x": 1}}, "y": {"x": 2}}"#,
+            r#"[{"x": 1}, {"x": 2}]"#,
+            r#"{"x": "x", "y": ["x", "x"], "z": {"a": "x", "x": "a"}}"#,
+            r#"{"x\"": 1, "x": 2, "x\\": 3}"#,
+        ] {
+            assert!(value(text).is_ok(), "{text}: {:?}", value(text));
         }
     }
 

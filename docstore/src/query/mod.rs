@@ -27,7 +27,7 @@ pub(crate) use eval::SortPosition;
 pub use eval::{CompiledFilter, CompiledQuery, MAX_FILTER_DEPTH, evaluate, matches};
 pub use ordering::{canonical_json, compare_numbers, compare_values, range_ordering, values_equal};
 pub use path::{FieldPath, resolve_in};
-pub use text::ParseError;
+pub use text::{MAX_QUERY_TEXT_BYTES, ParseError};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

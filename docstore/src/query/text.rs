@@ -37,7 +37,7 @@
 //! assert_eq!(Query::parse("status = ").unwrap_err().column, 10);
 //! ```
 
-use crate::query::{Filter, Order, Query};
+use crate::query::{Filter, MAX_FILTER_DEPTH, Order, Query};
 use serde_json::Value;
 use std::fmt;
 
@@ -73,9 +73,28 @@ const KEYWORDS: [&str; 14] = [
     "asc", "desc",
 ];
 
+/// The longest query text accepted, in bytes. A query is typed or built by a program; a
+/// megabyte holds an `IN` list of tens of thousands of values, and anything longer is refused
+/// before it is read.
+pub const MAX_QUERY_TEXT_BYTES: usize = 1 << 20;
+
 /// Parses the text form.
 pub(crate) fn parse(text: &str) -> Result<Query, ParseError> {
-    let mut parser = Parser { text, pos: 0 };
+    if text.len() > MAX_QUERY_TEXT_BYTES {
+        return Err(ParseError {
+            line: 1,
+            column: 1,
+            message: format!(
+                "the query text is {} bytes long; at most {MAX_QUERY_TEXT_BYTES} are accepted",
+                text.len()
+            ),
+        });
+    }
+    let mut parser = Parser {
+        text,
+        pos: 0,
+        depth: 0,
+    };
     let mut query = Query::new();
     parser.skip_ws();
     if !parser.at_end() && !parser.at_keyword("order") && !parser.at_keyword("limit") {
@@ -245,6 +264,10 @@ fn field_text(field: &str) -> String {
 struct Parser<'a> {
     text: &'a str,
     pos: usize,
+    /// How many parentheses, `NOT`s, `ALL(`s and `ANY(`s enclose the current position. The
+    /// parser recurses once per level, so the level is checked against [`MAX_FILTER_DEPTH`]
+    /// before each step down: no text, however deep, can exhaust the stack.
+    depth: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -344,22 +367,64 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// `NOT`s are counted in a loop rather than by recursion, and each counts as a level.
     fn unary(&mut self) -> Result<Filter, ParseError> {
-        if self.eat_keyword("not") {
-            return Ok(Filter::Not(Box::new(self.unary()?)));
+        let outer = self.depth;
+        let mut nots = 0;
+        while self.at_keyword("not") {
+            self.descend()?;
+            self.pos += "not".len();
+            nots += 1;
         }
-        self.primary()
+        let mut filter = self.primary();
+        self.depth = outer;
+        for _ in 0..nots {
+            filter = filter.map(|inner| Filter::Not(Box::new(inner)));
+        }
+        filter
+    }
+
+    /// Goes one level deeper, or says the text is nested too deep (at the token that would
+    /// open the level, before anything below it is read).
+    fn descend(&mut self) -> Result<(), ParseError> {
+        self.skip_ws();
+        if self.depth >= MAX_FILTER_DEPTH {
+            return Err(self.error(format!(
+                "the filter is nested more than {MAX_FILTER_DEPTH} levels deep (parentheses, \
+                 NOT, ALL and ANY each open a level)"
+            )));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Parses what `inner` reads one level deeper.
+    fn nested<T>(
+        &mut self,
+        inner: impl FnOnce(&mut Self) -> Result<T, ParseError>,
+    ) -> Result<T, ParseError> {
+        self.descend()?;
+        let result = inner(self);
+        self.depth -= 1;
+        result
     }
 
     fn primary(&mut self) -> Result<Filter, ParseError> {
-        if self.eat_symbol("(") {
-            let inner = self.or()?;
-            self.expect_symbol(")")?;
-            return Ok(inner);
+        self.skip_ws();
+        if self.rest().starts_with('(') {
+            return self.nested(|parser| {
+                parser.pos += 1;
+                let inner = parser.or()?;
+                parser.expect_symbol(")")?;
+                Ok(inner)
+            });
         }
         for (keyword, all) in [("all", true), ("any", false)] {
-            if self.eat_keyword(keyword) {
-                let items = self.filter_list()?;
+            if self.at_keyword(keyword) {
+                let items = self.nested(|parser| {
+                    parser.pos += keyword.len();
+                    parser.filter_list()
+                })?;
                 return Ok(if all {
                     Filter::And(items)
                 } else {
@@ -409,6 +474,7 @@ impl<'a> Parser<'a> {
         Parser {
             text: self.text,
             pos: self.pos,
+            depth: self.depth,
         }
     }
 
@@ -655,6 +721,54 @@ mod tests {
         }
         assert_eq!(field_text("address.zip code"), "address.`zip code`");
         assert_eq!(field_text(r"a\.b"), r"a\.b");
+    }
+
+    /// Runs `parse` on a thread with a quarter of a tokio worker's stack, where a parser that
+    /// recursed once per character of hostile text would overflow long before the end.
+    fn parse_on_a_small_stack(text: String) -> Result<Query, ParseError> {
+        std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(move || parse(&text))
+            .expect("thread starts")
+            .join()
+            .expect("the parser does not panic")
+    }
+
+    #[test]
+    fn nesting_beyond_the_limit_is_an_error_at_the_level_that_exceeds_it() {
+        let parens = |n: usize| format!("{}exists a{}", "(".repeat(n), ")".repeat(n));
+        let nots = |n: usize| format!("{}exists a", "not ".repeat(n));
+        let alls = |n: usize| format!("{}exists a{}", "all(".repeat(n), ")".repeat(n));
+        let mixed = |n: usize| format!("{}exists a{}", "not (any(".repeat(n), "))".repeat(n));
+        for text in [parens(20_000), nots(100_000), alls(20_000), mixed(20_000)] {
+            let err = parse_on_a_small_stack(text.clone()).unwrap_err();
+            assert!(err.message.contains("nested more than 64"), "{err}");
+            assert!(err.column <= 4 * 65, "{err}");
+        }
+        assert_eq!(parse(&parens(65)).unwrap_err().column, 65);
+        assert_eq!(parse(&nots(65)).unwrap_err().column, 4 * 64 + 1);
+        for text in [parens(64), nots(63), alls(64), mixed(21)] {
+            let query = parse_on_a_small_stack(text.clone()).unwrap();
+            assert!(query.filter.is_some(), "{text}");
+        }
+        // A filter at the evaluator's limit prints as text that parses back.
+        let mut deepest = Filter::exists("a");
+        for _ in 1..MAX_FILTER_DEPTH {
+            deepest = !deepest;
+        }
+        let query = Query::new().filter(deepest);
+        assert!(query.compile().is_ok());
+        assert_eq!(parse(&to_text(&query)).unwrap(), query);
+    }
+
+    #[test]
+    fn text_longer_than_the_limit_is_refused_before_it_is_read() {
+        let long = format!("a IN [{}1]", "1, ".repeat(MAX_QUERY_TEXT_BYTES / 3));
+        let err = parse(&long).unwrap_err();
+        assert_eq!((err.line, err.column), (1, 1));
+        assert!(err.message.contains("bytes long"), "{err}");
+        let fits = format!("a IN [{}1]", "1,".repeat((MAX_QUERY_TEXT_BYTES - 16) / 2));
+        assert!(parse(&fits).is_ok());
     }
 
     proptest! {
