@@ -19,6 +19,8 @@ static SAID: AtomicBool = AtomicBool::new(false);
 thread_local! {
     /// Set while a call on this thread must not wait for a lock ([`Impatient`]).
     static IMPATIENT: Cell<bool> = const { Cell::new(false) };
+    /// When every lock wait of the operation running on this thread ends ([`Deadline`]).
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 /// Makes `conn` wait up to `timeout` for a lock another connection holds, as
@@ -40,7 +42,8 @@ pub(crate) fn wait_for_locks(conn: &mut Connection, timeout: Duration) -> rusqli
                 );
             }
         }
-        let left = timeout.saturating_sub(started.elapsed());
+        let deadline = DEADLINE.with(Cell::get).unwrap_or(started + timeout);
+        let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return false;
         }
@@ -49,6 +52,41 @@ pub(crate) fn wait_for_locks(conn: &mut Connection, timeout: Duration) -> rusqli
         std::thread::sleep(Duration::from_millis(delay).min(left));
         true
     }))
+}
+
+/// While it lives, every lock wait on this thread ends at one instant: the busy timeout
+/// bounds an operation as a whole, so one retried after a busy failure (or a group commit's
+/// writes run again one by one) never waits the timeout again. The outermost one counts.
+pub(crate) struct Deadline {
+    /// Whether this one set the thread's deadline (and clears it when dropped).
+    outermost: bool,
+}
+
+impl Deadline {
+    /// Lock waits on this thread end `timeout` from now, unless an outer deadline is set.
+    pub(crate) fn start(timeout: Duration) -> Self {
+        let outermost = DEADLINE.with(|deadline| {
+            if deadline.get().is_some() {
+                return false;
+            }
+            deadline.set(Some(Instant::now() + timeout));
+            true
+        });
+        Deadline { outermost }
+    }
+
+    /// Whether the deadline has passed: retrying would not wait any more.
+    pub(crate) fn passed(&self) -> bool {
+        DEADLINE.with(|deadline| deadline.get().is_some_and(|end| Instant::now() >= end))
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        if self.outermost {
+            DEADLINE.with(|deadline| deadline.set(None));
+        }
+    }
 }
 
 /// While it lives, calls on this thread try a lock once and do not wait for it.
@@ -97,6 +135,22 @@ mod tests {
         assert!(waiter.execute_batch("BEGIN IMMEDIATE").is_err());
         drop(impatient);
         assert!(started.elapsed() < Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_deadline_bounds_every_wait_of_an_operation() {
+        let (_dir, _holder, waiter) = locked_pair(Duration::from_millis(300));
+        let started = Instant::now();
+        let deadline = Deadline::start(Duration::from_millis(300));
+        assert!(waiter.execute_batch("BEGIN IMMEDIATE").is_err());
+        assert!(deadline.passed());
+        let first = started.elapsed();
+        // A second try under the same deadline gives up at once.
+        assert!(waiter.execute_batch("BEGIN IMMEDIATE").is_err());
+        let again = started.elapsed() - first;
+        drop(deadline);
+        assert!(first >= Duration::from_millis(290), "{first:?}");
+        assert!(again < Duration::from_millis(150), "{again:?}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! waiting instead of errors, and the open path (no write lock when the schema is current;
 //! read-only when the file or its directory cannot be written).
 
+use crate::busy::Deadline;
 use crate::checkpoint::Checkpointer;
 use crate::error::Fail;
 use crate::options::SqliteOptions;
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
+use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 /// How many times an operation that found the database locked (after waiting the busy
@@ -151,7 +153,7 @@ impl Connections {
     /// the schema migrated only when needed. A file (or directory) that cannot be written
     /// opens read-only, with the cause kept for the error every write then returns.
     pub(crate) fn open_file(path: PathBuf, options: SqliteOptions) -> Result<Self> {
-        let opened = retry_busy(|| open_writer(&path, &options))?;
+        let opened = retry_busy(options.busy_timeout, || open_writer(&path, &options))?;
         let Opened {
             mut conn,
             read_only,
@@ -182,7 +184,7 @@ impl Connections {
 
     /// A private in-memory database (gone when the store is dropped).
     pub(crate) fn open_memory(options: SqliteOptions) -> Result<Self> {
-        let conn = retry_busy(|| {
+        let conn = retry_busy(options.busy_timeout, || {
             let mut conn = Connection::open_in_memory()?;
             schema::configure(&mut conn, &options)?;
             schema::configure_writer(&conn)?;
@@ -206,9 +208,10 @@ impl Connections {
             let conn = Arc::clone(&writer);
             let taken = Arc::clone(&queued);
             let committed = commits.clone();
+            let busy_timeout = options.busy_timeout;
             let thread = std::thread::Builder::new()
                 .name("docstore-sqlite-writer".into())
-                .spawn(move || writer_loop(&conn, &rx, &taken, &committed))
+                .spawn(move || writer_loop(&conn, &rx, &taken, &committed, busy_timeout))
                 .expect("spawning the sqlite writer thread");
             (Some(tx), Some(thread))
         } else {
@@ -276,7 +279,7 @@ impl Connections {
         op: &mut impl FnMut(&Connection) -> Result<T, Fail>,
     ) -> Result<T> {
         let mut conn = self.writer.lock();
-        let written = retry_busy(|| {
+        let written = retry_busy(self.options.busy_timeout, || {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let value = op(&tx)?;
             tx.commit()?;
@@ -361,20 +364,20 @@ impl Connections {
     ) -> Result<T> {
         let writable = self.read_only.is_none();
         let mut conn = self.writer.lock();
-        retry_busy(|| op(&mut conn, writable))
+        retry_busy(self.options.busy_timeout, || op(&mut conn, writable))
     }
 
     /// Runs `op` on a read connection.
     pub(crate) fn read<T>(&self, mut op: impl FnMut(&Connection) -> Result<T, Fail>) -> Result<T> {
         let Some(readers) = &self.readers else {
             let conn = self.writer.lock();
-            return retry_busy(|| op(&conn));
+            return retry_busy(self.options.busy_timeout, || op(&conn));
         };
         let conn = match readers.idle.lock().pop() {
             Some(conn) => conn,
             None => self.open_reader(&readers.open)?,
         };
-        let result = retry_busy(|| op(&conn));
+        let result = retry_busy(self.options.busy_timeout, || op(&conn));
         let mut idle = readers.idle.lock();
         if idle.len() < self.options.max_idle_readers {
             idle.push(conn);
@@ -440,6 +443,7 @@ fn writer_loop(
     queue: &mpsc::Receiver<Box<dyn Job>>,
     queued: &AtomicUsize,
     commits: &watch::Sender<u64>,
+    busy_timeout: Duration,
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_GROUP);
     while let Ok(first) = queue.recv() {
@@ -453,7 +457,7 @@ fn writer_loop(
         let mut conn = conn.lock();
         // Taken: from now on a new write may run in place once the connection is free.
         queued.fetch_sub(group.len(), Ordering::AcqRel);
-        commit_group(&mut conn, &mut group);
+        commit_group(&mut conn, &mut group, &Deadline::start(busy_timeout));
         // Maybe every write of the group refused: a watcher woken for nothing reads again.
         committed(commits);
     }
@@ -470,10 +474,11 @@ fn committed(commits: &watch::Sender<u64>) {
 /// run each inside a savepoint: a failing one is rolled back to its savepoint and answered
 /// with its error, the others commit. When the database stays busy past every retry, or the
 /// commit itself fails, each write runs again alone in its own transaction, so every caller
-/// gets the answer its own write deserves.
-fn commit_group(conn: &mut Connection, group: &mut Vec<Box<dyn Job>>) {
+/// gets the answer its own write deserves (all under `deadline`: a group that waited the
+/// busy timeout out is not waited for again, write by write).
+fn commit_group(conn: &mut Connection, group: &mut Vec<Box<dyn Job>>, deadline: &Deadline) {
     if group.len() > 1 {
-        match run_together(conn, group) {
+        match run_together(conn, group, deadline) {
             Ok(()) => {
                 for job in group.drain(..) {
                     job.answer();
@@ -486,7 +491,7 @@ fn commit_group(conn: &mut Connection, group: &mut Vec<Box<dyn Job>>) {
         }
     }
     for mut job in group.drain(..) {
-        match run_alone(conn, job.as_mut()) {
+        match run_alone(conn, job.as_mut(), deadline) {
             Ok(()) => job.answer(),
             Err(Some(err)) => job.answer_error(err),
             // The job refused: its own outcome holds the error, nothing was written.
@@ -503,7 +508,11 @@ fn busy() -> Fail {
     ))
 }
 
-fn run_together(conn: &mut Connection, group: &mut [Box<dyn Job>]) -> Result<(), Fail> {
+fn run_together(
+    conn: &mut Connection,
+    group: &mut [Box<dyn Job>],
+    deadline: &Deadline,
+) -> Result<(), Fail> {
     let mut attempt = 1;
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate);
@@ -522,7 +531,7 @@ fn run_together(conn: &mut Connection, group: &mut [Box<dyn Job>]) -> Result<(),
             Ok(())
         });
         match result {
-            Err(fail) if fail.is_busy() && attempt < BUSY_ATTEMPTS => {
+            Err(fail) if fail.is_busy() && attempt < BUSY_ATTEMPTS && !deadline.passed() => {
                 tracing::debug!(attempt, "sqlite busy, retrying the group");
                 attempt += 1;
             }
@@ -534,7 +543,11 @@ fn run_together(conn: &mut Connection, group: &mut [Box<dyn Job>]) -> Result<(),
 /// Runs one job in its own immediate transaction, retrying while the database is busy.
 /// `Err(Some)`: the transaction failed (the error to answer); `Err(None)`: the job refused
 /// (its outcome holds the refusal), rolled back.
-fn run_alone(conn: &mut Connection, job: &mut dyn Job) -> Result<(), Option<Error>> {
+fn run_alone(
+    conn: &mut Connection,
+    job: &mut dyn Job,
+    deadline: &Deadline,
+) -> Result<(), Option<Error>> {
     let mut attempt = 1;
     loop {
         let result = conn
@@ -547,9 +560,11 @@ fn run_alone(conn: &mut Connection, job: &mut dyn Job) -> Result<(), Option<Erro
             });
         match result {
             Ok(Ran::Wrote) => return Ok(()),
-            Ok(Ran::Busy) if attempt < BUSY_ATTEMPTS => attempt += 1,
+            Ok(Ran::Busy) if attempt < BUSY_ATTEMPTS && !deadline.passed() => attempt += 1,
             Ok(_) => return Err(None),
-            Err(fail) if fail.is_busy() && attempt < BUSY_ATTEMPTS => attempt += 1,
+            Err(fail) if fail.is_busy() && attempt < BUSY_ATTEMPTS && !deadline.passed() => {
+                attempt += 1
+            }
             Err(fail) => return Err(Some(fail.into_error())),
         }
         tracing::debug!(attempt, "sqlite busy, retrying the write");
@@ -559,7 +574,7 @@ fn run_alone(conn: &mut Connection, job: &mut dyn Job) -> Result<(), Option<Erro
 /// Another connection to the database (a reader, the checkpointer's), opened as `how` says
 /// and configured like every connection.
 fn open_configured(how: &ReaderOpen, options: &SqliteOptions) -> Result<Connection> {
-    retry_busy(|| {
+    retry_busy(options.busy_timeout, || {
         let mut conn = how.open()?;
         schema::configure(&mut conn, options)?;
         Ok(conn)
@@ -763,14 +778,16 @@ fn diagnose(path: &Path) -> String {
     }
 }
 
-/// Runs `op` again while it fails because another connection holds a lock (each attempt
-/// already waited the busy timeout inside SQLite).
-fn retry_busy<T>(mut op: impl FnMut() -> Result<T, Fail>) -> Result<T> {
+/// Runs `op` again while it fails because another connection holds a lock, until the busy
+/// timeout (one deadline for every attempt: a lock that stayed held for all of it is not
+/// waited for again) or [`BUSY_ATTEMPTS`] attempts.
+fn retry_busy<T>(busy_timeout: Duration, mut op: impl FnMut() -> Result<T, Fail>) -> Result<T> {
+    let deadline = Deadline::start(busy_timeout);
     let mut attempt = 1;
     loop {
         match op() {
             Ok(value) => return Ok(value),
-            Err(fail) if fail.is_busy() && attempt < BUSY_ATTEMPTS => {
+            Err(fail) if fail.is_busy() && attempt < BUSY_ATTEMPTS && !deadline.passed() => {
                 tracing::debug!(attempt, "sqlite busy, retrying the operation");
                 attempt += 1;
             }

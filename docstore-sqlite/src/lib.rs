@@ -61,13 +61,15 @@
 //!   enough, is merged in Rust.) A write whose future is dropped after it was queued still
 //!   happens.
 //!   Reads use a pool of other connections and, in WAL mode, never wait for the writer —
-//!   neither ours nor another process's. Another process's locks are waited for: the busy
-//!   timeout (default 5 s, see [`SqliteOptions`]; SQLite's own waits between tries, and the
-//!   first wait of the process is said once as an `info` event of target
-//!   [`LOCK_WAIT_TARGET`]), then up to four attempts of the whole
-//!   transaction; only then is it [`Error::Unavailable`](docstore::Error::Unavailable)
-//!   (when a group fails that way, or its commit fails, each of its writes is retried
-//!   alone). Busy, locked and I/O failures are `Unavailable`, every other SQLite failure
+//!   neither ours nor another process's. Another process's locks are waited for up to the
+//!   busy timeout (default 5 s, see [`SqliteOptions`]; SQLite's own waits between tries, and
+//!   the first wait of the process is said once as an `info` event of target
+//!   [`LOCK_WAIT_TARGET`]). The timeout bounds the whole operation: a busy failure that
+//!   came before it ends (a snapshot gone stale, say) runs the whole transaction again (up
+//!   to four attempts), one that waited it out does not wait again; then it is
+//!   [`Error::Unavailable`](docstore::Error::Unavailable) (when a group fails that way, or
+//!   its commit fails, each of its writes is retried alone, within the same timeout). Busy,
+//!   locked and I/O failures are `Unavailable`, every other SQLite failure
 //!   [`Error::Backend`](docstore::Error::Backend).
 //! - **Opening** reads the journal mode and `PRAGMA user_version` first and takes the write
 //!   lock only to switch a new file to WAL or to migrate an older schema, so opening a

@@ -42,9 +42,9 @@ pub enum Durability {
 pub struct SqliteOptions {
     /// Commit durability (default [`Durability::Full`]).
     pub durability: Durability,
-    /// How long one statement waits for a lock another connection or process holds, before
-    /// the store retries the whole operation (default 5 s). A write gives up with
-    /// [`docstore::Error::Unavailable`] only after four such waits in a row.
+    /// How long an operation waits in all for locks another connection or process holds
+    /// (default 5 s), its retries included: a write still locked out when it ends is
+    /// [`docstore::Error::Unavailable`].
     pub busy_timeout: Duration,
     /// Idle read connections kept open for reuse (default 4). Reads never wait for the
     /// writer; more concurrent reads than this open extra connections that are closed after

@@ -134,6 +134,53 @@ async fn a_lock_held_past_every_retry_is_unavailable_and_changes_nothing() {
         .unwrap();
 }
 
+/// The busy timeout bounds the whole wait of a write, retries included (they once waited it
+/// again each, 4x in all): with 400 ms a lone write, and writes queued behind it for a
+/// group commit, give up after at least 400 ms and well before 4 x 400 ms. Correctness
+/// bounds with a wide margin, not a speed target.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_busy_timeout_bounds_the_whole_wait_of_a_write() {
+    const TIMEOUT: Duration = Duration::from_millis(400);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("timeout.db");
+    let sqlite = SqliteOptions::default().with_busy_timeout(TIMEOUT);
+    let store = Store::new(SqliteStore::open_with(&db, StoreOptions::default(), sqlite).unwrap());
+    let (release, holder) = hold_write_lock(&db);
+
+    let started = std::time::Instant::now();
+    let key = Key::new("s", "c", "alone").unwrap();
+    let alone = store
+        .put(&key, docstore::object(json!({})).unwrap(), "")
+        .await;
+    let waited = started.elapsed();
+    assert!(matches!(alone, Err(Error::Unavailable { .. })), "{alone:?}");
+    assert!(waited >= TIMEOUT && waited < 3 * TIMEOUT, "{waited:?}");
+
+    // Several at once: the first runs in place, the others commit as a group after it.
+    let started = std::time::Instant::now();
+    let writes = (0..4).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let key = Key::new("s", "c", format!("group-{i}")).unwrap();
+            let result = store
+                .put(&key, docstore::object(json!({})).unwrap(), "")
+                .await;
+            (result, started.elapsed())
+        })
+    });
+    for write in futures_util::future::join_all(writes).await {
+        let (result, waited) = write.unwrap();
+        assert!(
+            matches!(result, Err(Error::Unavailable { .. })),
+            "{result:?}"
+        );
+        assert!(waited >= TIMEOUT && waited < 4 * TIMEOUT, "{waited:?}");
+    }
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    assert_eq!(store.count("s").await.unwrap(), 0);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn reopening_keeps_data_and_a_newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
