@@ -1,0 +1,84 @@
+//! Input a stranger could send: nothing aborts the process, and bad input is exit 6 (invalid
+//! argument) with nothing written (docs/contract.md, "Hostile input").
+
+use assert_cmd::Command;
+use std::process::Output;
+
+/// Exit code for invalid input (docstore_cli::exit::INVALID_ARGUMENT; the number is the
+/// contract this file checks).
+const INVALID_ARGUMENT: i32 = 6;
+const NOT_FOUND: i32 = 3;
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `docstore --store sqlite:db.sqlite --site s ARGS` in the sandbox directory.
+    fn run(&self, args: &[&str]) -> Output {
+        Command::cargo_bin("docstore")
+            .unwrap()
+            .current_dir(self.dir.path())
+            .env_remove("DOCSTORE_URL")
+            .env_remove("DOCSTORE_SITE")
+            .args(["--store", "sqlite:db.sqlite", "--site", "s"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Writes `text` to a file in the sandbox; gives `@path` for a command's argument.
+    fn at_file(&self, name: &str, text: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        format!("@{}", path.display())
+    }
+}
+
+fn assert_exit(output: &Output, code: i32) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
+    stderr
+}
+
+#[test]
+fn a_query_nested_beyond_the_limit_is_invalid_and_the_process_survives() {
+    let sb = Sandbox::new();
+    assert_exit(&sb.run(&["put", "c", "d", r#"{"a": 1}"#]), 0);
+    let parens = format!("{}exists a{}", "(".repeat(20_000), ")".repeat(20_000));
+    let nots = format!("{}exists a", "not ".repeat(100_000));
+    for (name, text) in [("parens.txt", parens), ("nots.txt", nots)] {
+        let query = sb.at_file(name, &text);
+        let stderr = assert_exit(&sb.run(&["query", "c", &query]), INVALID_ARGUMENT);
+        assert!(stderr.contains("nested more than 64"), "{name}: {stderr}");
+    }
+}
+
+#[test]
+fn a_document_that_names_a_key_twice_is_invalid_and_nothing_is_written() {
+    let sb = Sandbox::new();
+    let stderr = assert_exit(
+        &sb.run(&["create", "c", "d", r#"{"x":1,"x":2}"#]),
+        INVALID_ARGUMENT,
+    );
+    assert!(stderr.contains("appears twice"), "{stderr}");
+    assert_exit(&sb.run(&["get", "c", "d"]), NOT_FOUND);
+    let patch = sb.at_file("patch.json", r#"{"a": {"b": 1, "b": 2}}"#);
+    assert_exit(&sb.run(&["put", "c", "d", r#"{"a": 0}"#]), 0);
+    let stderr = assert_exit(&sb.run(&["update", "c", "d", &patch]), INVALID_ARGUMENT);
+    assert!(stderr.contains("appears twice"), "{stderr}");
+    let got = sb.run(&["get", "c", "d"]);
+    let doc: serde_json::Value = serde_json::from_slice(&assert_output(&got)).unwrap();
+    assert_eq!(doc["data"], serde_json::json!({"a": 0}), "{doc}");
+}
+
+fn assert_output(output: &Output) -> Vec<u8> {
+    assert_exit(output, 0);
+    output.stdout.clone()
+}
