@@ -28,8 +28,8 @@ pub use exit::{CliError, EXIT_CODES_HELP};
 pub use run::run;
 pub use timefmt::TimeFormat;
 
-/// Sends the library's `tracing` logs to standard error: warnings always and the one line
-/// saying that a SQLite store waits for another process's lock, `-v` info, `-vv` debug,
+/// Sends the library's `tracing` logs to standard error: warnings always, `-v` info (the
+/// line saying that a SQLite store waits for another process's lock among them), `-vv` debug,
 /// `-vvv` trace (a DynamoDB query stopped at `max_scan` is the CLI's own warning; the
 /// library's line about it from `-v` on). `RUST_LOG`,
 /// when set, chooses instead (`warn`, `docstore_dynamodb=debug`, ...; target=level
@@ -54,7 +54,9 @@ pub fn init_logging(verbose: u8) {
                 None
             }
         });
-    // A wait for another process's SQLite lock is said (once) at every level. A DynamoDB
+    // A wait for another process's SQLite lock that ends well is not worth a line without
+    // -v (concurrent commands all printed it); one that gives up is the command's error,
+    // which says so. A DynamoDB
     // query stopped at max_scan is said by the CLI itself (`warning: partial answer`), so the
     // library's own line about it only from -v on: on a terminal it would say it twice.
     let partial_answer_log = if verbose == 0 {
@@ -65,10 +67,6 @@ pub fn init_logging(verbose: u8) {
     let filter = from_env.unwrap_or_else(|| {
         Targets::new()
             .with_default(level)
-            .with_target(
-                docstore_sqlite::LOCK_WAIT_TARGET,
-                level.max(LevelFilter::INFO),
-            )
             .with_target(docstore_dynamodb::PARTIAL_ANSWER_TARGET, partial_answer_log)
     });
     let layer = tracing_subscriber::fmt::layer()

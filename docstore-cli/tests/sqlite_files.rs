@@ -42,6 +42,22 @@ impl Sandbox {
         cmd
     }
 
+    /// `docstore ARGS` as [`Sandbox::cmd`], to spawn and wait for (its output piped).
+    fn spawn(&self, args: &[&str]) -> std::process::Child {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("docstore"))
+            .current_dir(self.dir.path())
+            .env_remove("DOCSTORE_URL")
+            .env_remove("DOCSTORE_SITE")
+            .env_remove("RUST_LOG")
+            .args(["--site", "s"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// Runs and asserts the exit code; returns the output.
     fn run(&self, args: &[&str], code: i32) -> Output {
         let output = self.cmd(args).output().unwrap();
@@ -101,4 +117,45 @@ fn a_change_cursor_of_another_file_is_invalid_not_expired() {
     );
     // The cursor still works on its own store.
     sandbox.run(&[&["--store", one.as_str()][..], &after].concat(), 0);
+}
+
+/// Commands that wait for another process's lock and then succeed print nothing at the
+/// default verbosity (the wait is an `info` line, shown from `-v` on); one that gives up
+/// says so once, in its error.
+#[test]
+fn lock_waits_that_end_well_are_said_only_with_v() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.sqlite("busy.db");
+    sandbox.run(&["--store", &store, "create", "t", "a", "{}"], 0);
+    let holder = rusqlite::Connection::open(sandbox.path("busy.db")).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let updates: Vec<_> = (0..6)
+        .map(|n| {
+            let data = format!(r#"{{"n{n}":{n}}}"#);
+            let verbose = if n == 0 { "-v" } else { "--busy-timeout=20000" };
+            let args = ["--store", &store, verbose, "update", "t", "a", &data];
+            sandbox.spawn(&args)
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    holder.execute_batch("COMMIT").unwrap();
+    for (n, update) in updates.into_iter().enumerate() {
+        let output = update.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        if n == 0 {
+            assert!(stderr(&output).contains("waiting for a lock"), "{}", stderr(&output));
+        } else {
+            assert_eq!(stderr(&output), "", "update {n}");
+        }
+    }
+    let got = sandbox.run(&["--store", &store, "get", "t", "a"], 0);
+    let document: serde_json::Value = serde_json::from_slice(&got.stdout).unwrap();
+    assert_eq!(document["version"], 7, "{document}");
+
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let args = ["--store", &store, "--busy-timeout", "300", "put", "t", "b", "{}"];
+    let failed = sandbox.run(&args, 9);
+    let said = stderr(&failed);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("locked") && said.contains("300 ms"), "{said}");
 }

@@ -60,6 +60,8 @@ pub(crate) fn wait_for_locks(conn: &mut Connection, timeout: Duration) -> rusqli
 pub(crate) struct Deadline {
     /// Whether this one set the thread's deadline (and clears it when dropped).
     outermost: bool,
+    /// The busy timeout it stands for (said in the error of an operation that gave up).
+    pub(crate) timeout: Duration,
 }
 
 impl Deadline {
@@ -72,7 +74,7 @@ impl Deadline {
             deadline.set(Some(Instant::now() + timeout));
             true
         });
-        Deadline { outermost }
+        Deadline { outermost, timeout }
     }
 
     /// Whether the deadline has passed: retrying would not wait any more.

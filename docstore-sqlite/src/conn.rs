@@ -561,11 +561,12 @@ fn run_alone(
         match result {
             Ok(Ran::Wrote) => return Ok(()),
             Ok(Ran::Busy) if attempt < BUSY_ATTEMPTS && !deadline.passed() => attempt += 1,
+            Ok(Ran::Busy) => return Err(Some(busy().into_error_after_waiting(deadline.timeout))),
             Ok(_) => return Err(None),
             Err(fail) if fail.is_busy() && attempt < BUSY_ATTEMPTS && !deadline.passed() => {
                 attempt += 1
             }
-            Err(fail) => return Err(Some(fail.into_error())),
+            Err(fail) => return Err(Some(fail.into_error_after_waiting(deadline.timeout))),
         }
         tracing::debug!(attempt, "sqlite busy, retrying the write");
     }
@@ -791,7 +792,7 @@ fn retry_busy<T>(busy_timeout: Duration, mut op: impl FnMut() -> Result<T, Fail>
                 tracing::debug!(attempt, "sqlite busy, retrying the operation");
                 attempt += 1;
             }
-            Err(fail) => return Err(fail.into_error()),
+            Err(fail) => return Err(fail.into_error_after_waiting(busy_timeout)),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use docstore::Error;
 use rusqlite::ErrorCode;
+use std::time::Duration;
 
 /// What an operation on a connection fails with: a SQLite error (maybe worth retrying) or a
 /// store outcome such as `NotFound` that ends the operation.
@@ -28,10 +29,14 @@ impl From<Error> for Fail {
 impl Fail {
     /// Whether retrying the whole operation may succeed: another connection held a lock.
     pub(crate) fn is_busy(&self) -> bool {
-        matches!(self, Fail::Sql(err) if matches!(
+        matches!(self, Fail::Sql(err) if Fail::is_busy_sql(err))
+    }
+
+    fn is_busy_sql(err: &rusqlite::Error) -> bool {
+        matches!(
             err.sqlite_error_code(),
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-        ))
+        )
     }
 
     /// The `docstore::Error` to return.
@@ -39,6 +44,22 @@ impl Fail {
         match self {
             Fail::Store(err) => err,
             Fail::Sql(err) => map(err),
+        }
+    }
+
+    /// The `docstore::Error` to return once the operation gave up waiting: a busy failure
+    /// says that the database stayed locked for the whole busy timeout.
+    pub(crate) fn into_error_after_waiting(self, busy_timeout: Duration) -> Error {
+        match self {
+            Fail::Sql(err) if Fail::is_busy_sql(&err) => Error::unavailable(
+                format!(
+                    "the database stayed locked by another connection or process for the \
+                     whole busy timeout ({} ms)",
+                    busy_timeout.as_millis()
+                ),
+                err,
+            ),
+            other => other.into_error(),
         }
     }
 }
