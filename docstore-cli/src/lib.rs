@@ -11,6 +11,8 @@
 pub mod args;
 mod batch;
 pub mod exit;
+#[doc(hidden)]
+pub mod fuzzing;
 mod indexes;
 mod interrupt;
 mod live_copy;

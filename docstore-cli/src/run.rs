@@ -552,9 +552,16 @@ fn from_url(url: &str) -> Result<Config, CliError> {
 fn config_file(path: &Path) -> Result<Config, CliError> {
     let text =
         std::fs::read_to_string(path).map_err(|e| CliError::io(&path.display().to_string(), e))?;
+    let mut config = config_text(&text, path)?;
+    store_identity::resolve_from_config_folder(&mut config.database, path);
+    Ok(config)
+}
+
+/// The `[database]` table of the TOML `text` of the file at `path` (named in errors).
+pub(crate) fn config_text(text: &str, path: &Path) -> Result<Config, CliError> {
     let invalid =
         |e: &dyn std::fmt::Display| CliError::invalid(format!("config {}: {e}", path.display()));
-    let mut file: toml::Table = toml::from_str(&text).map_err(|e| invalid(&e))?;
+    let mut file: toml::Table = toml::from_str(text).map_err(|e| invalid(&e))?;
     let Some(database) = file.remove("database") else {
         return Err(invalid(
             &"no [database] table (it holds backend = \"memory\" | \"sqlite\" | \"dynamodb\" \
@@ -563,9 +570,7 @@ fn config_file(path: &Path) -> Result<Config, CliError> {
     };
     let mut only = toml::Table::new();
     only.insert("database".to_owned(), database);
-    let mut config = Config::deserialize(toml::Value::Table(only)).map_err(|e| invalid(&e))?;
-    store_identity::resolve_from_config_folder(&mut config.database, path);
-    Ok(config)
+    Config::deserialize(toml::Value::Table(only)).map_err(|e| invalid(&e))
 }
 
 fn max_scan(config: &Config) -> Option<usize> {
@@ -637,7 +642,7 @@ fn query_text(arg: Option<String>, command: &str) -> Result<Option<String>, CliE
 
 /// A query from its text or JSON form; RFC 3339 strings compared with `$created_at` or
 /// `$updated_at` become nanoseconds.
-fn parse_query(text: Option<&str>) -> Result<Query, CliError> {
+pub(crate) fn parse_query(text: Option<&str>) -> Result<Query, CliError> {
     let Some(text) = text else {
         return Ok(Query::new());
     };

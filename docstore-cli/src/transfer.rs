@@ -898,35 +898,17 @@ async fn import_in_batches(
             break;
         }
         line_number += 1;
-        let mut line = bytes.as_slice();
-        if line_number == 1 {
-            line = line.strip_prefix(BOM).unwrap_or(line);
-        }
         let skip = |reason: String| Skipped {
             line: Some(line_number),
             collection: None,
             id: None,
             reason,
         };
-        let text = match std::str::from_utf8(line) {
-            Ok(text) => text,
-            Err(err) => {
-                skip(format!(
-                    "not UTF-8 (invalid byte at byte {} of the line)",
-                    err.valid_up_to() + 1
-                ))
-                .record_in(&mut pending, &mut summary, &bar)
-                .await?;
-                continue;
-            }
-        };
-        if text.trim().is_empty() {
-            continue;
-        }
-        let record: Record = match json::parse(text, MAX_LINE_DEPTH) {
-            Ok(record) => record,
-            Err(err) => {
-                skip(format!("not a document line: {err}"))
+        let record = match read_record(&bytes, line_number == 1) {
+            Ok(Some(record)) => record,
+            Ok(None) => continue,
+            Err(reason) => {
+                skip(reason)
                     .record_in(&mut pending, &mut summary, &bar)
                     .await?;
                 continue;
@@ -955,6 +937,27 @@ async fn import_in_batches(
     pending.finish(&mut summary, &bar).await?;
     bar.finish_and_clear();
     Ok(summary)
+}
+
+/// The record of one import line (its bytes as read, the first line possibly starting with
+/// a byte order mark): `None` for a blank line, else why the line is skipped.
+pub(crate) fn read_record(line: &[u8], first_line: bool) -> Result<Option<Record>, String> {
+    let line = match first_line {
+        true => line.strip_prefix(BOM).unwrap_or(line),
+        false => line,
+    };
+    let text = std::str::from_utf8(line).map_err(|err| {
+        format!(
+            "not UTF-8 (invalid byte at byte {} of the line)",
+            err.valid_up_to() + 1
+        )
+    })?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    json::parse(text, MAX_LINE_DEPTH)
+        .map(Some)
+        .map_err(|err| format!("not a document line: {err}"))
 }
 
 /// Copies every document of the site (or of `only`) from `source` to `destination`, up to

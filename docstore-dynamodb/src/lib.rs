@@ -234,3 +234,9 @@ pub use item::MAX_DOC_BYTES_LIMIT;
 pub use reads::PARTIAL_ANSWER_TARGET;
 pub use store::DynamoStore;
 pub use stream_admin::StreamEnabled;
+
+/// Entry points for the fuzz targets (`fuzz/`) and their replay test; not part of the API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::feed::reencode_cursor;
+}

@@ -169,3 +169,150 @@ pub fn query() -> impl Strategy<Value = Query> {
             consistent: false,
         })
 }
+
+/// Query text near the grammar of [`Query::parse`]: words, operators, paths, values and
+/// brackets of the language in random order, so that most of it almost parses.
+pub fn query_text() -> impl Strategy<Value = String> {
+    const WORDS: [&str; 40] = [
+        "a",
+        "a.b",
+        r"a\.b",
+        "`odd name`",
+        "`a``b`",
+        "$id",
+        "$updated_at",
+        "$x",
+        "=",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "and",
+        "OR",
+        "not",
+        "exists",
+        "in",
+        "prefix",
+        "contains",
+        "all(",
+        "any(",
+        "(",
+        ")",
+        "[",
+        "]",
+        ",",
+        "order by",
+        "asc",
+        "desc",
+        "limit",
+        "1",
+        "-2.5e3",
+        "18446744073709551616",
+        "\"s\"",
+        "\"é\\u00e9\"",
+        "null",
+        "{\"k\": [1]}",
+        "\n",
+    ];
+    prop::collection::vec(prop::sample::select(&WORDS[..]), 0..24).prop_map(|words| words.join(" "))
+}
+
+/// A filter nested far deeper than [`MAX_FILTER_DEPTH`](crate::query::MAX_FILTER_DEPTH) (up to
+/// 20 000 levels) in one of the grammar's nestings: parentheses, `NOT`, `ALL(`, `ANY(`, or
+/// all of them in turn; closed or left open.
+pub fn deep_query_text() -> impl Strategy<Value = String> {
+    const OPENERS: [&str; 5] = ["(", "not ", "all(", "any(", "(not all(any("];
+    (
+        prop::sample::select(&OPENERS[..]),
+        prop_oneof![1usize..200, 200usize..20_000],
+        any::<bool>(),
+    )
+        .prop_map(|(opener, levels, closed)| {
+            let closer: String = opener.chars().filter(|c| *c == '(').map(|_| ')').collect();
+            let mut text = opener.repeat(levels);
+            text.push_str("exists a");
+            if closed {
+                text.push_str(&closer.repeat(levels));
+            }
+            text
+        })
+}
+
+/// Query cursor text: the encoding of an arbitrary position, sometimes cut short or with one
+/// character changed, and sometimes base64 of arbitrary JSON.
+pub fn cursor_text() -> impl Strategy<Value = String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let position = (
+        "[0-9a-f]{0,16}",
+        prop::collection::vec(prop::option::of(value(3)), 0..4),
+        ".{0,8}",
+    )
+        .prop_map(|(fingerprint, keys, id)| {
+            crate::query::CursorPosition {
+                fingerprint,
+                keys,
+                id,
+            }
+            .encode()
+            .as_str()
+            .to_owned()
+        });
+    let json = value(4).prop_map(|value| URL_SAFE_NO_PAD.encode(value.to_string()));
+    (
+        prop_oneof![3 => position, 1 => json],
+        any::<usize>(),
+        0u8..4,
+        any::<char>(),
+    )
+        .prop_map(|(text, at, change, c)| mutate(text, at, change, c))
+}
+
+/// Change feed cursor text in each backend's format (memory, SQLite, DynamoDB), sometimes
+/// cut short or with one character changed.
+pub fn change_cursor_text() -> impl Strategy<Value = String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let memory = (any::<u64>(), any::<u64>()).prop_map(|(i, p)| format!("memory:{i:016x}.{p}"));
+    let sqlite = ("[a-z0-9-]{0,12}", any::<u64>()).prop_map(|(f, p)| format!("sqlite:{f}.{p}"));
+    let shard = (
+        "[a-zA-Z0-9-]{0,6}",
+        prop_oneof![Just("-".to_owned()), Just("*".to_owned()), "[0-9]{19,42}"],
+    )
+        .prop_map(|(id, position)| format!("{id} {position}\n"));
+    let dynamodb = (
+        prop_oneof![Just("1".to_owned()), "[0-9]{0,2}"],
+        ".{0,12}",
+        prop::collection::vec(shard, 0..4),
+    )
+        .prop_map(|(version, arn, shards)| {
+            let text = format!("{version}\n{arn}\n{}", shards.concat());
+            format!("dynamodb:{}", URL_SAFE_NO_PAD.encode(text))
+        });
+    (
+        prop_oneof![memory, sqlite, dynamodb, ".{0,12}"],
+        any::<usize>(),
+        0u8..4,
+        any::<char>(),
+    )
+        .prop_map(|(text, at, change, c)| mutate(text, at, change, c))
+}
+
+/// `text` as it is (`change` 0 or 1), cut at a character boundary near `at` (2), or with the
+/// character there replaced by `c` (3).
+fn mutate(text: String, at: usize, change: u8, c: char) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() || change < 2 {
+        return text;
+    }
+    let at = at % chars.len();
+    match change {
+        2 => chars[..at].iter().collect(),
+        _ => chars
+            .iter()
+            .enumerate()
+            .map(|(i, &old)| if i == at { c } else { old })
+            .collect(),
+    }
+}

@@ -1,0 +1,4 @@
+//! Fuzz target: `docstore_cli::fuzzing::feed_cursor` (see fuzz/README.md).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|input: &[u8]| docstore_cli::fuzzing::feed_cursor(input));
