@@ -1,5 +1,6 @@
 //! Opaque keyset cursors.
 
+use crate::document::MAX_DEPTH;
 use crate::{Error, Result};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -67,6 +68,11 @@ struct Wire {
     i: String,
 }
 
+/// How deep a cursor's JSON may nest: a sort value is a field of document data, so nested at
+/// most [`MAX_DEPTH`]` - 1` levels, and the cursor holds it three levels down (the object,
+/// its keys, the key). serde_json's own limit (128 levels) would refuse the deepest ones.
+const MAX_WIRE_DEPTH: usize = MAX_DEPTH + 2;
+
 impl CursorPosition {
     /// Encodes the position as cursor text.
     pub fn encode(&self) -> Cursor {
@@ -89,7 +95,8 @@ impl CursorPosition {
         let bytes = URL_SAFE_NO_PAD
             .decode(cursor.0.as_bytes())
             .map_err(|_| bad())?;
-        let wire: Wire = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| bad())?;
+        let wire: Wire = crate::json::parse(text, MAX_WIRE_DEPTH).map_err(|_| bad())?;
         let keys = wire
             .k
             .into_iter()
@@ -135,6 +142,27 @@ mod tests {
                 Some(json!({"a": "é"})),
             ],
             id: "a\"b".into(),
+        };
+        assert_eq!(
+            CursorPosition::decode(&position.encode()).unwrap(),
+            position
+        );
+    }
+
+    /// A sort value may be nested as deep as document data lets a field be: the cursor that
+    /// holds it, nested three levels more, still reads back.
+    #[test]
+    fn the_deepest_sort_values_round_trip() {
+        let mut data = json!(1);
+        for _ in 1..crate::document::MAX_DEPTH {
+            data = json!([data]);
+        }
+        let document = crate::object(json!({ "a": data.clone() })).unwrap();
+        crate::document::check_depth(&document).unwrap();
+        let position = CursorPosition {
+            fingerprint: fingerprint(b"q"),
+            keys: vec![Some(data)],
+            id: "a".into(),
         };
         assert_eq!(
             CursorPosition::decode(&position.encode()).unwrap(),
