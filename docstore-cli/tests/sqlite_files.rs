@@ -143,7 +143,11 @@ fn lock_waits_that_end_well_are_said_only_with_v() {
         let output = update.wait_with_output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         if n == 0 {
-            assert!(stderr(&output).contains("waiting for a lock"), "{}", stderr(&output));
+            assert!(
+                stderr(&output).contains("waiting for a lock"),
+                "{}",
+                stderr(&output)
+            );
         } else {
             assert_eq!(stderr(&output), "", "update {n}");
         }
@@ -153,9 +157,50 @@ fn lock_waits_that_end_well_are_said_only_with_v() {
     assert_eq!(document["version"], 7, "{document}");
 
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let args = ["--store", &store, "--busy-timeout", "300", "put", "t", "b", "{}"];
+    let args = [
+        "--store",
+        &store,
+        "--busy-timeout",
+        "300",
+        "put",
+        "t",
+        "b",
+        "{}",
+    ];
     let failed = sandbox.run(&args, 9);
     let said = stderr(&failed);
     assert_eq!(said.lines().count(), 1, "{said}");
     assert!(said.contains("locked") && said.contains("300 ms"), "{said}");
+}
+
+/// A file written only by CLI commands (each a short process) has its feed pruned by the
+/// writes themselves: with `feed_retention_hours=0` every change but the newest is gone
+/// after the next write, and `watch --from start` begins at that newest one.
+#[test]
+fn cli_writes_prune_the_feed() {
+    let sandbox = Sandbox::new();
+    let store = format!("{}?feed_retention_hours=0", sandbox.sqlite("pruned.db"));
+    for id in ["a", "b", "c"] {
+        sandbox.run(&["--store", &store, "create", "t", id, "{}"], 0);
+    }
+    let watch = [
+        "--store",
+        &store,
+        "watch",
+        "--from",
+        "start",
+        "--until-idle",
+        "--jsonl",
+    ];
+    let output = sandbox.run(&watch, 0);
+    let ids: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["id"].to_string())
+        .collect();
+    assert_eq!(ids, [r#""c""#]);
+    let conn = rusqlite::Connection::open(sandbox.path("pruned.db")).unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM changes", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(rows, 1);
 }

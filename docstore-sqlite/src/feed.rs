@@ -14,9 +14,12 @@
 //!   backup restored with `cp`) keeps its id: consumers of the original should resync after
 //!   such a restore, since positions past the copy's end are handed out again.
 //! - **Retention**: rows older than [`SqliteOptions::feed_retention`] by the store clock at
-//!   their write are pruned by a thread of their own ([`Pruner`]), in chunks, never inside a
-//!   write; `feed.pruned_through` records the highest pruned position, so a cursor before it
-//!   is told [`Error::CursorExpired`] exactly.
+//!   their write are pruned in chunks, never inside a write's transaction: by the writes
+//!   themselves (right after the commit of a store's first write and of every
+//!   [`PRUNE_EVERY_WRITES`]th, one chunk: bounded work, and a file written only by short
+//!   processes such as CLI commands stays small) and by a thread of their own ([`Pruner`])
+//!   in a long-running process. `feed.pruned_through` records the highest pruned position,
+//!   so a cursor before it is told [`Error::CursorExpired`] exactly.
 //!
 //! [`SqliteOptions::feed_retention`]: crate::SqliteOptions::feed_retention
 
@@ -25,6 +28,7 @@ use docstore::feed::{Change, ChangeCursor, ChangeKind, ChangePage, FeedScope, Fe
 use docstore::{Clock, Data, Document, Error, Key};
 use parking_lot::Mutex;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -42,6 +46,13 @@ const MAX_SCANNED: u64 = 10_000;
 /// milliseconds, not seconds, however far behind pruning is.
 const PRUNE_CHUNK: i64 = 1_000;
 
+/// How often a store's writes prune one chunk of expired changes after their commit: the
+/// first write of a store, then every this many. Amortized over the writes between, a
+/// chunk's few milliseconds cost microseconds a write; and since every process writing a
+/// file prunes at its first write, pruning keeps up with any pace of writes (at most
+/// [`PRUNE_CHUNK`] expired changes per this many writes).
+pub(crate) const PRUNE_EVERY_WRITES: u64 = 64;
+
 /// One store's feed: whether it is on, the file's id, and how often watchers look for other
 /// processes' commits (this process's wake them: [`crate::conn::Connections::subscribe_commits`]).
 #[derive(Debug)]
@@ -50,8 +61,17 @@ pub(crate) struct Feed {
     /// The file's id (table `feed`), read at open.
     file_id: String,
     pub(crate) poll_interval: Duration,
-    /// Set once, after open (the pruner needs the writer connection).
-    pruner: OnceLock<Pruner>,
+    /// Set once, after open (pruning needs the writer connection).
+    pruning: OnceLock<Pruning>,
+}
+
+/// Pruning for a writable store with the feed on: the settings, the thread, and the count
+/// of writes that decides when a write prunes.
+#[derive(Debug)]
+struct Pruning {
+    settings: Arc<PruneSettings>,
+    writes: AtomicU64,
+    _thread: Pruner,
 }
 
 impl Feed {
@@ -60,13 +80,26 @@ impl Feed {
             enabled,
             file_id,
             poll_interval,
-            pruner: OnceLock::new(),
+            pruning: OnceLock::new(),
         }
     }
 
-    /// Starts pruning (a writable store with the feed on).
-    pub(crate) fn start_pruning(&self, pruner: Pruner) {
-        let _ = self.pruner.set(pruner);
+    /// Starts pruning (a writable store with the feed on): the thread, and the writes'.
+    pub(crate) fn start_pruning(&self, settings: PruneSettings) {
+        let settings = Arc::new(settings);
+        let _ = self.pruning.set(Pruning {
+            _thread: Pruner::start(Arc::clone(&settings)),
+            settings,
+            writes: AtomicU64::new(0),
+        });
+    }
+
+    /// Counts a committed write; on the first and every [`PRUNE_EVERY_WRITES`]th, what to
+    /// prune with ([`prune_after_write`]).
+    pub(crate) fn write_committed(&self) -> Option<Arc<PruneSettings>> {
+        let pruning = self.pruning.get()?;
+        let written = pruning.writes.fetch_add(1, Ordering::Relaxed);
+        (written % PRUNE_EVERY_WRITES == 0).then(|| Arc::clone(&pruning.settings))
     }
 
     /// The error of a feed read on a store with the feed off.
@@ -332,29 +365,37 @@ fn prune_chunk(conn: &mut Connection, cutoff: i64) -> Result<bool, Fail> {
 /// by chunk, through the writer connection (taken for one chunk at a time, so writes wait
 /// for a chunk at most). Stopped and joined when dropped.
 #[derive(Debug)]
-pub(crate) struct Pruner {
+struct Pruner {
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
-/// What the pruning thread needs.
+/// What pruning needs.
 pub(crate) struct PruneSettings {
     pub(crate) writer: Arc<Mutex<Connection>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) retention: Duration,
     pub(crate) interval: Duration,
-    pub(crate) busy_timeout: Duration,
+}
+
+impl std::fmt::Debug for PruneSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PruneSettings")
+            .field("retention", &self.retention)
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Pruner {
-    pub(crate) fn start(settings: PruneSettings) -> Self {
+    fn start(settings: Arc<PruneSettings>) -> Self {
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("docstore-sqlite-feed-prune".into())
             .spawn(move || {
                 // Disconnected (the store is dropped) ends the loop.
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(settings.interval) {
-                    prune(&settings);
+                    prune(&settings, usize::MAX);
                 }
             })
             .expect("spawning the sqlite feed pruning thread");
@@ -365,20 +406,23 @@ impl Pruner {
     }
 }
 
-/// One round of pruning. Another process holding the write lock skips the round (the
-/// writer connection is not held for a busy timeout: this store's writes wait for it).
-fn prune(settings: &PruneSettings) {
+/// What a write whose commit [`Feed::write_committed`] chose does after it: one chunk of
+/// pruning (blocking: run it off the async runtime).
+pub(crate) fn prune_after_write(settings: &PruneSettings) {
+    prune(settings, 1);
+}
+
+/// One round of pruning, at most `max_chunks` chunks. Another process holding the write
+/// lock skips the round (the writer connection is not held for a busy timeout: this
+/// store's writes wait for it).
+fn prune(settings: &PruneSettings, max_chunks: usize) {
     let retention = i64::try_from(settings.retention.as_nanos()).unwrap_or(i64::MAX);
     let cutoff = settings.clock.now().saturating_sub(retention);
-    loop {
+    for _ in 0..max_chunks {
         let mut conn = settings.writer.lock();
-        let outcome = conn
-            .busy_timeout(Duration::ZERO)
-            .map_err(Fail::from)
-            .and_then(|()| prune_chunk(&mut conn, cutoff));
-        if let Err(err) = crate::busy::wait_for_locks(&mut conn, settings.busy_timeout) {
-            tracing::warn!(%err, "restoring the writer's busy timeout after pruning");
-        }
+        let impatient = crate::busy::Impatient::start();
+        let outcome = prune_chunk(&mut conn, cutoff);
+        drop(impatient);
         match outcome {
             Ok(true) => continue,
             Ok(false) => return,

@@ -143,8 +143,10 @@
 //!   connection in one read transaction and looks at most 10 000 positions (a scoped read
 //!   in a feed of other scopes' changes answers with `caught_up: false` and a cursor past
 //!   them). Changes older than [`SqliteOptions::feed_retention`] (7 days by default) are
-//!   pruned every minute by a thread of their own, 1 000 at a time through the writer
-//!   connection; the highest pruned position is recorded, so an older cursor is
+//!   pruned 1 000 at a time through the writer connection, never inside a write's
+//!   transaction: right after the commit of a store's first write and of every 64th (so a
+//!   file written only by CLI commands, one write a process, is pruned too), and every
+//!   minute by a thread of their own; the highest pruned position is recorded, so an older cursor is
 //!   `CursorExpired` exactly. Watchers are woken by this process's commits (a
 //!   `tokio::sync::watch` channel) and see other processes' by reading the feed's head every
 //!   [`SqliteOptions::feed_poll_interval`] (200 ms by default). A file migrated from

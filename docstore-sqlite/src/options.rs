@@ -66,11 +66,13 @@ pub struct SqliteOptions {
     /// the writes of processes that have it off.
     pub feed: bool,
     /// How long changes are kept (default [`DEFAULT_FEED_RETENTION`], 7 days): older ones are
-    /// pruned every [`SqliteOptions::feed_prune_interval`], and a cursor before a pruned
-    /// change is [`docstore::Error::CursorExpired`].
+    /// pruned right after the commit of a store's first write and of every 64th (one chunk
+    /// of at most 1 000 changes: a file written only by short processes, such as CLI
+    /// commands, is pruned too) and every [`SqliteOptions::feed_prune_interval`]; a cursor
+    /// before a pruned change is [`docstore::Error::CursorExpired`].
     pub feed_retention: Duration,
-    /// How often pruning runs (default [`DEFAULT_FEED_PRUNE_INTERVAL`], 1 minute), on a
-    /// thread of its own, never inside a write's transaction.
+    /// How often a thread of its own prunes (default [`DEFAULT_FEED_PRUNE_INTERVAL`],
+    /// 1 minute), besides the pruning after writes; never inside a write's transaction.
     pub feed_prune_interval: Duration,
     /// How often a watcher looks for commits of other processes (default
     /// [`DEFAULT_FEED_POLL_INTERVAL`], 200 ms); this process's commits wake it at once.

@@ -3,7 +3,7 @@
 
 use crate::conn::{Connections, blocking};
 use crate::error::Fail;
-use crate::feed::{Feed, PruneSettings, Pruner};
+use crate::feed::{Feed, PruneSettings};
 use crate::options::SqliteOptions;
 use crate::{query, rows, write_ids};
 use async_trait::async_trait;
@@ -92,13 +92,12 @@ impl SqliteStore {
         let sqlite = conns.options().clone();
         let feed = Feed::new(sqlite.feed, file_id, sqlite.feed_poll_interval);
         if let (true, Some(writer)) = (sqlite.feed, conns.writer_when_writable()) {
-            feed.start_pruning(Pruner::start(PruneSettings {
+            feed.start_pruning(PruneSettings {
                 writer,
                 clock: Arc::clone(&options.clock),
                 retention: sqlite.feed_retention,
                 interval: sqlite.feed_prune_interval,
-                busy_timeout: sqlite.busy_timeout,
-            }));
+            });
         }
         Ok(SqliteStore {
             inner: Arc::new(Inner {
@@ -143,7 +142,31 @@ impl SqliteStore {
         self.write_in(op, false).await
     }
 
+    /// [`SqliteStore::write_committed`], then, after the commit of the store's first write
+    /// and of every `PRUNE_EVERY_WRITES`th, one chunk of feed pruning (`crate::feed`), so
+    /// that a file written only by short processes (CLI commands) is pruned too.
     async fn write_in<T: Send + 'static>(
+        &self,
+        op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
+        on_this_thread: bool,
+    ) -> Result<T> {
+        let written = self.write_committed(op, on_this_thread).await;
+        if written.is_ok()
+            && let Some(pruning) = self.inner.feed.write_committed()
+        {
+            // The write stands whatever pruning does; a failed chunk is retried later.
+            let _ = blocking(move || {
+                crate::feed::prune_after_write(&pruning);
+                Ok(())
+            })
+            .await;
+        }
+        written
+    }
+
+    /// Runs `op` in an immediate transaction and returns after its commit: on this thread,
+    /// in place or through the writer thread's queue (see [`SqliteStore::write`]).
+    async fn write_committed<T: Send + 'static>(
         &self,
         mut op: impl FnMut(&Inner, &Connection) -> Result<T, Fail> + Send + 'static,
         on_this_thread: bool,

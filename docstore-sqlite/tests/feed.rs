@@ -501,3 +501,61 @@ async fn a_watcher_wakes_for_a_write_whose_caller_stopped_waiting() {
         .unwrap();
     assert_eq!(change.key, key("t", "a"));
 }
+
+/// Writes prune: a store's first write, and every 64th after it, removes one chunk of
+/// expired changes right after its commit, so a file written only by short processes (CLI
+/// commands, each one write) keeps no expired changes though the pruning thread (its
+/// interval a day here) never runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn writes_prune_expired_changes_without_the_pruning_thread() {
+    const HOUR_NS: i64 = 3600 * 1_000_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db");
+    let clock = Arc::new(ManualClock::new(0));
+    let sqlite = SqliteOptions::default()
+        .with_feed_retention(Duration::from_secs(3600))
+        .with_feed_prune_interval(Duration::from_secs(24 * 3600));
+    let open = || {
+        let options = StoreOptions::default().with_clock(clock.clone());
+        Store::new(SqliteStore::open_with(&db, options, sqlite.clone()).unwrap())
+    };
+    // Five short processes, one write each.
+    for i in 0..5 {
+        let store = open();
+        store
+            .create(&key("p", format!("{i}")), data(json!({})), "a")
+            .await
+            .unwrap();
+    }
+    let first = all_changes(&open()).await;
+    assert_eq!(first.len(), 5);
+    clock.advance(2 * HOUR_NS);
+    let store = open();
+    store
+        .create(&key("p", "new"), data(json!({})), "a")
+        .await
+        .unwrap();
+    assert_eq!(summary(&all_changes(&store).await)[0].0, "new");
+    assert_eq!(all_changes(&store).await.len(), 1);
+    let read = store
+        .changes(
+            &FeedScope::whole_store(),
+            &FeedStart::After(first[0].cursor.clone()),
+            10,
+        )
+        .await;
+    assert!(matches!(read, Err(Error::CursorExpired(_))), "{read:?}");
+    // A long-running store: its 64th write prunes again.
+    clock.advance(2 * HOUR_NS);
+    for i in 0..64 {
+        let oldest = summary(&all_changes(&store).await)[0].0.clone();
+        assert_eq!(oldest, "new", "before write {i}");
+        store
+            .create(&key("p", format!("w{i}")), data(json!({})), "a")
+            .await
+            .unwrap();
+    }
+    let kept = all_changes(&store).await;
+    assert_eq!(summary(&kept)[0].0, "w0");
+    assert_eq!(kept.len(), 64);
+}
