@@ -30,8 +30,8 @@
 //! | URL | backend |
 //! |---|---|
 //! | `memory:` | a new in-memory store |
-//! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it |
-//! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact&feed_poll_ms=1000` | the DynamoDB table (`feed_poll_ms`: how often a change feed watcher polls DynamoDB Streams) |
+//! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it; `read_only=true` opens it for reading only (nothing in the file changes; a missing file is an empty store); `share_file=true` lets docstore keep its tables in a file that holds another program's (refused otherwise) |
+//! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact&counter_shards=32&feed_poll_ms=1000` | the DynamoDB table (`feed_poll_ms`: how often a change feed watcher polls DynamoDB Streams) |
 //!
 //! Every URL also takes `max_doc_bytes` and `max_docs_per_site`. An unknown parameter,
 //! backend or malformed value is [`Error::InvalidArgument`] naming it.
@@ -121,6 +121,8 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 "feed",
                 "feed_retention_hours",
                 "feed_poll_ms",
+                "read_only",
+                "share_file",
             ]
         }
         "dynamodb" => {
@@ -143,6 +145,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 "operation_timeout_ms",
                 "connect_timeout_ms",
                 "counters",
+                "counter_shards",
                 "trust_request_tokens",
                 "feed_poll_ms",
             ]
@@ -167,6 +170,13 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                     "store URL parameter {what}={value:?} is not a number"
                 ))
             })
+        };
+        let boolean = |what: &str| match value.as_ref() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            other => Err(Error::invalid(format!(
+                "store URL parameter {what}={other:?} is not true or false"
+            ))),
         };
         if let Some(sqlite) = database.sqlite.as_mut() {
             match name.as_ref() {
@@ -206,6 +216,14 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                     sqlite.feed_poll_ms = number("feed_poll_ms")?;
                     continue;
                 }
+                "read_only" => {
+                    sqlite.read_only = boolean("read_only")?;
+                    continue;
+                }
+                "share_file" => {
+                    sqlite.share_file = boolean("share_file")?;
+                    continue;
+                }
                 _ => {}
             }
         }
@@ -223,6 +241,13 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
             }
             ("connect_timeout_ms", Some(d)) => d.connect_timeout_ms = number("connect_timeout_ms")?,
             ("feed_poll_ms", Some(d)) => d.feed_poll_ms = number("feed_poll_ms")?,
+            ("counter_shards", Some(d)) => {
+                d.counter_shards = u32::try_from(number("counter_shards")?).map_err(|_| {
+                    Error::invalid(format!(
+                        "store URL parameter counter_shards={value:?} is too large"
+                    ))
+                })?
+            }
             ("trust_request_tokens", Some(d)) => {
                 d.trust_request_tokens = match value.as_ref() {
                     "true" => true,
@@ -294,7 +319,9 @@ fn open_sqlite(config: &SqliteConfig, options: docstore::StoreOptions) -> Result
         .with_feed_retention(std::time::Duration::from_secs(
             config.feed_retention_hours.saturating_mul(SECONDS_PER_HOUR),
         ))
-        .with_feed_poll_interval(std::time::Duration::from_millis(config.feed_poll_ms));
+        .with_feed_poll_interval(std::time::Duration::from_millis(config.feed_poll_ms))
+        .with_read_only(config.read_only)
+        .with_share_file(config.share_file);
     // SQLITE_IN_MEMORY is SQLite's own name for a private in-memory database.
     Ok(Store::new(SqliteStore::open_with(
         &config.path,

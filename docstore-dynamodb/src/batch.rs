@@ -3,10 +3,11 @@
 //! A batch reads every key first (strongly consistent `BatchGetItem`), decides each write
 //! as the single call would (versions, merges, quota), then sends all of them in one
 //! transaction: each document write conditioned on the revision read (or on being absent),
-//! each `Check` a `ConditionCheck`, and one counter `ADD` per collection whose document count
-//! changes — so counters move atomically with the documents whatever the counter mode. The
-//! batch has one write identity, stored in the history of every item it writes and on the
-//! counter items it moves, and the request carries a client request token.
+//! each `Check` a `ConditionCheck`, and one counter `ADD` per counter shard
+//! ([`crate::counters`]) whose count changes — so counters move atomically with the documents
+//! whatever the counter mode. The batch has one write identity, stored in the history of every
+//! item it writes and on the counter shards it moves, and the request carries a client request
+//! token.
 //!
 //! When a condition fails because another writer got in between the read and the transaction,
 //! a batch holding a `Put` or `Update` is read and decided again (those writes never refuse);
@@ -17,9 +18,10 @@
 
 use crate::attempts::Attempts;
 use crate::backoff::Backoff;
+use crate::counters::{CounterShard, counter_update};
 use crate::history::Stored;
 use crate::item::{Item, check_item_size, data_text, document_pk, is_document, key_of};
-use crate::send::{Expect, Guarded, TransactionFailure, counter_update, transact_action};
+use crate::send::{Expect, Guarded, TransactionFailure, transact_action};
 use crate::store::DynamoStore;
 use crate::writes::indexed_item;
 use aws_sdk_dynamodb::types::TransactWriteItem;
@@ -48,6 +50,13 @@ struct Planned {
     stamp: Option<Item>,
 }
 
+/// What a batch adds to one counter shard.
+#[derive(Debug)]
+struct CounterMove {
+    shard: CounterShard,
+    delta: i64,
+}
+
 /// The most actions one `TransactWriteItems` takes.
 const MAX_ACTIONS: usize = 100;
 
@@ -62,8 +71,8 @@ struct Stamps {
 impl Stamps {
     /// Splits the stamps of `planned` so the transaction holds at most [`MAX_ACTIONS`]
     /// actions with `counters` counter moves. A batch of [`MAX_BATCH_WRITES`] writes can
-    /// already fill the transaction with its writes and counters (50 deletes in 50
-    /// collections), so a stamp may not fit: it is then written after the commit — only
+    /// already fill the transaction with its writes and counters (50 deletes moving 50
+    /// shards), so a stamp may not fit: it is then written after the commit — only
     /// ever for a revision the batch did delete, so a stamp is never wrong; a process that
     /// dies in between leaves that delete without one (the feed then says so).
     ///
@@ -88,9 +97,6 @@ enum Sent {
         current: Option<Stored>,
         resent: bool,
     },
-    /// The counter at position `index` among the counter actions refused a decrement (it
-    /// drifted to 0 before).
-    CounterAtZero(usize),
     Contended,
     Unknown(Error),
 }
@@ -163,7 +169,6 @@ impl DynamoStore {
         let (writes, bytes) = (batch.writes(), batch.bytes());
         let actor = origin.actor;
         let keys: Vec<Key> = writes.iter().map(|w| w.key().clone()).collect();
-        let mut uncounted: Vec<(String, String)> = Vec::new();
         let mut backoff = Backoff::new();
         for _ in 0..MAX_TRIES {
             let read = self.read_many(&keys).await?;
@@ -174,9 +179,7 @@ impl DynamoStore {
                 return batch::repeated_outcomes(writes, current.collect());
             }
             let w = origin.write_id.cloned().unwrap_or_else(WriteId::random);
-            let (planned, counters) = self
-                .plan(writes, &read, actor, bytes, &w, &uncounted)
-                .await?;
+            let (planned, counters) = self.plan(writes, &read, actor, bytes, &w).await?;
             let stamps = Stamps::split(&planned, counters.len());
             match self
                 .send_batch(&planned, &counters, &stamps.inside, &w)
@@ -184,16 +187,6 @@ impl DynamoStore {
             {
                 Sent::Applied => return Ok(self.committed(planned, stamps.after).await),
                 Sent::Contended => backoff.wait().await,
-                Sent::CounterAtZero(at) => {
-                    let (site, collection, _) = &counters[at];
-                    tracing::warn!(
-                        site,
-                        collection,
-                        "the collection counter is already 0 (it drifted): the batch deletes \
-                         without moving it; run `docstore fsck --repair`"
-                    );
-                    uncounted.push((site.clone(), collection.clone()));
-                }
                 Sent::Refused {
                     index,
                     current,
@@ -248,7 +241,7 @@ impl DynamoStore {
     }
 
     /// Decides every write on what was read: the failing write's error, or the actions and
-    /// outcomes, and the counter moves per collection (`(site, collection, delta)`).
+    /// outcomes, and the moves of the counter shards of the documents created or deleted.
     async fn plan(
         &self,
         writes: &[Write],
@@ -256,13 +249,12 @@ impl DynamoStore {
         actor: &str,
         mut bytes: BatchBytes,
         w: &WriteId,
-        uncounted: &[(String, String)],
-    ) -> Result<(Vec<Planned>, Vec<(String, String, i64)>)> {
+    ) -> Result<(Vec<Planned>, Vec<CounterMove>)> {
         let now = self.options.clock.now();
         let limit = self.options.max_doc_bytes;
         let registry = self.registry().await?;
         let mut site_counts: HashMap<String, u64> = HashMap::new();
-        let mut counters: Vec<(String, String, i64)> = Vec::new();
+        let mut counters: Vec<CounterMove> = Vec::new();
         let mut planned = Vec::with_capacity(writes.len());
         for (index, (write, current)) in writes.iter().zip(read).enumerate() {
             let key = write.key();
@@ -304,21 +296,10 @@ impl DynamoStore {
                     }
                     *count = count.saturating_add_signed(delta);
                 }
-                let skip = uncounted
-                    .iter()
-                    .any(|(s, c)| s == key.site() && c == key.collection());
-                if !(skip && delta < 0) {
-                    match counters
-                        .iter_mut()
-                        .find(|(s, c, _)| s == key.site() && c == key.collection())
-                    {
-                        Some((_, _, moved)) => *moved += delta,
-                        None => counters.push((
-                            key.site().to_owned(),
-                            key.collection().to_owned(),
-                            delta,
-                        )),
-                    }
+                let shard = self.counter_shard(key);
+                match counters.iter_mut().find(|moved| moved.shard == shard) {
+                    Some(moved) => moved.delta += delta,
+                    None => counters.push(CounterMove { shard, delta }),
                 }
             }
             let stamp = match write {
@@ -366,7 +347,7 @@ impl DynamoStore {
                 stamp,
             });
         }
-        counters.retain(|(_, _, delta)| *delta != 0);
+        counters.retain(|moved| moved.delta != 0);
         Ok((planned, counters))
     }
 
@@ -375,7 +356,7 @@ impl DynamoStore {
     async fn send_batch(
         &self,
         planned: &[Planned],
-        counters: &[(String, String, i64)],
+        counters: &[CounterMove],
         stamps: &[Item],
         w: &WriteId,
     ) -> Result<Sent> {
@@ -386,12 +367,15 @@ impl DynamoStore {
         for write in planned {
             request = request.transact_items(write.action.clone());
         }
-        for (site, collection, delta) in counters {
-            // Any key of the collection addresses its counter.
-            let key = Key::new(site, collection, "_").expect("names came from valid keys");
+        for moved in counters {
             request = request.transact_items(
                 TransactWriteItem::builder()
-                    .update(counter_update(&self.table, &key, *delta, Some(w))?)
+                    .update(counter_update(
+                        &self.table,
+                        &moved.shard,
+                        moved.delta,
+                        Some(w),
+                    )?)
                     .build(),
             );
         }
@@ -423,7 +407,6 @@ impl DynamoStore {
                 },
                 resent: attempts.resent(),
             },
-            TransactionFailure::CounterAtZero(at) => Sent::CounterAtZero(at),
             TransactionFailure::Contended => Sent::Contended,
             TransactionFailure::Unknown(err) => Sent::Unknown(err),
         })
@@ -469,7 +452,8 @@ impl DynamoStore {
             return Ok(false);
         }
         for key in keys {
-            if self.counter_write_id(key).await?.as_deref() == Some(id.as_str()) {
+            let shard = self.counter_shard(key);
+            if self.counter_write_id(&shard).await?.as_deref() == Some(id.as_str()) {
                 return Ok(true);
             }
         }
@@ -482,7 +466,7 @@ impl DynamoStore {
         &self,
         keys: &[Key],
         planned: &[Planned],
-        counters: &[(String, String, i64)],
+        counters: &[CounterMove],
         w: &WriteId,
     ) -> Result<bool> {
         let written: Vec<Key> = keys
@@ -501,9 +485,8 @@ impl DynamoStore {
         {
             return Ok(true);
         }
-        for (site, collection, _) in counters {
-            let key = Key::new(site, collection, "_").expect("names came from valid keys");
-            if self.counter_write_id(&key).await?.as_deref() == Some(w.as_str()) {
+        for moved in counters {
+            if self.counter_write_id(&moved.shard).await?.as_deref() == Some(w.as_str()) {
                 return Ok(true);
             }
         }

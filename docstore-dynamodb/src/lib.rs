@@ -36,9 +36,12 @@
 //!   random identity of the write call that produced this revision; the original layout set it for
 //!   `create` and `update_if`, every write sets it now) and `wh` (L of S, the identities of the
 //!   up to 15 writes before it, most recent first; absent after a creation);
-//! - counters: `pk = "<site>#__collections"`, `sk = <collection>`, `n` (N), and, with exact
-//!   counters, `w` (S, the identity of the last create or delete that moved it).
-//!   `collections` lists the counters with `n > 0`; `count` sums them;
+//! - counters, spread over shards: `pk = "<site>#__collections"`, `sk = <collection>` (shard
+//!   0, the layout's original counter item) or `<collection>#<s>` (shard `s`), `n` (N), and,
+//!   with exact counters, `w` (S, the identity of the last create or delete that moved it). A
+//!   document's creates and deletes move the shard its id hashes to; a collection's count is
+//!   the sum of its shards (see "Counters" below). `collections` lists the collections whose
+//!   sum is above 0; `count` adds them up;
 //! - no list of sites: `sites` ([`Store::sites`](docstore::Store::sites)) is a paginated Scan
 //!   of the partition keys, keeping the sites of document items — it reads the whole table,
 //!   like `recount`: a maintenance call;
@@ -63,14 +66,26 @@
 //!   that creates, `delete`, `delete_if`, and `write_all`) is one `TransactWriteItems` holding
 //!   the document write and the counter `ADD`, with a client request token. Counters stay
 //!   exact under lost answers, resends and processes killed at any point. One request instead
-//!   of two, lower latency; twice the write capacity of those writes (transactional writes),
-//!   and concurrent creates in one collection contend on its counter item (conflicts are
-//!   retried with backoff). Updates and replacing `put`s are not transactions and cost the same
+//!   of two, lower latency; twice the write capacity of those writes (transactional writes);
+//!   concurrent creates in one collection contend only when their documents share a counter
+//!   shard (conflicts are retried with backoff). Updates and replacing `put`s are not transactions and cost the same
 //!   in both modes.
 //! - `fast`: the original layout's way, an atomic `ADD` right after the document write (never resent after
 //!   a lost answer, so never counted twice). A process dying between the two, or a lost counter
 //!   answer, leaves the counter off by one: `Store::recount` (`docstore fsck --repair`) fixes
 //!   it.
+//!
+//! In both modes a collection's counter is spread over `database.dynamodb.counter_shards`
+//! items (default 32, at most 100): one item takes at most 1 000 write units per second and
+//! transactions that overlap on an item are cancelled, so a single counter item would cap a
+//! collection's creates and deletes whatever the table's size. Each create or delete moves
+//! the shard chosen by a fixed hash of the document id (a resend moves the same shard), and
+//! `count` / `collections` read the site's shards in one strongly consistent `Query` — about
+//! 60 bytes a shard, so a collection's 32 shards cost one read unit. A shard may go below
+//! zero; only the sum counts, and a sum below zero (drift) reads as 0 and is repaired by
+//! `recount`. A table written with one counter item per collection needs no migration: that
+//! item is shard 0, its count stays in the sum, and later creates and deletes spread over the
+//! shards (`recount` with repair folds a collection's shards back into shard 0).
 //!
 //! ## Writes, and what each does when an answer is lost
 //! The SDK resends a request whose answer was lost (an HTTP 500, which DynamoDB documents as

@@ -1,26 +1,64 @@
 //! `recount`: a site's collections counted from its documents with a paginated Scan, compared
-//! with (and optionally written over) the counters under `<site>#__collections`.
+//! with (and optionally written over) the counter shards under `<site>#__collections`.
 
+use crate::counters::counted_collection;
 use crate::item::{COUNT, PK, SK, counters_pk, num, number, string, text};
 use crate::store::DynamoStore;
 use crate::table_scan::TableScan;
 use aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use docstore::driver::CounterChange;
 use docstore::{Recount, RecountMode, Result};
 use std::collections::BTreeMap;
 
+/// The counter shards of one collection as the scan saw them: sort key and count.
+#[derive(Debug, Default)]
+struct SeenShards {
+    shards: Vec<(String, i64)>,
+}
+
+impl SeenShards {
+    fn sum(&self) -> i64 {
+        self.shards.iter().map(|(_, n)| n).sum()
+    }
+}
+
 impl DynamoStore {
     /// Scans the table for the site's items (`begins_with(pk, "<site>#")`, keys and `n`
-    /// only), counts documents per collection, and compares with the counters.
+    /// only), counts documents per collection, and compares with the sums of the counter
+    /// shards.
     ///
     /// A Scan reads the whole table (every site), so this costs read capacity for the table's
-    /// size: a maintenance call. With [`RecountMode::Repair`] each differing counter is set
-    /// with a conditional write (`n` still what the scan saw), so a counter that moved while
-    /// the scan ran is left alone and still reported; run it again on a quiet site.
+    /// size: a maintenance call. With [`RecountMode::Repair`] each differing counter is set in
+    /// one transaction per collection: shard 0 to the truth and every other shard to 0, each
+    /// conditioned on still holding what the scan saw, so a counter that moved while the scan
+    /// ran is left alone and still reported; run it again on a quiet site.
     pub(crate) async fn recount_site(&self, site: &str, mode: RecountMode) -> Result<Recount> {
+        let (documents, shards) = self.scan_site_counts(site).await?;
+        let changes = counter_changes(&documents, &shards);
+        if mode == RecountMode::Repair {
+            for change in &changes {
+                let seen = shards.get(&change.collection);
+                self.set_counter(site, &change.collection, seen, change.documents)
+                    .await?;
+            }
+        }
+        Ok(Recount {
+            collections: documents.into_iter().collect(),
+            changes,
+        })
+    }
+
+    /// The documents of each collection of `site` and its counter shards, from one Scan.
+    async fn scan_site_counts(
+        &self,
+        site: &str,
+    ) -> Result<(BTreeMap<String, u64>, BTreeMap<String, SeenShards>)> {
         let prefix = format!("{site}#");
         let counters_key = counters_pk(site);
         let mut documents: BTreeMap<String, u64> = BTreeMap::new();
-        let mut counters: BTreeMap<String, u64> = BTreeMap::new();
+        let mut shards: BTreeMap<String, SeenShards> = BTreeMap::new();
         let mut scan = TableScan::new(self, None);
         let site_items = |request: ScanFluentBuilder| {
             request
@@ -35,8 +73,12 @@ impl DynamoStore {
             for item in &items {
                 let pk = string(item, PK)?;
                 if pk == counters_key {
+                    let sort_key = string(item, SK)?;
                     let n: i64 = number(item, COUNT)?;
-                    counters.insert(string(item, SK)?.to_owned(), n.max(0) as u64);
+                    let seen = shards
+                        .entry(counted_collection(sort_key).to_owned())
+                        .or_default();
+                    seen.shards.push((sort_key.to_owned(), n));
                 } else if let Some(collection) = pk.strip_prefix(&prefix)
                     // Reserved names are the backend's own partitions (delete records).
                     && !collection.starts_with("__")
@@ -47,48 +89,43 @@ impl DynamoStore {
             let read = scan.scanned();
             tracing::info!(site, items_scanned = read, "recount: scanning the table");
         }
-        let changes = docstore::driver::counter_changes(&documents, &counters);
-        if mode == RecountMode::Repair {
-            for change in &changes {
-                self.set_counter(site, &change.collection, change.counter, change.documents)
-                    .await?;
-            }
-        }
-        Ok(Recount {
-            collections: documents.into_iter().collect(),
-            changes,
-        })
+        Ok((documents, shards))
     }
 
-    /// Sets a counter to `actual` if it still holds `seen` (`None`: no counter item).
+    /// Sets the counter of `collection` to `actual` if its shards still hold what the scan saw
+    /// (`None`: no shard at all): shard 0 to `actual`, the others to 0, in one transaction.
     async fn set_counter(
         &self,
         site: &str,
         collection: &str,
-        seen: Option<u64>,
+        seen: Option<&SeenShards>,
         actual: u64,
     ) -> Result<()> {
-        let request = self
+        let seen_shards = seen.map_or(&[][..], |seen| &seen.shards[..]);
+        let mut actions = Vec::with_capacity(seen_shards.len() + 1);
+        if !seen_shards
+            .iter()
+            .any(|(sort_key, _)| sort_key == collection)
+        {
+            actions.push(self.set_shard(site, collection, None, actual)?);
+        }
+        for (sort_key, n) in seen_shards {
+            let value = if sort_key == collection { actual } else { 0 };
+            actions.push(self.set_shard(site, sort_key, Some(*n), value)?);
+        }
+        let sent = self
             .client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, text(counters_pk(site)))
-            .key(SK, text(collection))
-            .update_expression("SET #n = :actual")
-            .expression_attribute_names("#n", COUNT)
-            .expression_attribute_values(":actual", num(actual));
-        let request = match seen {
-            Some(seen) => request
-                .condition_expression("#n = :seen")
-                .expression_attribute_values(":seen", num(seen)),
-            None => request.condition_expression("attribute_not_exists(#n)"),
-        };
-        match request.send().await {
+            .transact_write_items()
+            .set_transact_items(Some(actions))
+            .send()
+            .await;
+        match sent {
             Ok(_) => Ok(()),
             Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                if matches!(
+                    err.as_service_error(),
+                    Some(TransactWriteItemsError::TransactionCanceledException(_))
+                ) =>
             {
                 tracing::warn!(
                     site,
@@ -97,7 +134,86 @@ impl DynamoStore {
                 );
                 Ok(())
             }
-            Err(err) => Err(self.error("UpdateItem", err)),
+            Err(err) => Err(self.error("TransactWriteItems", err)),
         }
+    }
+
+    /// Sets the shard item `sort_key` to `value` if it still holds `seen` (`None`: absent).
+    fn set_shard(
+        &self,
+        site: &str,
+        sort_key: &str,
+        seen: Option<i64>,
+        value: u64,
+    ) -> Result<TransactWriteItem> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .key(PK, text(counters_pk(site)))
+            .key(SK, text(sort_key))
+            .update_expression("SET #n = :value")
+            .expression_attribute_names("#n", COUNT)
+            .expression_attribute_values(":value", num(value));
+        let update = match seen {
+            Some(seen) => update
+                .condition_expression("#n = :seen")
+                .expression_attribute_values(":seen", num(seen)),
+            None => update.condition_expression("attribute_not_exists(#n)"),
+        };
+        let update = update.build().map_err(crate::send::build_error)?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+}
+
+/// The counters that disagree with the documents. A collection's counter is the sum of its
+/// shards, shown as 0 when drift took it below zero — which is reported even when the
+/// collection has no documents, since the next create would then not count.
+fn counter_changes(
+    documents: &BTreeMap<String, u64>,
+    shards: &BTreeMap<String, SeenShards>,
+) -> Vec<CounterChange> {
+    let counters: BTreeMap<String, u64> = shards
+        .iter()
+        .map(|(collection, seen)| (collection.clone(), seen.sum().max(0) as u64))
+        .collect();
+    let mut changes = docstore::driver::counter_changes(documents, &counters);
+    for (collection, seen) in shards {
+        let listed = changes.iter().any(|c| &c.collection == collection);
+        if seen.sum() < 0 && !listed {
+            changes.push(CounterChange {
+                collection: collection.clone(),
+                counter: Some(0),
+                documents: documents.get(collection).copied().unwrap_or(0),
+            });
+        }
+    }
+    changes.sort_by(|a, b| a.collection.cmp(&b.collection));
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(shards: &[(&str, i64)]) -> SeenShards {
+        SeenShards {
+            shards: shards.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_counter_is_the_sum_of_its_shards_and_a_negative_sum_is_drift() {
+        let documents = BTreeMap::from([("a".to_owned(), 3), ("b".to_owned(), 1)]);
+        let shards = BTreeMap::from([
+            // 5 in shard 0 from a table written before shards, 2 deleted from their shards.
+            ("a".to_owned(), seen(&[("a", 5), ("a#3", -1), ("a#9", -1)])),
+            ("b".to_owned(), seen(&[("b#1", 2), ("b#2", -1)])),
+            ("c".to_owned(), seen(&[("c", 1), ("c#4", -2)])),
+        ]);
+        let changes = counter_changes(&documents, &shards);
+        let found: Vec<_> = changes
+            .iter()
+            .map(|c| (c.collection.as_str(), c.counter, c.documents))
+            .collect();
+        assert_eq!(found, [("c", Some(0), 0)]);
     }
 }

@@ -3,12 +3,10 @@
 //! and what came of it, read from the answer without guessing.
 
 use crate::attempts::Attempts;
+use crate::counters::counter_update;
 use crate::errors::{Failure, classify};
 use crate::history::Stored;
-use crate::item::{
-    COUNT, COUNTER_WRITE_ID, CREATED_AT, Item, PK, SK, UPDATED_AT, VERSION, counters_pk,
-    is_document, key_of, num, text,
-};
+use crate::item::{CREATED_AT, Item, PK, UPDATED_AT, VERSION, is_document, key_of, num};
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
@@ -16,7 +14,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, Put, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem, Update,
+    TransactWriteItem,
 };
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use docstore::config::CounterMode;
@@ -37,9 +35,6 @@ pub(crate) enum Expect<'a> {
 pub(crate) enum TransactionFailure {
     /// The document action at `index` met a failed condition; the item, when returned.
     Refused { index: usize, item: Option<Item> },
-    /// The counter action at this position (after the documents) refused a decrement: the
-    /// counter is already 0.
-    CounterAtZero(usize),
     /// A competing transaction or throttling: send it again.
     Contended,
     /// Every answer was lost and the SDK gave up: it may have been applied.
@@ -69,8 +64,6 @@ pub(crate) enum Sent {
     },
     /// Not applied because of a competing transaction or throttling: send it again.
     Contended,
-    /// Not applied: the counter is already 0 (it drifted before), so the decrement was refused.
-    CounterAtZero,
     /// Every answer was lost and the SDK gave up (timeouts, 5xx): the write may or may not
     /// have been applied.
     Unknown(Error),
@@ -105,7 +98,7 @@ impl DynamoStore {
         }
         let sent = self.send_single(key, action, expect).await?;
         if delta != 0 && matches!(sent, Sent::Applied) {
-            self.bump_counter(key.site(), key.collection(), delta).await;
+            self.bump_counter(key, delta).await;
         }
         Ok(sent)
     }
@@ -210,7 +203,8 @@ impl DynamoStore {
         };
         let mut actions = vec![transact_action(&self.table, key, guarded, expect)?];
         if delta != 0 {
-            let counter = counter_update(&self.table, key, delta, Some(w))?;
+            let shard = self.counter_shard(key);
+            let counter = counter_update(&self.table, &shard, delta, Some(w))?;
             actions.push(TransactWriteItem::builder().update(counter).build());
         }
         for record in with {
@@ -240,7 +234,6 @@ impl DynamoStore {
                 current: self.refused_on(key, item).await?,
                 resent: attempts.resent(),
             },
-            TransactionFailure::CounterAtZero(_) => Sent::CounterAtZero,
             TransactionFailure::Contended => Sent::Contended,
             TransactionFailure::Unknown(err) => Sent::Unknown(err),
         })
@@ -274,9 +267,6 @@ impl DynamoStore {
                 index,
                 item: reasons[index].item().cloned(),
             });
-        }
-        if let Some(at) = (documents..reasons.len()).find(|&i| refused(i)) {
-            return Ok(TransactionFailure::CounterAtZero(at - documents));
         }
         let contended = [
             "TransactionConflict",
@@ -320,55 +310,6 @@ impl DynamoStore {
             Failure::Permanent => Err(self.error(operation, err)),
         }
     }
-
-    /// The identity of the last create or delete that moved a counter in exact mode.
-    pub(crate) async fn counter_write_id(&self, key: &Key) -> Result<Option<String>> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(PK, text(counters_pk(key.site())))
-            .key(SK, text(key.collection()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| self.error("GetItem", e))?;
-        Ok(
-            match output.item.as_ref().and_then(|i| i.get(COUNTER_WRITE_ID)) {
-                Some(AttributeValue::S(w)) => Some(w.clone()),
-                _ => None,
-            },
-        )
-    }
-}
-
-/// The counter update: `ADD n :delta` (and the call's identity in exact mode); a decrement
-/// only while the counter is at least 1, so it never goes below zero.
-pub(crate) fn counter_update(
-    table: &str,
-    key: &Key,
-    delta: i64,
-    w: Option<&WriteId>,
-) -> Result<Update> {
-    let mut update = Update::builder()
-        .table_name(table)
-        .key(PK, text(counters_pk(key.site())))
-        .key(SK, text(key.collection()))
-        .expression_attribute_names("#n", COUNT)
-        .expression_attribute_values(":delta", num(delta));
-    update = match w {
-        Some(w) => update
-            .update_expression("ADD #n :delta SET #w = :w")
-            .expression_attribute_names("#w", COUNTER_WRITE_ID)
-            .expression_attribute_values(":w", text(w.as_str())),
-        None => update.update_expression("ADD #n :delta"),
-    };
-    if delta < 0 {
-        update = update
-            .condition_expression("#n >= :one")
-            .expression_attribute_values(":one", num(1));
-    }
-    update.build().map_err(build_error)
 }
 
 /// What one guarded action of a `TransactWriteItems` does to its document.

@@ -1,6 +1,7 @@
 //! [`DynamoStore`]: construction, table creation and the [`Store`] implementation, which
 //! hands each call to the module doing it.
 
+use crate::counters::MAX_COUNTER_SHARDS;
 use crate::errors::map_sdk_error;
 use crate::index::{IndexState, gsi_pk, gsi_sk};
 use crate::item::{MAX_DOC_BYTES_LIMIT, PK, SK};
@@ -36,6 +37,8 @@ pub struct DynamoStore {
     pub(crate) table: String,
     pub(crate) max_scan: usize,
     pub(crate) counters: CounterMode,
+    /// How many items each collection counter is spread over (see [`crate::counters`]).
+    pub(crate) counter_shards: u32,
     pub(crate) trust_request_tokens: bool,
     pub(crate) options: StoreOptions,
     /// The table's index records as last read (see [`crate::index`]).
@@ -169,6 +172,7 @@ impl DynamoStore {
             table: config.table.clone(),
             max_scan: config.max_scan,
             counters: config.counters,
+            counter_shards: config.counter_shards,
             trust_request_tokens: config.trust_request_tokens,
             options,
             registry: Arc::default(),
@@ -362,6 +366,12 @@ fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()>
             "database.dynamodb timeouts (timeout_ms, operation_timeout_ms, connect_timeout_ms) \
              must be at least 1 ms",
         ));
+    }
+    if !(1..=MAX_COUNTER_SHARDS).contains(&config.counter_shards) {
+        return Err(Error::invalid(format!(
+            "database.dynamodb.counter_shards = {} is not between 1 and {MAX_COUNTER_SHARDS}",
+            config.counter_shards
+        )));
     }
     if config.feed_poll_ms == 0 {
         return Err(Error::invalid(

@@ -130,7 +130,7 @@ impl DynamoStore {
         for _ in 0..MAX_TRIES {
             match self.send_write(key, &action, Expect::Absent, 1, &w).await? {
                 Sent::Applied => return Ok(None),
-                Sent::Contended | Sent::CounterAtZero => backoff.wait().await,
+                Sent::Contended => backoff.wait().await,
                 Sent::Refused { current, resent } => {
                     if let Some(current) = current.as_ref().filter(|c| c.holds(&w)) {
                         if !resent {
@@ -207,7 +207,7 @@ impl DynamoStore {
             };
             match self.send_write(key, &action, expect, delta, &w).await? {
                 Sent::Applied => return Ok(doc),
-                Sent::Contended | Sent::CounterAtZero => backoff.wait().await,
+                Sent::Contended => backoff.wait().await,
                 Sent::Refused {
                     current: now_there,
                     resent,
@@ -275,7 +275,7 @@ impl DynamoStore {
                 .await?
             {
                 Sent::Applied => return Ok(doc),
-                Sent::Contended | Sent::CounterAtZero => backoff.wait().await,
+                Sent::Contended => backoff.wait().await,
                 Sent::Refused { current, resent } => {
                     if current.as_ref().is_some_and(|c| c.holds(&w)) {
                         return Ok(doc);
@@ -333,7 +333,7 @@ impl DynamoStore {
                 .await?
             {
                 Sent::Applied => return Ok(doc),
-                Sent::Contended | Sent::CounterAtZero => backoff.wait().await,
+                Sent::Contended => backoff.wait().await,
                 Sent::Refused { current, resent } => {
                     if current.as_ref().is_some_and(|c| c.holds(&w)) {
                         return Ok(doc);
@@ -391,7 +391,6 @@ impl DynamoStore {
             None => None,
         };
         let mut backoff = Backoff::new();
-        let mut with_counter = true;
         for _ in 0..MAX_TRIES {
             let Some(read) = self.read(key).await? else {
                 return Ok(false);
@@ -404,7 +403,7 @@ impl DynamoStore {
                 });
             }
             let w = identity(chosen);
-            let delta = if with_counter { -1 } else { 0 };
+            let delta = -1;
             let expect = Expect::Revision(&read);
             let now = self.options.clock.now();
             let mut with = vec![stamp_item(key, &read, origin.actor, now, &w)];
@@ -426,14 +425,6 @@ impl DynamoStore {
                     return Ok(true);
                 }
                 Sent::Contended => backoff.wait().await,
-                Sent::CounterAtZero => {
-                    tracing::warn!(
-                        %key,
-                        "the collection counter is already 0 (it drifted): deleting without \
-                         moving it; run `docstore fsck --repair`"
-                    );
-                    with_counter = false;
-                }
                 Sent::Refused { current, resent } => {
                     let same = current.as_ref().filter(|c| c.same_incarnation(&read));
                     if let Some(still) = same {
@@ -543,7 +534,7 @@ impl DynamoStore {
     /// applied after its answer was lost (exact counters moved in the write's own transaction).
     async fn count_late(&self, key: &Key, delta: i64) {
         if delta != 0 && self.counters == CounterMode::Fast {
-            self.bump_counter(key.site(), key.collection(), delta).await;
+            self.bump_counter(key, delta).await;
         }
     }
 
@@ -553,7 +544,8 @@ impl DynamoStore {
         if self.counters != CounterMode::Exact {
             return Ok(false);
         }
-        Ok(self.counter_write_id(key).await?.as_deref() == Some(w.as_str()))
+        let shard = self.counter_shard(key);
+        Ok(self.counter_write_id(&shard).await?.as_deref() == Some(w.as_str()))
     }
 
     /// After the SDK gave up with every answer lost: one read settles it when the item holds

@@ -201,6 +201,12 @@ pub struct DynamoDbConfig {
     /// [`CounterMode::Exact`]).
     #[serde(default)]
     pub counters: CounterMode,
+    /// `database.dynamodb.counter_shards`: over how many items each collection's counter is
+    /// spread (default 32, at most 100). Every create or delete moves one of them, chosen by
+    /// the document id, so a busy collection is not held to one item's write limit; `count`
+    /// and `collections` read them all in one query.
+    #[serde(default = "default_counter_shards")]
+    pub counter_shards: u32,
     /// `database.dynamodb.trust_request_tokens` (default `true`): whether the service honours
     /// `TransactWriteItems`' client request token, as DynamoDB does (a resent transaction that
     /// had committed is answered with success). Set it to `false` for compatible services
@@ -251,6 +257,7 @@ impl DynamoDbConfig {
             operation_timeout_ms: DEFAULT_OPERATION_TIMEOUT_MS,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             counters: CounterMode::Exact,
+            counter_shards: DEFAULT_COUNTER_SHARDS,
             trust_request_tokens: true,
             feed_poll_ms: DEFAULT_FEED_POLL_MS,
         }
@@ -269,6 +276,13 @@ impl DatabaseConfig {
 
 fn default_max_doc_bytes() -> usize {
     DEFAULT_MAX_DOC_BYTES
+}
+
+/// The default of [`DynamoDbConfig::counter_shards`].
+pub const DEFAULT_COUNTER_SHARDS: u32 = 32;
+
+fn default_counter_shards() -> u32 {
+    DEFAULT_COUNTER_SHARDS
 }
 
 fn default_max_scan() -> usize {
