@@ -397,6 +397,14 @@ mod tests {
             (true, 168, 200)
         );
         assert!(invalid("sqlite:x.db?feed=maybe").contains("feed"));
+        let sharing = parse_url("sqlite:x.db?read_only=true&share_file=true")
+            .unwrap()
+            .sqlite
+            .unwrap();
+        assert!(sharing.read_only && sharing.share_file);
+        let plain = parse_url("sqlite:x.db").unwrap().sqlite.unwrap();
+        assert!(!plain.read_only && !plain.share_file);
+        assert!(invalid("sqlite:x.db?share_file=yes").contains("share_file"));
         assert!(invalid("sqlite:x.db?feed_poll_ms=soon").contains("feed_poll_ms"));
         assert!(invalid("memory:?feed=false").contains("feed"));
         assert!(invalid("memory:?synchronous=normal").contains("synchronous"));

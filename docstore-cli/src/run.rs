@@ -57,7 +57,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         crate::indexes::run(action, &config, &flags, &mut out).await?;
         return out.flush();
     }
-    let store = docstore_any::open(&config.database).await?;
+    let store = open_store(&config, only_reads(&cli.command)).await?;
     let mut out = Out::new(cli.time);
     let result = execute(cli, batch, &config, &store, &mut out).await;
     let flushed = out.flush();
@@ -481,6 +481,36 @@ fn warn_memory(which: &str) {
 
 /// Read commands never create a database: a mistyped path is an error naming it, not an
 /// empty store answering "not found".
+/// Opens the store; for a command that only reads, a SQLite file read-only, so that the
+/// command changes nothing in it, as sqlite3 would not (docs/contract.md, "The command
+/// line").
+async fn open_store(config: &Config, only_reads: bool) -> Result<Store, CliError> {
+    let mut database = config.database.clone();
+    if only_reads && let Some(sqlite) = database.sqlite.as_mut() {
+        sqlite.read_only = true;
+    }
+    Ok(docstore_any::open(&database).await?)
+}
+
+/// Whether `command` only reads its store. Every command not named here may write (a
+/// batch too: even one of checks only runs as a write transaction).
+fn only_reads(command: &Command) -> bool {
+    match command {
+        Command::Get { .. }
+        | Command::GetMany { .. }
+        | Command::Query { .. }
+        | Command::Collections
+        | Command::Sites
+        | Command::Count { .. }
+        | Command::Export { .. }
+        | Command::Copy { .. }
+        | Command::Watch { .. }
+        | Command::Explain { .. } => true,
+        Command::Fsck { repair } => !repair,
+        _ => false,
+    }
+}
+
 fn refuse_missing_sqlite(config: &Config) -> Result<(), CliError> {
     let database = &config.database;
     if database.backend != Backend::Sqlite {

@@ -204,3 +204,142 @@ fn cli_writes_prune_the_feed() {
         .unwrap();
     assert_eq!(rows, 1);
 }
+
+/// A database another program made (`users` with a row), as sqlite3 would leave it.
+fn foreign_file(path: &Path) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); \
+             INSERT INTO users (name) VALUES ('ann');",
+        )
+        .unwrap();
+}
+
+/// Every command that only reads, on site s of `store`.
+fn reading_commands(store: &str) -> Vec<Vec<String>> {
+    let commands: [&[&str]; 11] = [
+        &["get", "t", "a"],
+        &["count"],
+        &["query", "t", "n = 1"],
+        &["collections"],
+        &["sites"],
+        &["export"],
+        &["fsck"],
+        &["explain", "t", "n = 1"],
+        &["get-many", "t", "a", "b"],
+        &["watch", "--from", "start", "--until-idle"],
+        &["index", "list"],
+    ];
+    commands
+        .iter()
+        .map(|args| {
+            let mut line = vec!["--store".to_owned(), store.to_owned()];
+            line.extend(args.iter().map(|arg| (*arg).to_owned()));
+            line
+        })
+        .collect()
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// A file of another program: every reading command is refused (exit 6, naming the table),
+/// `index list` (which never opens the file) aside, a write too, and the directory holds
+/// exactly the same files with the same bytes after each.
+#[test]
+fn a_file_of_another_program_is_refused_and_never_changed() {
+    let sandbox = Sandbox::new();
+    foreign_file(&sandbox.path("other.db"));
+    let store = sandbox.sqlite("other.db");
+    let before = sandbox.files();
+    for args in reading_commands(&store) {
+        let args = strs(&args);
+        let output = sandbox.cmd(&args).output().unwrap();
+        if args.contains(&"index") {
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{args:?}: {}",
+                stderr(&output)
+            );
+        } else {
+            assert_eq!(
+                output.status.code(),
+                Some(INVALID),
+                "{args:?}: {}",
+                stderr(&output)
+            );
+            assert!(
+                stderr(&output).contains("another program (users)"),
+                "{}",
+                stderr(&output)
+            );
+        }
+        assert!(sandbox.files() == before, "{args:?} changed the directory");
+    }
+    for write in [
+        &["put", "t", "a", "{}"][..],
+        &["fsck", "--repair"],
+        &["delete", "t", "a"],
+    ] {
+        let args = [&["--store", store.as_str()][..], write].concat();
+        let refused = sandbox.run(&args, INVALID);
+        assert!(
+            stderr(&refused).contains("share_file"),
+            "{}",
+            stderr(&refused)
+        );
+        assert!(sandbox.files() == before, "{args:?} changed the directory");
+    }
+}
+
+/// With `share_file=true` reading commands see an empty store and change nothing; the
+/// first write adds docstore's tables beside `users`, which keeps its row.
+#[test]
+fn a_shared_file_is_read_as_empty_and_written_beside_the_other_tables() {
+    let sandbox = Sandbox::new();
+    foreign_file(&sandbox.path("shared.db"));
+    let store = format!("{}?share_file=true", sandbox.sqlite("shared.db"));
+    let before = sandbox.files();
+    for args in reading_commands(&store) {
+        let args = strs(&args);
+        let output = sandbox.cmd(&args).output().unwrap();
+        let code = if args.contains(&"get") { 3 } else { 0 };
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(sandbox.files() == before, "{args:?} changed the directory");
+    }
+    let count = sandbox.run(&["--store", &store, "count"], 0);
+    assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "0");
+    sandbox.run(&["--store", &store, "put", "t", "a", "{}"], 0);
+    let count = sandbox.run(&["--store", &store, "count"], 0);
+    assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "1");
+    let conn = rusqlite::Connection::open(sandbox.path("shared.db")).unwrap();
+    let name: String = conn
+        .query_row("SELECT name FROM users", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(name, "ann");
+}
+
+/// A docstore file: reading commands leave the directory exactly as they found it (no
+/// schema, journal mode or file changes; SQLite's -wal and -shm gone again at exit).
+#[test]
+fn reading_commands_leave_a_docstore_file_as_it_was() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.sqlite("docs.db");
+    for id in ["a", "b"] {
+        sandbox.run(&["--store", &store, "create", "t", id, r#"{"n":1}"#], 0);
+    }
+    let before = sandbox.files();
+    for args in reading_commands(&store) {
+        let args = strs(&args);
+        sandbox.run(&args, 0);
+        assert!(sandbox.files() == before, "{args:?} changed the directory");
+    }
+}

@@ -65,6 +65,11 @@ struct Readers {
 enum ReaderOpen {
     /// Read-write flags on the path (the usual case).
     ReadWrite(PathBuf),
+    /// Read-write flags on the path (never creating it) and `PRAGMA query_only`: a store
+    /// that only reads, in a directory it can write, so that SQLite removes the `-wal` and
+    /// `-shm` files it needs while reading once the last connection closes (a connection
+    /// opened read-only cannot, and would leave them behind).
+    QueryOnly(PathBuf),
     /// `SQLITE_OPEN_READ_ONLY` on the path.
     ReadOnly(PathBuf),
     /// A read-only `file:` URI with `immutable=1` (a read-only directory holding no `-shm`).
@@ -77,6 +82,11 @@ impl ReaderOpen {
         let ro = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         match self {
             ReaderOpen::ReadWrite(path) => Connection::open_with_flags(path, rw),
+            ReaderOpen::QueryOnly(path) => {
+                let conn = Connection::open_with_flags(path, rw)?;
+                conn.pragma_update(None, "query_only", true)?;
+                Ok(conn)
+            }
             ReaderOpen::ReadOnly(path) => Connection::open_with_flags(path, ro),
             ReaderOpen::Immutable(uri) => {
                 Connection::open_with_flags(uri, ro | OpenFlags::SQLITE_OPEN_URI)
@@ -151,7 +161,9 @@ impl Connections {
     /// Opens (creating if needed) the database file. When the schema is current nothing is
     /// locked: the journal mode and `user_version` are read first, and WAL is switched on or
     /// the schema migrated only when needed. A file (or directory) that cannot be written
-    /// opens read-only, with the cause kept for the error every write then returns.
+    /// opens read-only, with the cause kept for the error every write then returns. A file
+    /// holding another program's tables is refused unless shared; a read-only store of a
+    /// file that is missing or holds no docstore tables is an empty store.
     pub(crate) fn open_file(path: PathBuf, options: SqliteOptions) -> Result<Self> {
         let opened = retry_busy(options.busy_timeout, || open_writer(&path, &options))?;
         let Opened {
@@ -160,24 +172,20 @@ impl Connections {
             readers,
         } = opened;
         // Short commits only: see the `checkpoint` module for why not with fsync per commit.
-        let checkpointer = match read_only {
-            None if options.durability == crate::options::Durability::Normal => {
-                let (how, options) = (readers.clone(), options.clone());
+        let checkpointer = match (&read_only, &readers) {
+            (None, Some(how)) if options.durability == crate::options::Durability::Normal => {
+                let (how, options) = (how.clone(), options.clone());
                 let open = move || open_configured(&how, &options);
                 let started = Checkpointer::start(&mut conn, open);
                 Some(started.map_err(|err| Fail::from(err).into_error())?)
             }
             _ => None,
         };
-        let mut connections = Self::start(
-            conn,
-            Some(Readers {
-                open: readers,
-                idle: Mutex::new(Vec::new()),
-            }),
-            read_only,
-            options,
-        );
+        let readers = readers.map(|open| Readers {
+            open,
+            idle: Mutex::new(Vec::new()),
+        });
+        let mut connections = Self::start(conn, readers, read_only, options);
         connections._checkpointer = checkpointer;
         Ok(connections)
     }
@@ -582,11 +590,12 @@ fn open_configured(how: &ReaderOpen, options: &SqliteOptions) -> Result<Connecti
     })
 }
 
-/// The writer connection as opened, and how readers open theirs.
+/// The writer connection as opened, and how readers open theirs (`None`: they read through
+/// it, an in-memory stand-in for a store that does not exist yet).
 struct Opened {
     conn: Connection,
     read_only: Option<String>,
-    readers: ReaderOpen,
+    readers: Option<ReaderOpen>,
 }
 
 /// Opens the writer connection: read-write when possible (creating the file), taking the
@@ -594,7 +603,7 @@ struct Opened {
 /// reason, when the options ask for it or the file or its directory cannot be written.
 fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Opened, Fail> {
     if options.read_only {
-        return open_read_only(path, options, "SqliteOptions::read_only is set".into());
+        return open_for_reading(path, options);
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
@@ -619,6 +628,15 @@ fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Opened, Fail> {
     }
     schema::configure(&mut conn, options)?;
     schema::configure_writer(&conn)?;
+    // Before anything in the file may change.
+    match schema::check_owned(&conn, options, path) {
+        Ok(_) => {}
+        Err(Fail::Sql(err)) if is_permission(&err) => {
+            drop(conn);
+            return open_read_only(path, options, not_writable(path, &err));
+        }
+        Err(fail) => return Err(fail),
+    }
     match schema::prepare(&mut conn) {
         Ok(()) => {}
         Err(Fail::Sql(err)) if is_permission(&err) => {
@@ -630,7 +648,57 @@ fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Opened, Fail> {
     Ok(Opened {
         conn,
         read_only: None,
-        readers: ReaderOpen::ReadWrite(path.to_owned()),
+        readers: Some(ReaderOpen::ReadWrite(path.to_owned())),
+    })
+}
+
+/// Opens `path` for a store that only reads ([`SqliteOptions::read_only`]): nothing in the
+/// file changes and nothing is created. Read-write flags with `query_only` when this
+/// process may write the file and its directory (SQLite then removes its `-wal` and `-shm`
+/// files again at close), else SQLite's read-only open; a missing file, or one without
+/// docstore's tables, is an empty store.
+fn open_for_reading(path: &Path, options: &SqliteOptions) -> Result<Opened, Fail> {
+    let reason = String::from("SqliteOptions::read_only is set");
+    if !path.exists() {
+        let why = format!(
+            "{reason}, and there is no database at {} yet",
+            path.display()
+        );
+        return open_empty(options, why);
+    }
+    let how = ReaderOpen::QueryOnly(path.to_owned());
+    match open_checked(&how, path, options, &reason) {
+        Ok((conn, readable)) => opened_read_only(conn, readable, how, path, options, reason),
+        Err(Fail::Sql(err)) if is_permission(&err) => open_read_only(path, options, reason),
+        Err(fail) => Err(fail),
+    }
+}
+
+/// Opens a connection as `how` says, configured, and checks what its file holds
+/// ([`schema::check_readable`]).
+fn open_checked(
+    how: &ReaderOpen,
+    path: &Path,
+    options: &SqliteOptions,
+    reason: &str,
+) -> Result<(Connection, schema::Readable), Fail> {
+    let mut conn = how.open()?;
+    schema::configure(&mut conn, options)?;
+    let readable = schema::check_readable(&conn, options, path, reason)?;
+    Ok((conn, readable))
+}
+
+/// A read-only store with nothing in it, for a file that does not exist yet or holds no
+/// docstore tables: an in-memory database with the current schema (the file is never
+/// touched). `reason` is what every write says.
+fn open_empty(options: &SqliteOptions, reason: String) -> Result<Opened, Fail> {
+    let mut conn = Connection::open_in_memory()?;
+    schema::configure(&mut conn, options)?;
+    schema::migrate(&mut conn)?;
+    Ok(Opened {
+        conn,
+        read_only: Some(reason),
+        readers: None,
     })
 }
 
@@ -639,19 +707,9 @@ fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Opened, Fail> {
 /// commits). The schema must be current: a read-only store cannot migrate it.
 fn open_read_only(path: &Path, options: &SqliteOptions, reason: String) -> Result<Opened, Fail> {
     let plain = ReaderOpen::ReadOnly(path.to_owned());
-    let attempt = |how: &ReaderOpen| -> Result<Connection, Fail> {
-        let mut conn = how.open()?;
-        schema::configure(&mut conn, options)?;
-        schema::check_current(&conn, &reason)?;
-        Ok(conn)
-    };
-    match attempt(&plain) {
-        Ok(conn) => {
-            return Ok(Opened {
-                conn,
-                read_only: Some(reason),
-                readers: plain,
-            });
+    match open_checked(&plain, path, options, &reason) {
+        Ok((conn, readable)) => {
+            return opened_read_only(conn, readable, plain, path, options, reason);
         }
         Err(Fail::Sql(err)) if is_cant_open(&err) => {
             let wal = wal_path(path);
@@ -676,17 +734,41 @@ fn open_read_only(path: &Path, options: &SqliteOptions, reason: String) -> Resul
         Err(fail) => return Err(fail),
     }
     let immutable = ReaderOpen::Immutable(immutable_uri(path));
-    match attempt(&immutable) {
-        Ok(conn) => Ok(Opened {
-            conn,
-            read_only: Some(format!("{reason} (opened as an immutable file)")),
-            readers: immutable,
-        }),
+    let reason = format!("{reason} (opened as an immutable file)");
+    match open_checked(&immutable, path, options, &reason) {
+        Ok((conn, readable)) => opened_read_only(conn, readable, immutable, path, options, reason),
         Err(Fail::Sql(err)) => Err(Fail::Store(Error::backend(
             format!("cannot read {}: {reason}", path.display()),
             err,
         ))),
         Err(fail) => Err(fail),
+    }
+}
+
+/// A read-only store of `conn`'s file, or an empty one when the file holds no docstore
+/// tables yet.
+fn opened_read_only(
+    conn: Connection,
+    readable: schema::Readable,
+    how: ReaderOpen,
+    path: &Path,
+    options: &SqliteOptions,
+    reason: String,
+) -> Result<Opened, Fail> {
+    match readable {
+        schema::Readable::Current => Ok(Opened {
+            conn,
+            read_only: Some(reason),
+            readers: Some(how),
+        }),
+        schema::Readable::NotYetAStore => {
+            drop(conn);
+            let why = format!(
+                "{reason}, and {} holds no docstore tables yet",
+                path.display()
+            );
+            open_empty(options, why)
+        }
     }
 }
 

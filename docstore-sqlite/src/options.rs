@@ -50,11 +50,24 @@ pub struct SqliteOptions {
     /// writer; more concurrent reads than this open extra connections that are closed after
     /// use.
     pub max_idle_readers: usize,
-    /// Open the file read-only (default false): reads work, every write is
-    /// [`docstore::Error::Backend`] saying the store is read-only, and nothing is ever
-    /// locked or created beside the file. A file or directory this process cannot write
-    /// opens read-only anyway, and the write error names the cause.
+    /// Open the file for reading only (default false): reads work, every write is
+    /// [`docstore::Error::Backend`] saying the store is read-only, and nothing in the file
+    /// changes — no schema, no journal mode, no index built, no file created. A file that
+    /// does not exist, or one docstore never wrote (shared, see
+    /// [`SqliteOptions::share_file`]), is an empty store. While the store is open SQLite
+    /// keeps its `-wal` and `-shm` files beside a WAL file, as for any reader; when this
+    /// process can write the directory they are gone again once the last connection
+    /// closes. A file or directory this process cannot write opens read-only anyway, and
+    /// the write error names the cause.
     pub read_only: bool,
+    /// Whether docstore may keep its tables in a file that also holds another program's
+    /// tables (default false). Without it, a file holding tables docstore does not know is
+    /// refused at open with [`docstore::Error::InvalidArgument`] naming them, and nothing
+    /// in it changes: docstore never quietly adopts another program's database. With it, a
+    /// read-write open adds docstore's tables beside the others and switches the file to
+    /// WAL (which every program using the file then shares); a read-only store of such a
+    /// file without docstore's tables is an empty store.
+    pub share_file: bool,
     /// Whether writes record their changes for the change feed (default true). With `false`
     /// this store writes no change rows (saving their cost) and
     /// [`Driver::changes`](docstore::driver::Driver::changes) is an error saying the feed is
@@ -96,6 +109,7 @@ impl Default for SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             max_idle_readers: 4,
             read_only: false,
+            share_file: false,
             feed: true,
             feed_retention: DEFAULT_FEED_RETENTION,
             feed_prune_interval: DEFAULT_FEED_PRUNE_INTERVAL,
@@ -120,6 +134,13 @@ impl SqliteOptions {
     /// Opens the file read-only (see [`SqliteOptions::read_only`]).
     pub fn with_read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Allows sharing the file with another program's tables (see
+    /// [`SqliteOptions::share_file`]).
+    pub fn with_share_file(mut self, share_file: bool) -> Self {
+        self.share_file = share_file;
         self
     }
 

@@ -192,21 +192,98 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Refuses a read-only connection's database unless its schema is exactly current (a
-/// read-only store cannot migrate); `reason` says why the store is read-only.
-pub(crate) fn check_current(conn: &Connection, reason: &str) -> Result<(), Fail> {
+/// The tables the migrations create: any other table in a file belongs to another program.
+const OWN_TABLES: [&str; 7] = [
+    "documents",
+    "collections",
+    "indexes",
+    "index_entries",
+    "write_ids",
+    "changes",
+    "feed",
+];
+
+/// The tables of `conn`'s main database that docstore does not own, by name (SQLite's own
+/// `sqlite_*` tables aside).
+fn foreign_tables(conn: &Connection) -> Result<Vec<String>, Fail> {
+    let mut stmt = conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' \
+         ESCAPE '\\' ORDER BY name",
+    )?;
+    let names = stmt.query_map([], |row| row.get::<_, String>(0))?;
+    let mut foreign = Vec::new();
+    for name in names {
+        let name = name?;
+        if !OWN_TABLES.contains(&name.as_str()) {
+            foreign.push(name);
+        }
+    }
+    Ok(foreign)
+}
+
+/// Refuses a file that holds another program's tables unless sharing it is allowed
+/// ([`SqliteOptions::share_file`]): run before anything in the file may change. Whether
+/// docstore's own tables are there yet.
+pub(crate) fn check_owned(
+    conn: &Connection,
+    options: &SqliteOptions,
+    path: &std::path::Path,
+) -> Result<bool, Fail> {
+    let foreign = foreign_tables(conn)?;
+    if !foreign.is_empty() && !options.share_file {
+        return Err(Fail::Store(docstore::Error::invalid(format!(
+            "{} holds tables of another program ({}): docstore neither adds its tables to a \
+             database it does not own nor changes its journal mode; use a file of its own, \
+             or allow sharing this one with share_file=true (database.sqlite.share_file, \
+             SqliteOptions::share_file)",
+            path.display(),
+            foreign.join(", ")
+        ))));
+    }
+    let own: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'documents'",
+        [],
+        |row| row.get(0),
+    )?;
+    Ok(own > 0)
+}
+
+/// What a read-only connection found in its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Readable {
+    /// Docstore's tables at the current schema version.
+    Current,
+    /// No docstore tables yet (an empty file, or a shared one docstore never wrote): an
+    /// empty store.
+    NotYetAStore,
+}
+
+/// Checks a read-only connection's database: not another program's (unless shared), and
+/// either without docstore's tables yet or at exactly the current schema (a read-only
+/// store cannot migrate); `reason` says why the store is read-only.
+pub(crate) fn check_readable(
+    conn: &Connection,
+    options: &SqliteOptions,
+    path: &std::path::Path,
+    reason: &str,
+) -> Result<Readable, Fail> {
+    let has_own_tables = check_owned(conn, options, path)?;
     let current = user_version(conn)?;
     check_not_newer(current)?;
+    if current == 0 && !has_own_tables {
+        return Ok(Readable::NotYetAStore);
+    }
     if current < SCHEMA_VERSION {
         return Err(Fail::Store(docstore::Error::Backend {
             message: format!(
                 "the database has schema version {current} and needs migrating to \
-                 {SCHEMA_VERSION}, but it can only be opened read-only: {reason}"
+                 {SCHEMA_VERSION}, but it can only be opened read-only: {reason} (a \
+                 read-write open migrates it)"
             ),
             source: None,
         }));
     }
-    Ok(())
+    Ok(Readable::Current)
 }
 
 fn user_version(conn: &Connection) -> Result<i64, Fail> {

@@ -1,10 +1,12 @@
 //! Opening and reading never wait for a writer; a file or directory that cannot be written
-//! still serves reads, and every failure names its real cause.
+//! still serves reads, and every failure names its real cause; a store that only reads
+//! changes no file; a file of another program is refused unless shared.
 
 use docstore::{Error, Key, Query, Store, StoreOptions};
 use docstore_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::Connection;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -118,23 +120,149 @@ async fn read_only_store_reads_and_refuses_writes() {
     assert_eq!(store.count("s").await.unwrap(), 1);
 }
 
-/// A read-only open of a file without the schema cannot migrate it: the error says so.
+/// A read-only open of a file whose schema is older cannot migrate it: the error says so.
 #[test]
 fn read_only_open_of_an_unmigrated_file_names_the_cause() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("empty.db");
+    let db = dir.path().join("old.db");
     Connection::open(&db)
         .unwrap()
-        .execute_batch("VACUUM")
+        .execute_batch("CREATE TABLE documents (x); PRAGMA user_version = 3;")
         .unwrap();
     let sqlite = SqliteOptions::default().with_read_only(true);
     match SqliteStore::open_with(&db, StoreOptions::default(), sqlite) {
         Err(Error::Backend { message, .. }) => {
             assert!(message.contains("read-only"), "{message}");
-            assert!(message.contains("schema version 0"), "{message}");
+            assert!(message.contains("schema version 3"), "{message}");
         }
         other => panic!("expected Backend, got {other:?}"),
     }
+}
+
+/// Every file in `dir` with its bytes: what "nothing changed" compares.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(entry.path()).unwrap())
+        })
+        .collect()
+}
+
+/// A database another program made: a `users` table with a row, in rollback-journal mode.
+fn foreign_file(db: &Path) {
+    Connection::open(db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); \
+             INSERT INTO users (name) VALUES ('ann');",
+        )
+        .unwrap();
+}
+
+fn expect_foreign_refused(result: docstore::Result<SqliteStore>) {
+    match result {
+        Err(Error::InvalidArgument(message)) => {
+            assert!(message.contains("another program (users)"), "{message}");
+            assert!(message.contains("share_file"), "{message}");
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}
+
+/// A file of another program is refused, read-write or read-only, and left exactly as it
+/// was (no docstore tables, no WAL, no file beside it).
+#[test]
+fn a_file_of_another_program_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("other.db");
+    foreign_file(&db);
+    let before = snapshot(dir.path());
+    expect_foreign_refused(SqliteStore::open(&db));
+    assert_eq!(snapshot(dir.path()), before);
+    let read_only = SqliteOptions::default().with_read_only(true);
+    expect_foreign_refused(SqliteStore::open_with(
+        &db,
+        StoreOptions::default(),
+        read_only,
+    ));
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+/// With `share_file` a read-only store of another program's file is empty and changes
+/// nothing; a read-write one adds docstore's tables beside the others, which keep theirs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shared_file_reads_as_empty_until_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shared.db");
+    foreign_file(&db);
+    let before = snapshot(dir.path());
+    let shared = SqliteOptions::default().with_share_file(true);
+    let reader = SqliteStore::open_with(
+        &db,
+        StoreOptions::default(),
+        shared.clone().with_read_only(true),
+    )
+    .unwrap();
+    let reader = Store::new(reader);
+    assert_eq!(reader.count("s").await.unwrap(), 0);
+    let key = Key::new("s", "c", "k").unwrap();
+    assert!(reader.get(&key).await.unwrap().is_none());
+    let err = reader
+        .put(&key, docstore::Data::new(), "")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no docstore tables"), "{err}");
+    drop(reader);
+    assert_eq!(snapshot(dir.path()), before);
+
+    let writer = Store::new(SqliteStore::open_with(&db, StoreOptions::default(), shared).unwrap());
+    writer.put(&key, docstore::Data::new(), "").await.unwrap();
+    drop(writer);
+    let conn = Connection::open(&db).unwrap();
+    let name: String = conn
+        .query_row("SELECT name FROM users", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(name, "ann");
+}
+
+/// A read-only store of a file that does not exist is empty and creates nothing; of a
+/// docstore file, it reads and leaves the directory as it was (same files, same bytes).
+#[tokio::test(flavor = "multi_thread")]
+async fn read_only_stores_change_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let read_only = || SqliteOptions::default().with_read_only(true);
+    let missing = dir.path().join("missing.db");
+    let store =
+        Store::new(SqliteStore::open_with(&missing, StoreOptions::default(), read_only()).unwrap());
+    assert_eq!(store.count("s").await.unwrap(), 0);
+    assert!(store.collections("s").await.unwrap().is_empty());
+    let key = Key::new("s", "c", "k").unwrap();
+    let err = store
+        .put(&key, docstore::Data::new(), "")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no database at"), "{err}");
+    drop(store);
+    assert!(snapshot(dir.path()).is_empty());
+
+    let db = dir.path().join("docs.db");
+    let key = seed(&db).await;
+    let before = snapshot(dir.path());
+    let store = open_and_read(db.clone(), read_only(), key).await;
+    let page = store
+        .changes(
+            &docstore::feed::FeedScope::whole_store(),
+            &docstore::FeedStart::Oldest,
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.changes.len(), 1);
+    drop(store);
+    assert_eq!(snapshot(dir.path()), before);
 }
 
 /// A database in a directory that does not exist: the error names the directory.

@@ -118,6 +118,17 @@ pub struct SqliteConfig {
     /// commits, in milliseconds (default 200; this process's commits wake it at once).
     #[serde(default = "default_sqlite_feed_poll_ms")]
     pub feed_poll_ms: u64,
+    /// `database.sqlite.read_only`: open the file for reading only (default `false`):
+    /// nothing in it changes (no schema, no journal mode, no file created), a missing file
+    /// is an empty store, and every write is refused.
+    #[serde(default)]
+    pub read_only: bool,
+    /// `database.sqlite.share_file`: whether docstore may keep its tables in a file that
+    /// holds another program's tables (default `false`: such a file is refused, naming
+    /// them, and left as it was). Sharing adds docstore's tables and switches the file to
+    /// WAL.
+    #[serde(default)]
+    pub share_file: bool,
 }
 
 /// The default of [`SqliteConfig::feed_retention_hours`]: 7 days.
@@ -151,6 +162,8 @@ impl SqliteConfig {
             feed: true,
             feed_retention_hours: DEFAULT_SQLITE_FEED_RETENTION_HOURS,
             feed_poll_ms: DEFAULT_SQLITE_FEED_POLL_MS,
+            read_only: false,
+            share_file: false,
         }
     }
 }
