@@ -29,18 +29,56 @@ const COLLECTION: &str = "docs";
 /// The document-size limit of the patch check: small, so that merges cross it often.
 const PATCH_LIMIT: usize = 512;
 
-/// Every fuzzed entry point, by the name of its fuzz target and corpus folder.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
-    ("query_text", query_text),
-    ("query_json", query_json),
-    ("document", document),
-    ("patch", patch),
-    ("query_cursor", query_cursor),
-    ("feed_cursor", feed_cursor),
-    ("config", config),
-    ("url", url),
-    ("import_line", import_line),
-    ("batch_file", batch_file),
+/// One fuzzed entry point.
+pub struct Target {
+    /// The name of its fuzz target and of its corpus folders.
+    pub name: &'static str,
+    /// The function the target calls with each input.
+    pub run: fn(&[u8]),
+}
+
+/// Every fuzzed entry point.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "query_text",
+        run: query_text,
+    },
+    Target {
+        name: "query_json",
+        run: query_json,
+    },
+    Target {
+        name: "document",
+        run: document,
+    },
+    Target {
+        name: "patch",
+        run: patch,
+    },
+    Target {
+        name: "query_cursor",
+        run: query_cursor,
+    },
+    Target {
+        name: "feed_cursor",
+        run: feed_cursor,
+    },
+    Target {
+        name: "config",
+        run: config,
+    },
+    Target {
+        name: "url",
+        run: url,
+    },
+    Target {
+        name: "import_line",
+        run: import_line,
+    },
+    Target {
+        name: "batch_file",
+        run: batch_file,
+    },
 ];
 
 /// Query text (`Query::parse`): a parse error points inside the text; a parsed query reads
@@ -403,14 +441,16 @@ fn reads_back_as_text(query: &Query) {
     }
 }
 
-/// What a query asks for, its paths parsed: `None` when they do not compile.
-fn meaning(
-    query: &Query,
-) -> Option<(
-    Option<CompiledFilter>,
-    Vec<(FieldPath, bool)>,
-    Option<usize>,
-)> {
+/// What a query asks for, its paths parsed.
+#[derive(Debug, PartialEq)]
+struct Meaning {
+    filter: Option<CompiledFilter>,
+    order: Vec<(FieldPath, bool)>,
+    limit: Option<usize>,
+}
+
+/// What `query` asks for: `None` when its paths do not compile.
+fn meaning(query: &Query) -> Option<Meaning> {
     let filter = match &query.filter {
         Some(filter) => Some(CompiledFilter::new(filter).ok()?),
         None => None,
@@ -420,7 +460,11 @@ fn meaning(
         .iter()
         .map(|order| Some((FieldPath::parse(&order.field).ok()?, order.descending)))
         .collect::<Option<Vec<_>>>()?;
-    Some((filter, order, query.limit))
+    Some(Meaning {
+        filter,
+        order,
+        limit: query.limit,
+    })
 }
 
 /// The query runs on the fixed documents with the reference evaluator, the memory store and
