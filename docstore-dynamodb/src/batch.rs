@@ -17,7 +17,6 @@
 //! nothing can tell: `Unavailable`).
 
 use crate::attempts::Attempts;
-use crate::backoff::Backoff;
 use crate::counters::{CounterShard, counter_update};
 use crate::history::Stored;
 use crate::item::{Item, check_item_size, data_text, document_pk, is_document, key_of};
@@ -35,8 +34,6 @@ use std::collections::HashMap;
 /// How many `BatchGetItem`s one `get_many` keeps in flight: a page of a sorted walk (1 000
 /// keys) takes three round trips instead of ten, without one call flooding the table.
 const GETS_IN_FLIGHT: usize = 4;
-/// How often a batch is read and sent again under contention.
-const MAX_TRIES: u32 = 50;
 
 /// One write of the batch as decided on what was read.
 struct Planned {
@@ -97,7 +94,9 @@ enum Sent {
         current: Option<Stored>,
         resent: bool,
     },
-    Contended,
+    Contended {
+        maybe_applied: bool,
+    },
     Unknown(Error),
 }
 
@@ -169,8 +168,8 @@ impl DynamoStore {
         let (writes, bytes) = (batch.writes(), batch.bytes());
         let actor = origin.actor;
         let keys: Vec<Key> = writes.iter().map(|w| w.key().clone()).collect();
-        let mut backoff = Backoff::new();
-        for _ in 0..MAX_TRIES {
+        let mut backoff = self.backoff();
+        loop {
             let read = self.read_many(&keys).await?;
             if let Some(id) = origin.write_id
                 && self.batch_repeated(&keys, &read, id).await?
@@ -186,7 +185,14 @@ impl DynamoStore {
                 .await?
             {
                 Sent::Applied => return Ok(self.committed(planned, stamps.after).await),
-                Sent::Contended => backoff.wait().await,
+                Sent::Contended { maybe_applied } => {
+                    if maybe_applied && self.batch_proves(&keys, &planned, &counters, &w).await? {
+                        return Ok(self.committed(planned, stamps.after).await);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Refused {
                     index,
                     current,
@@ -215,7 +221,11 @@ impl DynamoStore {
                     }
                     match refusal(&writes[index], current) {
                         Some(err) => return Err(batch::failed(index, err)),
-                        None => backoff.wait().await,
+                        None => {
+                            if !backoff.wait().await {
+                                break;
+                            }
+                        }
                     }
                 }
                 Sent::Unknown(err) => {
@@ -235,7 +245,9 @@ impl DynamoStore {
             }
         }
         Err(Error::Unavailable {
-            message: "write_all kept meeting concurrent writes; nothing was written".into(),
+            message: "write_all kept meeting concurrent writes or throttling until its deadline \
+                      (operation_timeout_ms); nothing was written"
+                .into(),
             source: None,
         })
     }
@@ -407,7 +419,9 @@ impl DynamoStore {
                 },
                 resent: attempts.resent(),
             },
-            TransactionFailure::Contended => Sent::Contended,
+            TransactionFailure::Contended => Sent::Contended {
+                maybe_applied: attempts.may_have_applied(),
+            },
             TransactionFailure::Unknown(err) => Sent::Unknown(err),
         })
     }

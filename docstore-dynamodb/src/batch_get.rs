@@ -2,7 +2,6 @@
 //! unprocessed (throttling, or an answer past 16 MB) asked for again with jittered backoff.
 //! What `get_many` and the feed's delete stamps both read through.
 
-use crate::backoff::Backoff;
 use crate::item::Item;
 use crate::send::build_error;
 use crate::store::DynamoStore;
@@ -24,14 +23,11 @@ impl DynamoStore {
         debug_assert!(keys.len() <= MAX_KEYS);
         let mut found = Vec::with_capacity(keys.len());
         let mut pending = keys;
-        let mut backoff = Backoff::new();
+        let mut backoff = self.backoff();
         let mut tries = 0;
         while !pending.is_empty() {
-            if tries == MAX_TRIES {
+            if tries == MAX_TRIES || (tries > 0 && !backoff.wait().await) {
                 return Err(self.left_unprocessed(what));
-            }
-            if tries > 0 {
-                backoff.wait().await;
             }
             tries += 1;
             let request = KeysAndAttributes::builder()

@@ -25,7 +25,6 @@
 //! resent and a warning is logged: the counter is then exact if the lost attempt was applied
 //! and one short if not — the drift the contract accepts for fast counters.
 
-use crate::backoff::Backoff;
 use crate::errors::{Failure, classify};
 use crate::item::{COUNT, COUNTER_WRITE_ID, PK, SK, counters_pk, num, number, string, text};
 use crate::store::DynamoStore;
@@ -116,7 +115,7 @@ impl DynamoStore {
     /// counter that could not be moved is logged (the documented drift of fast counters).
     pub(crate) async fn bump_counter(&self, key: &Key, delta: i64) {
         let shard = self.counter_shard(key);
-        let mut backoff = Backoff::new();
+        let mut backoff = self.backoff();
         for _ in 0..MAX_TRIES {
             let result = self
                 .client
@@ -139,7 +138,11 @@ impl DynamoStore {
                 Err(err) => err,
             };
             match classify(&err) {
-                Failure::NotApplied => backoff.wait().await,
+                Failure::NotApplied => {
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Failure::Unknown | Failure::Permanent => {
                     tracing::warn!(
                         %key,

@@ -62,8 +62,11 @@ pub(crate) enum Sent {
         current: Option<Stored>,
         resent: bool,
     },
-    /// Not applied because of a competing transaction or throttling: send it again.
-    Contended,
+    /// The last attempt was refused because of a competing transaction or throttling: send it
+    /// again. `maybe_applied`: an earlier attempt of the same request lost its answer (see
+    /// [`Attempts::may_have_applied`]), so the write may stand already — the caller checks
+    /// for its identity before it writes again.
+    Contended { maybe_applied: bool },
     /// Every answer was lost and the SDK gave up (timeouts, 5xx): the write may or may not
     /// have been applied.
     Unknown(Error),
@@ -77,6 +80,18 @@ enum SingleFailed {
     Contended,
     /// Anything else, as [`DynamoStore::single_failure`] answers it.
     Other(Result<Sent>),
+}
+
+impl Sent {
+    /// `self`, with a refusal for contention marked when an attempt may have been applied.
+    fn noting(self, attempts: &Attempts) -> Sent {
+        match self {
+            Sent::Contended { .. } => Sent::Contended {
+                maybe_applied: attempts.may_have_applied(),
+            },
+            other => other,
+        }
+    }
 }
 
 impl DynamoStore {
@@ -174,15 +189,18 @@ impl DynamoStore {
                     _ => SingleFailed::Other(self.single_failure("DeleteItem", err)),
                 }),
         };
-        match result {
-            Ok(()) => Ok(Sent::Applied),
-            Err(SingleFailed::Refused(item)) => Ok(Sent::Refused {
+        let sent = match result {
+            Ok(()) => Sent::Applied,
+            Err(SingleFailed::Refused(item)) => Sent::Refused {
                 current: self.refused_on(key, item).await?,
                 resent: attempts.resent(),
-            }),
-            Err(SingleFailed::Contended) => Ok(Sent::Contended),
-            Err(SingleFailed::Other(failure)) => failure,
-        }
+            },
+            Err(SingleFailed::Contended) => Sent::Contended {
+                maybe_applied: false,
+            },
+            Err(SingleFailed::Other(failure)) => failure?,
+        };
+        Ok(sent.noting(&attempts))
     }
 
     /// The document write and the counter move in one `TransactWriteItems`, with a fresh
@@ -234,7 +252,9 @@ impl DynamoStore {
                 current: self.refused_on(key, item).await?,
                 resent: attempts.resent(),
             },
-            TransactionFailure::Contended => Sent::Contended,
+            TransactionFailure::Contended => Sent::Contended {
+                maybe_applied: attempts.may_have_applied(),
+            },
             TransactionFailure::Unknown(err) => Sent::Unknown(err),
         })
     }
@@ -305,7 +325,9 @@ impl DynamoStore {
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
         match classify(&err) {
-            Failure::NotApplied => Ok(Sent::Contended),
+            Failure::NotApplied => Ok(Sent::Contended {
+                maybe_applied: false,
+            }),
             Failure::Unknown => Ok(Sent::Unknown(self.error(operation, err))),
             Failure::Permanent => Err(self.error(operation, err)),
         }

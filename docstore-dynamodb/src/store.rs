@@ -39,6 +39,8 @@ pub struct DynamoStore {
     pub(crate) counters: CounterMode,
     /// How many items each collection counter is spread over (see [`crate::counters`]).
     pub(crate) counter_shards: u32,
+    /// How long a call may go on trying again after throttling and conflicts.
+    pub(crate) operation_timeout: Duration,
     pub(crate) trust_request_tokens: bool,
     pub(crate) options: StoreOptions,
     /// The table's index records as last read (see [`crate::index`]).
@@ -66,6 +68,11 @@ fn timeouts(config: &DynamoDbConfig) -> TimeoutConfig {
 }
 
 impl DynamoStore {
+    /// The backoff of a call starting now: it may try again until `operation_timeout_ms`.
+    pub(crate) fn backoff(&self) -> crate::backoff::Backoff {
+        crate::backoff::Backoff::until(tokio::time::Instant::now() + self.operation_timeout)
+    }
+
     /// Connects with the standard AWS configuration chain (credentials, region), overridden
     /// by `config.region` and `config.endpoint` when set. The DynamoDB Streams client of the
     /// change feed is built from the same configuration.
@@ -173,6 +180,7 @@ impl DynamoStore {
             max_scan: config.max_scan,
             counters: config.counters,
             counter_shards: config.counter_shards,
+            operation_timeout: Duration::from_millis(config.operation_timeout_ms),
             trust_request_tokens: config.trust_request_tokens,
             options,
             registry: Arc::default(),

@@ -16,7 +16,6 @@
 //! ([`crate::deleted`]) in the delete's transaction; a delete that finds its identity there
 //! answers as the first did.
 
-use crate::backoff::Backoff;
 use crate::history::Stored;
 use crate::index::Registry;
 use crate::item::{check_full_item, check_item_size, data_text, document_item};
@@ -27,12 +26,6 @@ use docstore::config::CounterMode;
 use docstore::document::check_size;
 use docstore::driver::Origin;
 use docstore::{Data, Document, Error, Key, Result, WriteId};
-
-/// How often `update` (and `put` and `delete`, which never report a conflict) try before
-/// giving up under contention. Generous: with jittered backoff capped at 250 ms, 16 writers
-/// hammering one document all get through (a conformance case), and a caller sees
-/// `Conflict` only under contention that lasts for many seconds.
-const MAX_TRIES: u32 = 100;
 
 /// What a conditional write does to the data it read.
 pub(crate) enum Edit<'a> {
@@ -126,11 +119,19 @@ impl DynamoStore {
         let w = identity(chosen);
         let registry = self.registry().await?;
         let action = Action::Put(indexed_item(&registry, key, doc, &[w.as_str().to_owned()])?);
-        let mut backoff = Backoff::new();
-        for _ in 0..MAX_TRIES {
+        let mut backoff = self.backoff();
+        loop {
             match self.send_write(key, &action, Expect::Absent, 1, &w).await? {
                 Sent::Applied => return Ok(None),
-                Sent::Contended => backoff.wait().await,
+                Sent::Contended { maybe_applied } => {
+                    if maybe_applied && self.holds_write(key, &w).await? {
+                        self.count_late(key, 1).await;
+                        return Ok(None);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Refused { current, resent } => {
                     if let Some(current) = current.as_ref().filter(|c| c.holds(&w)) {
                         if !resent {
@@ -177,8 +178,8 @@ impl DynamoStore {
     ) -> Result<Document> {
         let (actor, chosen) = (origin.actor, origin.write_id);
         let text = data_text(&data);
-        let mut backoff = Backoff::new();
-        for _ in 0..MAX_TRIES {
+        let mut backoff = self.backoff();
+        loop {
             let current = self.read(key).await?;
             if let Some(read) = current.as_ref().filter(|read| repeats(chosen, read)) {
                 return Ok(read.doc.clone());
@@ -207,7 +208,15 @@ impl DynamoStore {
             };
             match self.send_write(key, &action, expect, delta, &w).await? {
                 Sent::Applied => return Ok(doc),
-                Sent::Contended => backoff.wait().await,
+                Sent::Contended { maybe_applied } => {
+                    if maybe_applied && self.holds_write(key, &w).await? {
+                        self.count_late(key, delta).await;
+                        return Ok(doc);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Refused {
                     current: now_there,
                     resent,
@@ -235,7 +244,9 @@ impl DynamoStore {
                             return Err(unknown_outcome("put", key));
                         }
                     }
-                    backoff.wait().await;
+                    if !backoff.wait().await {
+                        break;
+                    }
                 }
                 Sent::Unknown(err) => {
                     self.settle(key, &w, err).await?;
@@ -256,9 +267,9 @@ impl DynamoStore {
         origin: Origin<'_>,
     ) -> Result<Document> {
         let (actor, chosen) = (origin.actor, origin.write_id);
-        let mut backoff = Backoff::new();
-        let mut seen = 0;
-        for _ in 0..MAX_TRIES {
+        let mut backoff = self.backoff();
+        let mut seen;
+        loop {
             let Some(read) = self.read(key).await? else {
                 return Err(Error::not_found(key));
             };
@@ -275,7 +286,14 @@ impl DynamoStore {
                 .await?
             {
                 Sent::Applied => return Ok(doc),
-                Sent::Contended => backoff.wait().await,
+                Sent::Contended { maybe_applied } => {
+                    if maybe_applied && self.holds_write(key, &w).await? {
+                        return Ok(doc);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Refused { current, resent } => {
                     if current.as_ref().is_some_and(|c| c.holds(&w)) {
                         return Ok(doc);
@@ -291,7 +309,9 @@ impl DynamoStore {
                         // Deleted since the read.
                         return Err(Error::not_found(key));
                     }
-                    backoff.wait().await;
+                    if !backoff.wait().await {
+                        break;
+                    }
                 }
                 Sent::Unknown(err) => {
                     self.settle(key, &w, err).await?;
@@ -326,14 +346,21 @@ impl DynamoStore {
         let w = identity(chosen);
         let registry = self.registry().await?;
         let (doc, action) = self.patched(&registry, key, &read, edit, actor, &w)?;
-        let mut backoff = Backoff::new();
-        for _ in 0..MAX_TRIES {
+        let mut backoff = self.backoff();
+        loop {
             match self
                 .send_write(key, &action, Expect::Revision(&read), 0, &w)
                 .await?
             {
                 Sent::Applied => return Ok(doc),
-                Sent::Contended => backoff.wait().await,
+                Sent::Contended { maybe_applied } => {
+                    if maybe_applied && self.holds_write(key, &w).await? {
+                        return Ok(doc);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Refused { current, resent } => {
                     if current.as_ref().is_some_and(|c| c.holds(&w)) {
                         return Ok(doc);
@@ -390,8 +417,8 @@ impl DynamoStore {
             }
             None => None,
         };
-        let mut backoff = Backoff::new();
-        for _ in 0..MAX_TRIES {
+        let mut backoff = self.backoff();
+        loop {
             let Some(read) = self.read(key).await? else {
                 return Ok(false);
             };
@@ -424,7 +451,15 @@ impl DynamoStore {
                     self.count_late(key, delta).await;
                     return Ok(true);
                 }
-                Sent::Contended => backoff.wait().await,
+                Sent::Contended { maybe_applied } => {
+                    if maybe_applied && self.deleted_by(key, &read, &w, recorded.is_some()).await? {
+                        self.count_late(key, delta).await;
+                        return Ok(true);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Refused { current, resent } => {
                     let same = current.as_ref().filter(|c| c.same_incarnation(&read));
                     if let Some(still) = same {
@@ -434,7 +469,9 @@ impl DynamoStore {
                                 current: still.doc.version,
                             });
                         }
-                        backoff.wait().await;
+                        if !backoff.wait().await {
+                            break;
+                        }
                         continue;
                     }
                     // The revision read is gone: deleted by this call's lost attempt or by
@@ -548,6 +585,27 @@ impl DynamoStore {
         Ok(self.counter_write_id(&shard).await?.as_deref() == Some(w.as_str()))
     }
 
+    /// Whether the document at `key` holds the write `w` (one consistent read): a write whose
+    /// answer was lost and whose resend was refused for contention was applied after all.
+    async fn holds_write(&self, key: &Key, w: &WriteId) -> Result<bool> {
+        Ok(self.read(key).await?.is_some_and(|stored| stored.holds(w)))
+    }
+
+    /// Whether the delete `w` removed the revision `read`: its stamp names `w`, or, for a
+    /// caller-identified delete (`recorded`), the key's record of deletes holds it.
+    async fn deleted_by(
+        &self,
+        key: &Key,
+        read: &Stored,
+        w: &WriteId,
+        recorded: bool,
+    ) -> Result<bool> {
+        if let Some(stamp) = self.stamp(key, read).await? {
+            return Ok(stamp.deleter == w.as_str());
+        }
+        Ok(recorded && self.recorded_deletes(key).await?.holds(w))
+    }
+
     /// After the SDK gave up with every answer lost: one read settles it when the item holds
     /// `w` (applied); otherwise the outcome is unknown and `err` (`Unavailable`) stands.
     async fn settle(&self, key: &Key, w: &WriteId, err: Error) -> Result<()> {
@@ -607,7 +665,10 @@ fn unknown_outcome(call: &str, key: &Key) -> Error {
 
 fn busy(call: &str, key: &Key) -> Error {
     Error::Unavailable {
-        message: format!("{call} of {key} kept meeting concurrent writes; nothing was written"),
+        message: format!(
+            "{call} of {key} kept meeting concurrent writes or throttling until its deadline \
+             (operation_timeout_ms); nothing was written"
+        ),
         source: None,
     }
 }

@@ -134,6 +134,78 @@ impl Setup {
     }
 }
 
+/// A write whose first attempt is applied but loses its answer, and whose resends are then
+/// throttled until the SDK gives up, was applied: the call reports it applied, once — never
+/// a failure, never a second application (a fresh read-modify-write) — and counts it once.
+async fn a_lost_answer_then_throttled_resends_count_as_applied(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    for mode in MODES {
+        let s = Setup::with_mode(emulator, cell, mode).await;
+        let lose_then_throttle = |operation: &str| {
+            let faults = s.faults.clone();
+            let operation_owned = operation.to_owned();
+            s.faults
+                .lose_next_then(operation, Loss::ServerError, async move {
+                    // The SDK's two resends (3 attempts in all) are throttled.
+                    for _ in 0..2 {
+                        faults.refuse(
+                            &operation_owned,
+                            Refusal {
+                                status: 400,
+                                code: "ThrottlingException",
+                                always: false,
+                            },
+                        );
+                    }
+                });
+        };
+        let at = |what: &str| format!("{mode:?}: {what}");
+
+        lose_then_throttle(&s.counted("PutItem"));
+        let created = s.lossy.create(&s.key("a"), obj(json!({"n": 1})), "c").await;
+        let created = created.unwrap_or_else(|e| panic!("{}: {e}", at("create")));
+        assert_eq!(s.stored("a").await, Some(created), "{}", at("create"));
+        s.assert_counters_exact(&at("create")).await;
+
+        lose_then_throttle("PutItem");
+        let updated = s
+            .lossy
+            .update(&s.key("a"), &obj(json!({"u": 1})), "u")
+            .await;
+        let updated = updated.unwrap_or_else(|e| panic!("{}: {e}", at("update")));
+        assert_eq!(updated.version, 2, "{}: one step", at("update"));
+        assert_eq!(s.stored("a").await, Some(updated), "{}", at("update"));
+
+        lose_then_throttle("TransactWriteItems");
+        let deleted = s.lossy.delete(&s.key("a")).await;
+        assert!(
+            deleted.unwrap_or_else(|e| panic!("{}: {e}", at("delete"))),
+            "{}",
+            at("delete")
+        );
+        assert_eq!(s.stored("a").await, None);
+        s.assert_counters_exact(&at("delete")).await;
+
+        lose_then_throttle("TransactWriteItems");
+        let batch = [
+            docstore::Write::create(s.key("b"), obj(json!({"b": 1}))),
+            docstore::Write::create(s.key("c"), obj(json!({"c": 1}))),
+        ];
+        let committed = s.lossy.write_all(&batch, "batch").await;
+        committed.unwrap_or_else(|e| panic!("{}: {e}", at("batch")));
+        assert_eq!(
+            s.stored("b").await.map(|d| d.version),
+            Some(1),
+            "{}",
+            at("batch")
+        );
+        s.assert_counters_exact(&at("batch")).await;
+        assert!(s.faults.script_done(), "{}: every loss happened", at("all"));
+    }
+}
+
 /// No other writer: every write call, in both counter modes, reports its own applied write
 /// once, as it wrote it, one version step, counted once.
 async fn every_write_succeeds_once(emulator: Emulator, cell: &'static OnceCell<String>) {
@@ -1518,6 +1590,7 @@ macro_rules! on_both_emulators {
 
 on_both_emulators!(
     every_write_succeeds_once,
+    a_lost_answer_then_throttled_resends_count_as_applied,
     app_retries_with_a_write_id_get_the_first_outcome,
     own_writes_are_recognised_after_other_writers,
     create_after_delete_and_recreate,
