@@ -23,8 +23,8 @@ sqlite:docstore.db. Flags always beat environment variables (--site over $DOCSTO
 
 /// What a subcommand's help says of the global options, which it does not list.
 pub const GLOBALS_HELP: &str = "\
-Global options (--store, --config, --site, --actor, --time, --busy-timeout, -v) work with
-every command: `docstore --help` describes them.";
+Global options (--store, --config, --site, --actor, --time, --busy-timeout, -v, -q) work
+with every command: `docstore --help` describes them.";
 
 /// The clap command of [`Cli`], to parse with: a subcommand's help lists only its own
 /// options and names the global ones once ([`GLOBALS_HELP`]); `docstore --help` describes
@@ -96,6 +96,12 @@ pub struct Cli {
     /// are always shown). RUST_LOG (e.g. RUST_LOG=docstore_dynamodb=debug) overrides.
     #[arg(short, long, action = ArgAction::Count, global = true)]
     pub verbose: u8,
+
+    /// No progress on standard error: neither the progress bars of export, import and copy
+    /// on a terminal nor the progress lines of index build. Errors and warnings are still
+    /// said.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
 
     /// What to do.
     #[command(subcommand)]
@@ -417,11 +423,23 @@ pub enum IndexAction {
         fields: Vec<String>,
     },
     /// Give the documents written before the index was added their keys, then mark it built.
+    ///
+    /// Progress goes to standard error: a spinner on a terminal, else a line every
+    /// --progress-interval seconds (-q for none). Ctrl-C (exit 130) says how far it got; run
+    /// it again to resume from the last position it recorded.
     Build {
         /// The collection.
         collection: String,
         /// The index name.
         name: String,
+        /// When standard error is not a terminal, the least time between two progress
+        /// lines, in seconds (0: one line per page of 200 items read).
+        #[arg(
+            long,
+            value_name = "SECONDS",
+            default_value_t = crate::progress::DEFAULT_INTERVAL_SECS
+        )]
+        progress_interval: u64,
     },
     /// Drop an index from the DynamoDB table (and its GSI when nothing else uses it).
     Drop {

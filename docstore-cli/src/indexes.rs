@@ -5,12 +5,16 @@
 use crate::args::IndexAction;
 use crate::exit::{self, CliError};
 use crate::output::Out;
+use crate::{interrupt, progress};
 use docstore::config::{Backend, Config};
 use docstore::index::Index;
 use docstore_dynamodb::{DynamoStore, IndexState, TableIndex};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// Runs one index action against the store `config` names; `store_flags` are the options
 /// that chose it (`--config FILE` or `--store URL`, shell-quoted, or empty), repeated in the
@@ -70,27 +74,13 @@ pub async fn run(
             eprintln!("{message}");
             out.value(&held(&added))?;
         }
-        IndexAction::Build { collection, name } => {
-            let bar = if std::io::stderr().is_terminal() {
-                ProgressBar::new_spinner().with_style(
-                    ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-                        .expect("a valid template"),
-                )
-            } else {
-                ProgressBar::hidden()
-            };
-            bar.set_message("waiting until every writer maintains the index");
-            let built = store
-                .build_index(collection, name, |progress| {
-                    bar.set_message(format!(
-                        "{} items scanned, {} documents given their key",
-                        progress.scanned, progress.updated
-                    ));
-                    bar.tick();
-                })
-                .await;
-            bar.finish_and_clear();
-            let built = built?;
+        IndexAction::Build {
+            collection,
+            name,
+            progress_interval,
+        } => {
+            let interval = Duration::from_secs(*progress_interval);
+            let built = build(&store, collection, name, store_flags, interval).await?;
             eprintln!("index `{name}` of `{collection}` is built");
             out.value(&held(&built))?;
         }
@@ -113,6 +103,105 @@ pub async fn run(
         }
     }
     Ok(())
+}
+
+/// What an index build has done so far, for its progress and for what Ctrl-C says.
+#[derive(Default)]
+struct BuildCounts {
+    /// Items of the table read (every collection and site).
+    scanned: AtomicU64,
+    /// Documents of the collection given their key.
+    updated: AtomicU64,
+}
+
+impl BuildCounts {
+    fn status(&self) -> String {
+        format!(
+            "{} items scanned, {} documents given their key",
+            self.scanned.load(Ordering::Relaxed),
+            self.updated.load(Ordering::Relaxed)
+        )
+    }
+}
+
+/// `index build`: builds the index with progress on standard error (a spinner on a
+/// terminal, else a line every `interval`; none with `-q`), and says how far it got and how
+/// to resume on Ctrl-C.
+async fn build(
+    store: &DynamoStore,
+    collection: &str,
+    name: &str,
+    store_flags: &str,
+    interval: Duration,
+) -> Result<TableIndex, CliError> {
+    let counts = Arc::new(BuildCounts::default());
+    let said = Arc::clone(&counts);
+    let resume = format!("docstore{store_flags} index build {collection} {name}");
+    let (c, n) = (collection.to_owned(), name.to_owned());
+    interrupt::explain_ctrl_c(move || Some(interrupted_build(&c, &n, &said.status(), &resume)));
+    let mut progress =
+        BuildProgressShown::new(format!("index build {collection} {name}"), interval);
+    progress.say("waiting until every writer maintains the index".to_owned());
+    let built = store
+        .build_index(collection, name, |done| {
+            counts.scanned.store(done.scanned, Ordering::Relaxed);
+            counts.updated.store(done.updated, Ordering::Relaxed);
+            progress.say(counts.status());
+        })
+        .await;
+    progress.finish();
+    Ok(built?)
+}
+
+/// What Ctrl-C during `index build` says: the index stays `building` (every writer keeps
+/// maintaining it; queries do not use it yet), how far the build got, and the command that
+/// resumes it.
+fn interrupted_build(collection: &str, name: &str, status: &str, resume: &str) -> String {
+    format!(
+        "interrupted: index build stopped ({status}). The index `{name}` of `{collection}` \
+         stays building: every writer keeps maintaining it and queries do not use it yet; \
+         the keys given so far are written. Run `{resume}` to resume: it goes on from the \
+         last page position recorded in the table, skipping documents that have their key"
+    )
+}
+
+/// Where an index build shows its progress: a spinner on a terminal, lines otherwise,
+/// nothing with `-q`.
+enum BuildProgressShown {
+    Spinner(ProgressBar),
+    Lines(progress::Lines),
+    Silent,
+}
+
+impl BuildProgressShown {
+    fn new(what: String, interval: Duration) -> Self {
+        if progress::quiet() {
+            return BuildProgressShown::Silent;
+        }
+        if !std::io::stderr().is_terminal() {
+            return BuildProgressShown::Lines(progress::Lines::new(what, interval));
+        }
+        let template =
+            ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("a valid template");
+        BuildProgressShown::Spinner(ProgressBar::new_spinner().with_style(template))
+    }
+
+    fn say(&mut self, status: String) {
+        match self {
+            BuildProgressShown::Spinner(bar) => {
+                bar.set_message(status);
+                bar.tick();
+            }
+            BuildProgressShown::Lines(lines) => lines.report(|| status),
+            BuildProgressShown::Silent => {}
+        }
+    }
+
+    fn finish(&self) {
+        if let BuildProgressShown::Spinner(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// What `index add` says: where the index is, and while it is building, the command that

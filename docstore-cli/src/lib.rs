@@ -18,6 +18,7 @@ mod interrupt;
 mod live_copy;
 mod output;
 mod plain;
+mod progress;
 mod record;
 mod run;
 mod store_identity;

@@ -2,9 +2,11 @@
 //! copy starts, so every write made during or after the copy is in the feed from there; after
 //! the copy, the feed is applied to the destination ([`Store::replay`]) until Ctrl-C or
 //! `--until-idle`; then both stores are walked side by side and every document's version
-//! compared.
+//! compared. Ctrl-C during the copy or the verification says what is committed and how to go
+//! on, and ends the command with exit code 130 (docs/contract.md, "The command line").
 
 use crate::exit::CliError;
+use crate::interrupt;
 use crate::transfer::{self, Summary};
 use crate::watch::{self, Until};
 use docstore::feed::FeedScope;
@@ -54,10 +56,13 @@ pub async fn copy_and_follow(
     in_flight: usize,
     until: Until,
 ) -> Result<LiveCopy, CliError> {
+    explain_ctrl_c_while_copying();
     let scope = FeedScope::site(site)?;
     let before = source.changes(&scope, &FeedStart::Now, 1).await?.next;
     let copy = transfer::copy(source, destination, site, only, in_flight).await?;
     eprintln!("copied; following the feed of {site} (Ctrl-C to stop and verify)");
+    // Ctrl-C now ends the follow (see `watch::follow`), and the verification runs.
+    interrupt::explain_ctrl_c(|| None);
     let mut followed = 0;
     let start = FeedStart::After(before);
     watch::follow(source, &scope, start, until, async |change| {
@@ -68,6 +73,8 @@ pub async fn copy_and_follow(
         Ok(())
     })
     .await?;
+    let copied = copy.imported + copy.already_present;
+    interrupt::explain_ctrl_c(move || Some(interrupted_verifying(copied, followed)));
     let mut live = LiveCopy {
         copy,
         followed,
@@ -75,6 +82,37 @@ pub async fn copy_and_follow(
     };
     verify(source, destination, site, only, &mut live).await?;
     Ok(live)
+}
+
+/// From now on, Ctrl-C says what the copy stage of `copy --follow` has committed and how
+/// to resume (see [`interrupted_copying`]); called before the stores open, too.
+pub fn explain_ctrl_c_while_copying() {
+    interrupt::explain_ctrl_c(|| Some(interrupted_copying(interrupt::settled())));
+}
+
+/// What Ctrl-C during the copy stage of `copy --follow` says: `settled` documents are
+/// committed or found stored, nothing of the feed is applied, and the same command resumes.
+fn interrupted_copying(settled: u64) -> String {
+    format!(
+        "interrupted: copy --follow stopped while copying, before following the feed, with at \
+         least {settled} documents committed or found stored. Every batch written so far is \
+         committed whole (no document is half-written); no change of the feed was applied \
+         yet. Run the same copy --follow again to resume: what is stored already is skipped \
+         without a write, the feed is read from before that new copy, and the verification \
+         at its end lists any copied document that changed in the source in between"
+    )
+}
+
+/// What Ctrl-C during the verification of `copy --follow` says: the copy and the changes
+/// followed are committed; only the comparison is unfinished.
+fn interrupted_verifying(copied: u64, followed: u64) -> String {
+    format!(
+        "interrupted: copy --follow stopped while verifying. The copy ({copied} documents \
+         committed or found stored) and the {followed} changes followed are committed in the \
+         destination; only the comparison of the two stores is unfinished. To verify, run \
+         the same copy --follow --until-idle: it skips what is stored, follows the feed \
+         from its own start, and compares every document"
+    )
 }
 
 /// Walks every collection of the site (or `only`) in both stores in id order, side by side,

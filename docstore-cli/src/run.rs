@@ -25,6 +25,7 @@ const ALL_PAGE: usize = 1000;
 
 /// Runs the command; the caller turns an error into its message and exit code.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
+    crate::progress::set_quiet(cli.quiet);
     let mut config = load_config(&cli)?;
     store_identity::set_busy_timeout(&mut config.database, cli.busy_timeout);
     if config.database.backend == Backend::Memory {
@@ -238,7 +239,7 @@ async fn execute(
                 on_existing,
                 in_flight: transfer::batches_in_flight(config.database.max_docs_per_site),
             };
-            crate::interrupt::explain_ctrl_c("import");
+            crate::interrupt::explain_transfer("import");
             let summary = match (id_field, collection) {
                 (Some(id_field), Some(collection)) => {
                     let target = PlainTarget {
@@ -260,6 +261,11 @@ async fn execute(
             follow,
             until_idle,
         } => {
+            if follow {
+                live_copy::explain_ctrl_c_while_copying();
+            } else {
+                crate::interrupt::explain_transfer("copy");
+            }
             let mut to = docstore_any::parse_url(&to)?;
             store_identity::set_busy_timeout(&mut to, cli.busy_timeout);
             store_identity::refuse_copy_onto_itself(&config.database, &to)?;
@@ -285,7 +291,6 @@ async fn execute(
                 .await?;
                 finish_live_copy(live, out)?;
             } else {
-                crate::interrupt::explain_ctrl_c("copy");
                 let summary = transfer::copy(store, &destination, site, &collection, in_flight)
                     .await
                     .map_err(|e| crate::interrupt::explain_disk_full(e, "copy"))?;

@@ -88,9 +88,9 @@ impl Skipped {
     }
 }
 
-/// A progress bar on standard error when it is a terminal; nothing otherwise.
+/// A progress bar on standard error when it is a terminal (and no `-q`); nothing otherwise.
 fn progress(total: Option<u64>, verb: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
+    if crate::progress::quiet() || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = match total {
