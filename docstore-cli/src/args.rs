@@ -293,6 +293,12 @@ pub enum Command {
         /// What to do with a line whose id is already stored.
         #[arg(long, value_enum, default_value_t = OnExisting::Skip)]
         on_existing: OnExisting,
+        /// Stop at the N-th rejected line (not UTF-8, not a document, or refused by the
+        /// store: too large, over the quota, ...), with the exit code of its kind (8 for
+        /// the quota); lines of other sites do not count. Without it the import goes on
+        /// to the end. Run the same import again to resume.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        max_errors: Option<u64>,
     },
     /// Copy the site's documents, metadata included, to another store.
     ///

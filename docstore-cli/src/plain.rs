@@ -14,12 +14,13 @@
 use crate::exit::{self, CliError};
 use crate::record::Record;
 use crate::timefmt::TimeFormat;
-use crate::transfer::{Skipped, Summary};
+use crate::transfer::{ErrorBudget, Skipped, Summary};
 use docstore::document::MAX_DEPTH;
 use docstore::{Data, Document, Key, json};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufRead, Read};
+use std::sync::Arc;
 
 /// The UTF-8 byte order mark some editors put at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -53,6 +54,8 @@ pub struct PlainInput<'r> {
     line: Vec<u8>,
     position: usize,
     skipped: Vec<Skipped>,
+    /// The import's `--max-errors` budget, which the documents skipped here spend too.
+    errors: Arc<ErrorBudget>,
 }
 
 impl<'r> PlainInput<'r> {
@@ -72,7 +75,15 @@ impl<'r> PlainInput<'r> {
             line: Vec::new(),
             position: 0,
             skipped: Vec::new(),
+            errors: Arc::default(),
         })
+    }
+
+    /// Counts the documents skipped here against the import's `--max-errors` budget (the
+    /// import stops at the line that spends it).
+    pub fn with_errors(mut self, errors: Arc<ErrorBudget>) -> Self {
+        self.errors = errors;
+        self
     }
 
     /// Adds the documents skipped while reading to `summary`, in line order.
@@ -140,6 +151,7 @@ impl<'r> PlainInput<'r> {
             id: None,
             reason,
         });
+        self.errors.reject();
     }
 }
 

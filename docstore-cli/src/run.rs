@@ -232,12 +232,14 @@ async fn execute(
             on_existing,
             id_field,
             collection,
+            max_errors,
         } => {
             let mut reader = open_input(input.as_deref(), "import", "[INPUT]")?;
             let options = ImportOptions {
                 site: (!all_sites).then(|| site.to_owned()),
                 on_existing,
                 in_flight: transfer::batches_in_flight(config.database.max_docs_per_site),
+                errors: std::sync::Arc::new(transfer::ErrorBudget::new(max_errors)),
             };
             crate::interrupt::explain_transfer("import");
             let summary = match (id_field, collection) {
@@ -461,7 +463,7 @@ async fn import_plain(
     target: PlainTarget,
     options: &ImportOptions,
 ) -> Result<Summary, CliError> {
-    let mut plain = PlainInput::new(reader, target)?;
+    let mut plain = PlainInput::new(reader, target)?.with_errors(options.errors.clone());
     let mut summary = transfer::import(store, &mut plain, options).await?;
     plain.add_skipped_to(&mut summary);
     Ok(summary)

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 /// The deepest nesting an export line may have: the line object, then the data.
@@ -45,6 +45,9 @@ pub struct Summary {
     /// Lines of other sites than the one imported into (not written), counted per site.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub other_sites: BTreeMap<String, u64>,
+    /// The `--max-errors` budget of an import (unlimited for a copy).
+    #[serde(skip)]
+    errors: Arc<ErrorBudget>,
 }
 
 /// One document or line that was not written.
@@ -64,8 +67,9 @@ pub struct Skipped {
 }
 
 impl Skipped {
-    /// Records a skip in `summary` and says it on standard error at once.
-    fn record(self, summary: &mut Summary, bar: &ProgressBar) {
+    /// Records a skip in `summary` and says it on standard error at once; `code` is the
+    /// exit code of its kind, the import's when this rejection spends its `--max-errors`.
+    fn record(self, code: i32, summary: &mut Summary, bar: &ProgressBar) -> Result<(), CliError> {
         let place = match (self.line, &self.collection, &self.id) {
             (Some(line), Some(c), Some(id)) => format!("line {line} ({c}/{id})"),
             (Some(line), _, _) => format!("line {line}"),
@@ -73,7 +77,12 @@ impl Skipped {
             _ => String::new(),
         };
         bar.suspend(|| eprintln!("skipped {place}: {}", self.reason));
+        let line = self.line;
         summary.skipped.push(self);
+        if summary.errors.reject() {
+            return Err(summary.errors.stopped(code, line));
+        }
+        Ok(())
     }
 
     /// Records a line skipped while reading, in its place among the batches `pending` has
@@ -85,6 +94,59 @@ impl Skipped {
         bar: &ProgressBar,
     ) -> Result<(), CliError> {
         pending.skip(self, summary, bar).await
+    }
+}
+
+/// `import --max-errors`: how many rejected lines (skipped with a reason; lines of other sites
+/// are not rejected) an import takes before it stops. Shared with the reader of plain
+/// documents ([`crate::plain`]), whose rejections count too.
+#[derive(Debug, Default)]
+pub struct ErrorBudget {
+    /// The rejected lines that stop the import; `None`: it never stops for them.
+    max: Option<u64>,
+    /// The lines rejected so far.
+    rejected: AtomicU64,
+}
+
+impl ErrorBudget {
+    /// A budget of `max` rejected lines (`None`: unlimited).
+    pub fn new(max: Option<u64>) -> Self {
+        ErrorBudget {
+            max,
+            rejected: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one rejected line; whether that spends the budget.
+    pub fn reject(&self) -> bool {
+        let rejected = self.rejected.fetch_add(1, Ordering::Relaxed) + 1;
+        self.max.is_some_and(|max| rejected >= max)
+    }
+
+    /// Whether the budget is spent.
+    pub fn spent(&self) -> bool {
+        let rejected = self.rejected.load(Ordering::Relaxed);
+        self.max.is_some_and(|max| rejected >= max)
+    }
+
+    /// The error that stops the import when the budget is spent at `line`, with the exit
+    /// `code` of the rejection that spent it: what is committed and how to resume.
+    fn stopped(&self, code: i32, line: Option<u64>) -> CliError {
+        let max = self.max.unwrap_or_default();
+        let at = line
+            .map(|line| format!(" at line {line}"))
+            .unwrap_or_default();
+        CliError::new(
+            code,
+            format!(
+                "import stopped{at}: {max} lines rejected (--max-errors {max}; each is said \
+                 above). At least {} documents are committed or found stored, each batch \
+                 whole; the batches around this line may be written or not. Fix what made the \
+                 lines fail (or raise --max-errors), then run the same import again to resume: \
+                 what is stored already is skipped without a write",
+                crate::interrupt::settled()
+            ),
+        )
     }
 }
 
@@ -275,6 +337,7 @@ async fn restore_one(
             | Error::Conflict { .. }
             | Error::AlreadyExists),
         ) => {
+            let code = exit::code_of(&err);
             let reason = match err {
                 Error::Conflict { .. } | Error::AlreadyExists => {
                     format!("the stored document changed during the import ({err})")
@@ -287,7 +350,7 @@ async fn restore_one(
                 id: Some(key.id().to_owned()),
                 reason,
             }
-            .record(summary, bar);
+            .record(code, summary, bar)?;
         }
         Err(err) => return Err(CliError::from(err).context(key)),
     }
@@ -649,7 +712,7 @@ impl<'s> Pending<'s> {
         self.settle_answered(summary, bar).await?;
         match self.in_flight.back_mut() {
             Some(last) => last.after.push(skipped),
-            None => skipped.record(summary, bar),
+            None => skipped.record(exit::INVALID_ARGUMENT, summary, bar)?,
         }
         Ok(())
     }
@@ -785,7 +848,7 @@ impl<'s> Pending<'s> {
             }
         }
         for skipped in after {
-            skipped.record(summary, bar);
+            skipped.record(exit::INVALID_ARGUMENT, summary, bar)?;
         }
         Ok(())
     }
@@ -864,6 +927,8 @@ pub struct ImportOptions {
     /// The most batches in flight at once ([`batches_in_flight`]; `--on-existing fail`
     /// always sends one at a time).
     pub in_flight: usize,
+    /// `--max-errors`: the rejected lines after which the import stops.
+    pub errors: Arc<ErrorBudget>,
 }
 
 /// Restores every JSON line of `input` into `store`. A line that is not UTF-8, not a
@@ -887,7 +952,10 @@ async fn import_in_batches(
 ) -> Result<Summary, CliError> {
     let mut pending = Pending::new(store, per_batch, options.in_flight, options.on_existing);
     let bar = progress(None, "import");
-    let mut summary = Summary::default();
+    let mut summary = Summary {
+        errors: Arc::clone(&options.errors),
+        ..Summary::default()
+    };
     let mut line_number = 0;
     let mut bytes = Vec::new();
     loop {
@@ -898,6 +966,12 @@ async fn import_in_batches(
             break;
         }
         line_number += 1;
+        if options.errors.spent() {
+            // A plain document rejected while reading spent it ([`crate::plain`]).
+            return Err(options
+                .errors
+                .stopped(exit::INVALID_ARGUMENT, Some(line_number)));
+        }
         let skip = |reason: String| Skipped {
             line: Some(line_number),
             collection: None,

@@ -51,6 +51,7 @@ fn options() -> ImportOptions {
         site: Some("s".into()),
         on_existing: OnExisting::Skip,
         in_flight: MAX_BATCHES_IN_FLIGHT,
+        errors: Arc::default(),
     }
 }
 

@@ -246,6 +246,7 @@ fn options(on_existing: OnExisting, in_flight: usize) -> ImportOptions {
         site: Some("s".into()),
         on_existing,
         in_flight,
+        errors: Arc::default(),
     }
 }
 
