@@ -91,9 +91,12 @@ pub(crate) fn document_pk(site: &str, collection: &str) -> String {
     format!("{site}#{collection}")
 }
 
+/// What follows the site in the partition key of its collection counters.
+pub(crate) const COUNTERS_SUFFIX: &str = "#__collections";
+
 /// The partition key of a site's collection counters.
 pub(crate) fn counters_pk(site: &str) -> String {
-    format!("{site}#__collections")
+    format!("{site}{COUNTERS_SUFFIX}")
 }
 
 /// The primary key of a document.

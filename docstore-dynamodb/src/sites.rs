@@ -1,38 +1,48 @@
-//! `sites`: the sites holding a document, found with a paginated Scan of the partition keys.
+//! `sites`: the sites holding a document or a counter that is not 0, found with a paginated
+//! Scan of the partition keys (and the counts of counter items).
 //!
 //! The layout keys every item by its site (`<site>#<collection>`, `<site>#__collections`,
 //! …) and keeps no list of sites, so no Query can find them: the table is scanned, keys only.
 
-use crate::item::{PK, string};
+use crate::item::{COUNT, COUNTERS_SUFFIX, Item, PK, SK, number, string};
 use crate::store::DynamoStore;
 use crate::table_scan::TableScan;
 use aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder;
 use docstore::Result;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 impl DynamoStore {
-    /// Scans the table's partition keys (`pk` only, strongly consistent, page by page) and
-    /// keeps the site of every document item: never a counter or another internal item, so
-    /// a site is listed when it holds a document, whatever its counters say.
+    /// Scans the table's keys (and `n` of counter shards; strongly consistent, page by
+    /// page) and keeps the site of every document item, whatever its counters say, and of
+    /// every collection counter whose shards do not sum to 0: a counter left by drift in a
+    /// site without documents is listed, so that `fsck` of every site finds it. Never another
+    /// internal item.
     ///
     /// A Scan reads the whole table — every item counts against the read capacity, as for
     /// `recount` — so this is a maintenance call (whole-store export, `fsck` of every site).
     pub(crate) async fn scan_sites(&self) -> Result<Vec<String>> {
         let mut sites = BTreeSet::new();
+        let mut counters = CounterSums::default();
         let mut scan = TableScan::new(self, None);
         let keys_only = |request: ScanFluentBuilder| {
             request
-                .projection_expression("#pk")
+                .projection_expression("#pk, #sk, #n")
                 .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_names("#n", COUNT)
         };
         while let Some(items) = scan.next_page(keys_only).await? {
             for item in &items {
-                if let Some(site) = document_site(string(item, PK)?) {
+                let pk = string(item, PK)?;
+                if let Some(site) = document_site(pk) {
                     sites.insert(site.to_owned());
+                } else if let Some(site) = pk.strip_suffix(COUNTERS_SUFFIX) {
+                    counters.add(site, item)?;
                 }
             }
             tracing::info!(items_scanned = scan.scanned(), "sites: scanning the table");
         }
+        sites.extend(counters.sites_not_zero());
         Ok(sites.into_iter().collect())
     }
 }
@@ -46,9 +56,44 @@ fn document_site(pk: &str) -> Option<&str> {
     (!reserved).then_some(site)
 }
 
+/// The sums of collection counters' shards, by site and collection: a single shard may be
+/// below zero, only a collection's sum means anything.
+#[derive(Debug, Default)]
+struct CounterSums {
+    /// The sum of each `(site, collection)` counter's shards (`None` when one is unreadable:
+    /// `recount` says what is wrong with it, so the site is listed).
+    sums: BTreeMap<(String, String), Option<i64>>,
+}
+
+impl CounterSums {
+    /// Adds the counter shard `item` of `site` (its `sk` is the collection, then `#<shard>`
+    /// for shards past the first).
+    fn add(&mut self, site: &str, item: &Item) -> Result<()> {
+        let sk = string(item, SK)?;
+        let collection = sk.split_once('#').map_or(sk, |(collection, _)| collection);
+        let count = number::<i64>(item, COUNT).ok();
+        let sum = self
+            .sums
+            .entry((site.to_owned(), collection.to_owned()))
+            .or_insert(Some(0));
+        *sum = sum.zip(count).map(|(sum, n)| sum.saturating_add(n));
+        Ok(())
+    }
+
+    /// The sites with a collection counter that does not sum to 0.
+    fn sites_not_zero(self) -> impl Iterator<Item = String> {
+        self.sums
+            .into_iter()
+            .filter(|(_, sum)| *sum != Some(0))
+            .map(|((site, _), _)| site)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::document_site;
+    use super::{CounterSums, document_site};
+    use crate::item::{COUNT, Item, SK};
+    use aws_sdk_dynamodb::types::AttributeValue;
 
     #[test]
     fn only_document_items_name_a_site() {
@@ -58,5 +103,29 @@ mod tests {
         assert_eq!(document_site("acme#__removed"), None);
         assert_eq!(document_site("__docstore#indexes"), None);
         assert_eq!(document_site("no-separator"), None);
+    }
+
+    #[test]
+    fn a_collection_counter_not_summing_to_zero_names_its_site() {
+        let shard = |sk: &str, n: &str| -> Item {
+            [
+                (SK.to_owned(), AttributeValue::S(sk.into())),
+                (COUNT.to_owned(), AttributeValue::N(n.into())),
+            ]
+            .into()
+        };
+        let mut counters = CounterSums::default();
+        for (site, sk, n) in [
+            ("drift", "t", "1"),
+            ("balanced", "t", "1"),
+            ("balanced", "t#3", "-1"),
+            ("zero", "t", "0"),
+            ("sharded", "t#2", "2"),
+            ("unreadable", "t", "x"),
+        ] {
+            counters.add(site, &shard(sk, n)).unwrap();
+        }
+        let sites: Vec<String> = counters.sites_not_zero().collect();
+        assert_eq!(sites, ["drift", "sharded", "unreadable"]);
     }
 }

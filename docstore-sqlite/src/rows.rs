@@ -315,15 +315,22 @@ pub(crate) fn site_count(conn: &Connection, site: &str) -> Result<u64, Fail> {
     u64::try_from(count).map_err(|_| Fail::Store(corrupt("negative counter")))
 }
 
-/// The sites holding a document, by name, from the documents themselves: one primary-key
-/// seek per site (the next site after the last one found), never a walk over the documents.
+/// The sites holding a document or a collection counter (a counter row is never 0, so one
+/// left by drift without documents is listed and `fsck` finds it), by name: from the
+/// documents themselves, so a site whose counters were lost is listed too. One primary-key
+/// seek per table and site (the next site after the last one found), never a walk over the
+/// documents.
 pub(crate) fn sites(conn: &Connection) -> Result<Vec<String>, Fail> {
-    let mut stmt =
-        conn.prepare_cached("SELECT site FROM documents WHERE site > ?1 ORDER BY site LIMIT 1")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT MIN(site) FROM ( \
+             SELECT MIN(site) AS site FROM documents WHERE site > ?1 \
+             UNION ALL SELECT MIN(site) FROM collections WHERE site > ?1)",
+    )?;
     let mut out: Vec<String> = Vec::new();
     loop {
         let after = out.last().map_or("", String::as_str);
-        let next: Option<String> = stmt.query_row([after], |row| row.get(0)).optional()?;
+        // MIN over no rows is one NULL row.
+        let next: Option<String> = stmt.query_row([after], |row| row.get(0))?;
         match next {
             Some(site) => out.push(site),
             None => return Ok(out),
