@@ -9,6 +9,9 @@ use std::path::PathBuf;
 /// one).
 pub const DEFAULT_SITE: &str = "default";
 
+/// The actor of writes given no --actor and no $DOCSTORE_ACTOR.
+pub const DEFAULT_ACTOR: &str = "docstore-cli";
+
 /// The default store: a SQLite file in the working directory.
 pub const DEFAULT_STORE: &str = "sqlite:docstore.db";
 
@@ -19,7 +22,8 @@ pub const STORE_ENV: &str = "DOCSTORE_URL";
 pub const PRECEDENCE_HELP: &str = "\
 Which store: --store URL or --config FILE (give at most one), else $DOCSTORE_URL, else
 sqlite:docstore.db. Flags always beat environment variables (--site over $DOCSTORE_SITE,
---actor over $DOCSTORE_ACTOR). --config reads only the [database] table of the file.";
+--actor over $DOCSTORE_ACTOR); a variable set empty is the same as one not set. --config
+reads only the [database] table of the file.";
 
 /// What a subcommand's help says of the global options, which it does not list.
 pub const GLOBALS_HELP: &str = "\
@@ -74,12 +78,7 @@ pub struct Cli {
 
     /// The actor recorded as created_by / updated_by on writes (at most 256 bytes, no
     /// control characters).
-    #[arg(
-        long,
-        env = "DOCSTORE_ACTOR",
-        default_value = "docstore-cli",
-        global = true
-    )]
+    #[arg(long, env = "DOCSTORE_ACTOR", default_value = DEFAULT_ACTOR, global = true)]
     pub actor: String,
 
     /// How created_at / updated_at are printed: ns (unix nanoseconds, as stored) or rfc3339.
@@ -106,6 +105,29 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The command line of `matches` (from [`command`]), with an environment variable set
+    /// empty taken as not set, as `$DOCSTORE_URL` is: `DOCSTORE_SITE=` is the default site (or
+    /// every site for `fsck`), `DOCSTORE_ACTOR=` the default actor. An empty flag (`--site ""`)
+    /// is still what the user typed, and refused where it is invalid.
+    pub fn from_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut cli = <Self as clap::FromArgMatches>::from_arg_matches(matches)?;
+        let empty_from_env = |id: &str| {
+            matches.value_source(id) == Some(clap::parser::ValueSource::EnvVariable)
+                && matches
+                    .get_one::<String>(id)
+                    .is_some_and(|value| value.is_empty())
+        };
+        if empty_from_env("site") {
+            cli.site = None;
+        }
+        if empty_from_env("actor") {
+            DEFAULT_ACTOR.clone_into(&mut cli.actor);
+        }
+        Ok(cli)
+    }
 }
 
 /// What `import` does with a line whose id is already stored.
@@ -191,14 +213,15 @@ pub enum Command {
         /// The patch: a JSON object, @FILE, or - / @- for standard input (see `create`).
         patch: Option<String>,
     },
-    /// Delete a document; prints whether there was one.
+    /// Delete a document; prints whether there was one. The change feed records --actor as
+    /// who deleted it.
     Delete {
         /// The collection.
         collection: String,
         /// The document id.
         id: String,
     },
-    /// Delete a document only if it is at VERSION.
+    /// Delete a document only if it is at VERSION (recorded as by --actor, as `delete`).
     DeleteIf {
         /// The collection.
         collection: String,
@@ -241,7 +264,8 @@ pub enum Command {
     },
     /// List the site's collections with their document counts.
     Collections,
-    /// List the store's sites (every site holding a document) with their document counts:
+    /// List the store's sites (every site holding a document, or a counter that is not 0:
+    /// one `fsck` should look at) with their document counts:
     /// one JSON array of {"site", "count"}, by name, as `collections` lists collections.
     /// On DynamoDB this scans the table's keys (its layout keeps no list of sites).
     Sites,
@@ -369,7 +393,8 @@ pub enum Command {
     /// Apply writes atomically, all or nothing: a JSON array (or JSON lines) of
     /// `{"op": "create|put|update|update_if|delete_if|check", "collection", "id", "data" |
     /// "patch", "version"}` in the --site site; prints the outcomes in order. When one write
-    /// fails nothing is written, and the error names it with its kind's exit code.
+    /// fails nothing is written, and the error names it with its kind's exit code. Messages
+    /// count writes from 1, and name their line (from 1) in JSON lines.
     ///
     /// A batch holds at most 50 writes and writes at most 3 000 000 bytes (key names plus
     /// the data it stores); a larger one is refused whole (exit 6): split it, or use

@@ -20,12 +20,13 @@
 
 use crate::exit::CliError;
 use crate::output::Out;
-use docstore::batch::{Write, WriteOutcome};
-use docstore::document::MAX_DEPTH;
+use docstore::batch::{MAX_BATCH_BYTES, Write, WriteOutcome, key_bytes};
+use docstore::document::{MAX_DEPTH, data_size};
 use docstore::json;
 use docstore::{Data, Error, Key, Store};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 /// One write as the batch file spells it.
 #[derive(Debug, Deserialize)]
@@ -123,7 +124,42 @@ pub fn parse(text: &str, site: &str) -> Result<Batch, CliError> {
         let write = write(text, site).map_err(|e| CliError::from(e).context(at()))?;
         batch.writes.push(write);
     }
+    batch.check_whole()?;
     Ok(batch)
+}
+
+impl Batch {
+    /// The rules on the batch as a whole that name writes — each key at most once, at most
+    /// [`MAX_BATCH_BYTES`] of keys and data — checked here so that messages count writes as
+    /// every other batch message does, from 1 (the library's count from 0). The library
+    /// checks them again, and alone checks the data an update merges.
+    fn check_whole(&self) -> Result<(), CliError> {
+        let mut first_with_key: HashMap<&Key, usize> = HashMap::new();
+        let mut bytes = 0usize;
+        for (index, write) in self.writes.iter().enumerate() {
+            let key = write.key();
+            if let Some(first) = first_with_key.insert(key, index) {
+                return Err(CliError::invalid(format!(
+                    "{} repeats the key {key} of {}: each key at most once; nothing was written",
+                    self.write_at(index),
+                    self.write_at(first)
+                )));
+            }
+            let data = match write {
+                Write::Create { data, .. } | Write::Put { data, .. } => data_size(data),
+                _ => 0,
+            };
+            bytes = bytes.saturating_add(key_bytes(key) + data);
+            if bytes > MAX_BATCH_BYTES {
+                return Err(CliError::invalid(format!(
+                    "the batch writes more than {MAX_BATCH_BYTES} bytes (keys and data; {} \
+                     brings it to {bytes}); nothing was written",
+                    self.write_at(index)
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn write(text: WriteText, site: &str) -> Result<Write, Error> {

@@ -13,7 +13,7 @@ Exit codes:
   3   not found
   4   already exists
   5   version conflict
-  6   invalid argument (bad name, JSON, query or cursor)
+  6   invalid argument (bad name, JSON, query or cursor; input text that is not UTF-8)
   7   document too large
   8   site quota exceeded
   9   backend unavailable (transient; worth retrying)
@@ -23,7 +23,8 @@ Exit codes:
   13  the change cursor is older than what the store keeps of its feed (resync, then --from now)
   130 interrupted (Ctrl-C) during import, copy or index build: it says what is done; run it
       again to resume
-A closed standard output (e.g. `docstore export | head -1`) ends the command quietly with 0.";
+A closed pipe (e.g. `docstore export | head -1`) ends the command quietly with 0; a standard
+output that cannot be written (closed with `>&-`, a full disk) is 1.";
 
 /// Success.
 pub const SUCCESS: i32 = 0;

@@ -22,6 +22,7 @@ mod progress;
 mod record;
 mod run;
 mod store_identity;
+mod text;
 mod timefmt;
 mod transfer;
 mod watch;

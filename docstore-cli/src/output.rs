@@ -18,6 +18,58 @@ pub fn say(line: impl std::fmt::Display) {
     }
 }
 
+/// Standard output to write to: the process's, or when it was closed as the command started
+/// (`docstore export >&-`) a writer whose every write fails, so that the command fails with
+/// exit 1 instead of printing into nothing and saying it succeeded.
+pub fn stdout_writer() -> Box<dyn Write> {
+    if stdout_was_closed() {
+        Box::new(ClosedStdout)
+    } else {
+        Box::new(std::io::stdout().lock())
+    }
+}
+
+/// Standard output closed before the command started: every write fails.
+struct ClosedStdout;
+
+impl Write for ClosedStdout {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::other("standard output is closed"))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether standard output was closed when the process started. Rust's runtime opens
+/// `/dev/null` for reading and writing on a standard descriptor that is closed at start, so
+/// writes there would vanish without an error; a shell's `>/dev/null` opens it for writing
+/// only. So `/dev/null` open read-write on descriptor 1 is taken as a closed standard output
+/// (only the rare `1<>/dev/null` looks the same).
+#[cfg(target_os = "linux")]
+fn stdout_was_closed() -> bool {
+    const ACCESS_MODE: u32 = 0o3;
+    const READ_WRITE: u32 = 0o2;
+    let is_null = std::fs::read_link("/proc/self/fd/1")
+        .is_ok_and(|target| target == std::path::Path::new("/dev/null"));
+    if !is_null {
+        return false;
+    }
+    let Ok(info) = std::fs::read_to_string("/proc/self/fdinfo/1") else {
+        return false;
+    };
+    info.lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .and_then(|flags| u32::from_str_radix(flags.trim(), 8).ok())
+        .is_some_and(|flags| flags & ACCESS_MODE == READ_WRITE)
+}
+
+/// Elsewhere there is no cheap safe way to tell: standard output is taken as open.
+#[cfg(not(target_os = "linux"))]
+fn stdout_was_closed() -> bool {
+    false
+}
+
 /// Standard output.
 pub struct Out {
     writer: BufWriter<Box<dyn Write>>,
@@ -34,9 +86,8 @@ fn write_error(err: std::io::Error) -> CliError {
 impl Out {
     /// Standard output, pretty when it is a terminal.
     pub fn new(time: TimeFormat) -> Self {
-        let stdout = std::io::stdout();
-        let pretty = stdout.is_terminal();
-        Self::to(Box::new(stdout.lock()), pretty, time)
+        let pretty = std::io::stdout().is_terminal();
+        Self::to(stdout_writer(), pretty, time)
     }
 
     /// Output into `writer` (standard output, or a buffer in tests).

@@ -208,10 +208,7 @@ fn starts_an_array(input: &mut dyn BufRead) -> Result<bool, CliError> {
 
 /// The documents of an input that is one JSON array.
 fn read_array(input: &mut dyn BufRead) -> Result<VecDeque<Value>, CliError> {
-    let mut text = String::new();
-    input
-        .read_to_string(&mut text)
-        .map_err(|e| CliError::io("reading the import", e))?;
+    let text = crate::text::read_text(input, "the import")?;
     let values: Vec<Value> = json::parse(&text, MAX_DEPTH + 1).map_err(|err| {
         CliError::new(
             exit::INVALID_ARGUMENT,

@@ -13,7 +13,7 @@ use docstore::config::{Backend, Config};
 use docstore::document::MAX_DEPTH;
 use docstore::feed::FeedScope;
 use docstore::json;
-use docstore::{ChangeCursor, Data, FeedStart, Filter, Key, Query, Store};
+use docstore::{ChangeCursor, Collection, Data, FeedStart, Filter, Key, Query, Store};
 use futures_util::TryStreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -141,7 +141,10 @@ async fn execute(
         }
         Command::Delete { collection, id } => {
             let key = key(&collection, &id)?;
-            let deleted = store.delete(&key).await.map_err(|e| in_key(e, &key))?;
+            let deleted = as_actor(store, &key, actor)?
+                .delete(key.id())
+                .await
+                .map_err(|e| in_key(e, &key))?;
             out.value(&json!({ "deleted": deleted }))?;
         }
         Command::DeleteIf {
@@ -151,8 +154,8 @@ async fn execute(
         } => {
             let key = key(&collection, &id)?;
             check_version(version)?;
-            store
-                .delete_if(&key, version)
+            as_actor(store, &key, actor)?
+                .delete_if(key.id(), version)
                 .await
                 .map_err(|e| in_key(e, &key))?;
             out.value(&json!({ "deleted": true }))?;
@@ -216,7 +219,7 @@ async fn execute(
                     std::fs::File::create(&path)
                         .map_err(|e| CliError::io(&path.display().to_string(), e))?,
                 )),
-                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+                None => Box::new(std::io::BufWriter::new(crate::output::stdout_writer())),
             };
             let written = if all_sites {
                 crate::whole_store::export_all_sites(store, &collection, cli.time, &mut writer)
@@ -365,6 +368,13 @@ async fn execute(
         }
     }
     Ok(())
+}
+
+/// The collection of `key` written as `actor`: `Store::delete` records no actor on the change
+/// feed, a collection handle's delete records its site's (docs/contract.md, "Change feed").
+fn as_actor(store: &Store, key: &Key, actor: &str) -> Result<Collection<Data>, CliError> {
+    let site = store.site(key.site())?.with_actor(actor)?;
+    Ok(site.collection(key.collection())?)
 }
 
 /// Versions start at 1: a condition on version 0 could never hold.
@@ -587,8 +597,7 @@ fn from_url(url: &str) -> Result<Config, CliError> {
 /// The `[database]` table of a TOML file, whatever else the file holds; a relative
 /// `sqlite.path` is taken from the file's folder.
 fn config_file(path: &Path) -> Result<Config, CliError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| CliError::io(&path.display().to_string(), e))?;
+    let text = crate::text::read_file(path)?;
     let mut config = config_text(&text, path)?;
     store_identity::resolve_from_config_folder(&mut config.database, path);
     Ok(config)
@@ -632,19 +641,10 @@ fn missing_input(command: &str, what: &str) -> CliError {
 /// A JSON object from the argument: the text itself, `@FILE`, or standard input for `-`,
 /// `@-` or no argument (refused when standard input is a terminal: nothing would come).
 fn json_object(arg: Option<String>, what: &str, command: &str) -> Result<Data, CliError> {
-    let read_stdin = || -> Result<String, CliError> {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| CliError::io("reading standard input", e))?;
-        Ok(text)
-    };
+    let read_stdin = || crate::text::read_text(&mut std::io::stdin(), "standard input");
     let text = match arg.as_deref() {
         Some("-" | "@-") => read_stdin()?,
-        Some(file) if file.starts_with('@') => {
-            let path = &file[1..];
-            std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?
-        }
+        Some(file) if file.starts_with('@') => crate::text::read_file(Path::new(&file[1..]))?,
         Some(text) => text.to_owned(),
         None if std::io::stdin().is_terminal() => return Err(missing_input(command, what)),
         None => read_stdin()?,
@@ -655,13 +655,9 @@ fn json_object(arg: Option<String>, what: &str, command: &str) -> Result<Data, C
     docstore::object(value).map_err(|e| CliError::from(e).context(what))
 }
 
-/// All of `reader` as text.
+/// All of `reader` as text (not UTF-8 is invalid input).
 fn read_all(reader: &mut impl Read, what: &str) -> Result<String, CliError> {
-    let mut text = String::new();
-    reader
-        .read_to_string(&mut text)
-        .map_err(|e| CliError::io(what, e))?;
-    Ok(text)
+    crate::text::read_text(reader, what)
 }
 
 /// The QUERY argument: the text itself, or read from `@FILE`, or from standard input for `-`
