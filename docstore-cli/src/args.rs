@@ -329,7 +329,8 @@ pub enum Command {
     /// With --follow, a live migration: the site's change feed is read from before the copy
     /// starts, and after the copy every change is applied to the destination until Ctrl-C (or
     /// --until-idle); then every document's version is compared in both stores (exit code 10
-    /// when one differs).
+    /// when one differs). Ctrl-C while copying or comparing says what is committed and how to
+    /// go on, and exits 130 (as it does for a plain copy); run the same command to resume.
     Copy {
         /// The destination store URL.
         #[arg(long)]
