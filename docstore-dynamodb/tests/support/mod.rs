@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
+pub mod capacity;
 pub mod faults;
 pub mod requests;
 
@@ -87,6 +88,18 @@ impl Emulator {
     /// does; moto ignores it).
     pub fn honours_request_tokens(self) -> bool {
         matches!(self, Emulator::Dynoxide)
+    }
+
+    /// A client whose requests go through the capacity model `model` (DynamoDB's throughput
+    /// limits and transaction conflicts), with the store's own retry settings.
+    pub fn capacity_client(self, model: &capacity::CapacityModel) -> Client {
+        let (retry, partition) = model.retry_config();
+        self.client_with(|config| {
+            config
+                .http_client(model.http_client())
+                .retry_config(retry)
+                .retry_partition(partition)
+        })
     }
 
     /// A client whose answers are lost as `faults` says, with quick, unmetered retries.
@@ -284,4 +297,14 @@ pub fn site(tag: &str) -> String {
 /// A JSON object literal as document data.
 pub fn obj(value: serde_json::Value) -> docstore::Data {
     docstore::object(value).expect("an object")
+}
+
+/// The shard in `0..shards` of the document `id` wherever the layout spreads a collection
+/// (counter shards, index partitions): FNV-1a of the id (docstore-dynamodb's crate docs),
+/// computed here on its own so that a change to the layout's hash fails the tests.
+pub fn layout_shard(id: &str, shards: u32) -> u32 {
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (hash % u64::from(shards)) as u32
 }
