@@ -477,12 +477,92 @@ mod wire {
             .expect("the item is free once the other transaction answered");
         assert!(stored(&plain, &table, &pk, "doc").await);
     }
+
+    /// A read is charged by what it returned (a 10 KB item: 3 units consistent), and a
+    /// `BatchGetItem` answers the keys of a throttled partition key as unprocessed, or is
+    /// refused when every key is throttled.
+    #[tokio::test]
+    async fn reads_are_charged_by_size_and_throttled_batch_keys_come_back_unprocessed() {
+        let model = CapacityModel::new(Clock::manual());
+        let (plain, through, table) = clients(&model).await;
+        let (hot, cold) = (support::site("hot"), support::site("cold"));
+        for pk in [&hot, &cold] {
+            plain
+                .put_item()
+                .table_name(&table)
+                .set_item(Some(item(pk, "s", 10_000)))
+                .send()
+                .await
+                .unwrap();
+        }
+        let read = through
+            .get_item()
+            .table_name(&table)
+            .key("pk", AttributeValue::S(cold.clone()))
+            .key("sk", AttributeValue::S("s".into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap();
+        assert!(read.item().is_some());
+        let cold_item = Target::Item(ItemKey {
+            pk: cold.clone(),
+            sk: "s".into(),
+        });
+        assert_eq!(model.report().targets[&cold_item].read_units, 3.0);
+        let hot_partition = Target::Partition {
+            index: None,
+            value: hot.clone(),
+        };
+        model.drain(&hot_partition, Direction::Read);
+        let keys = |pks: &[&String]| {
+            let mut keys =
+                aws_sdk_dynamodb::types::KeysAndAttributes::builder().consistent_read(true);
+            for pk in pks {
+                keys = keys.keys(
+                    [
+                        ("pk".to_owned(), AttributeValue::S((*pk).clone())),
+                        ("sk".to_owned(), AttributeValue::S("s".into())),
+                    ]
+                    .into(),
+                );
+            }
+            keys.build().unwrap()
+        };
+        let batch = through
+            .batch_get_item()
+            .request_items(&table, keys(&[&hot, &cold]))
+            .send()
+            .await
+            .unwrap();
+        let returned: Vec<&AttributeValue> = batch.responses().unwrap()[&table]
+            .iter()
+            .map(|item| &item["pk"])
+            .collect();
+        assert_eq!(returned, [&AttributeValue::S(cold.clone())]);
+        let unprocessed = &batch.unprocessed_keys().unwrap()[&table];
+        assert_eq!(unprocessed.keys()[0]["pk"], AttributeValue::S(hot.clone()));
+        assert_eq!(unprocessed.consistent_read(), Some(true));
+        let err = through
+            .batch_get_item()
+            .request_items(&table, keys(&[&hot]))
+            .send()
+            .await
+            .expect_err("every key throttled");
+        assert!(
+            err.as_service_error()
+                .is_some_and(|e| e.is_provisioned_throughput_exceeded_exception()),
+            "{err:?}"
+        );
+        assert_eq!(model.report().targets[&hot_partition].throttles, 2);
+    }
 }
 
 /// The store's layout through the model: 64 writers creating documents in one collection at
 /// once, exact counters (each create one `TransactWriteItems`: the document and a counter
 /// item). The clock runs at a hundredth of real time; 256 creates stay within the partitions'
-/// units, so what the model finds is where writes and conflicts pile up.
+/// units, so what the model finds is where writes and conflicts pile up. One run at a time:
+/// they share the emulator, and a throttling run needs its writers faster than the refill.
 mod layout {
     use super::*;
     use docstore::config::DynamoDbConfig;
@@ -491,8 +571,10 @@ mod layout {
     use support::Emulator;
     use support::capacity::Report;
 
-    const WRITERS: usize = 64;
     const CREATES_EACH: usize = 4;
+
+    /// Held by the run in progress.
+    static ONE_RUN_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
     /// What a run of concurrent creates did.
     struct Run {
@@ -549,6 +631,8 @@ mod layout {
 
     /// A run's settings.
     struct Workload {
+        /// Concurrent writers, each creating `CREATES_EACH` documents.
+        writers: usize,
         /// Counter items per collection.
         counter_shards: u32,
         /// The store's options (declared indexes).
@@ -565,6 +649,7 @@ mod layout {
     impl Default for Workload {
         fn default() -> Self {
             Workload {
+                writers: 64,
                 counter_shards: docstore::config::DEFAULT_COUNTER_SHARDS,
                 options: StoreOptions::default(),
                 model_seconds_per_second: 0.01,
@@ -574,9 +659,10 @@ mod layout {
         }
     }
 
-    /// `WRITERS` tasks creating `CREATES_EACH` documents each in one collection, through a
-    /// model, on a table made for `workload`'s options.
+    /// `workload.writers` tasks creating `CREATES_EACH` documents each in one collection,
+    /// through a model, on a table made for `workload`'s options.
     async fn concurrent_creates(workload: Workload) -> Run {
+        let _serial = ONE_RUN_AT_A_TIME.lock().await;
         let emulator = Emulator::Dynoxide;
         let table = match workload.options.indexes.is_empty() {
             true => support::ensure_table(&super::wire::TABLE, emulator, "capacity").await,
@@ -609,6 +695,11 @@ mod layout {
         );
         let (site, collection) = (support::site("capacity"), "tickets".to_owned());
         if workload.drained {
+            // The store's first write reads the table's index records: done before, so that
+            // the writers' first creates all come at once.
+            let warm_up = Key::new(&site, "warm-up", "w").unwrap();
+            let data = support::obj(serde_json::json!({}));
+            store.create(&warm_up, data, "writer").await.unwrap();
             let documents = Target::Partition {
                 index: None,
                 value: format!("{site}#{collection}"),
@@ -616,7 +707,7 @@ mod layout {
             model.drain(&documents, Direction::Write);
         }
         let padding = "x".repeat(workload.padding);
-        let writers: Vec<_> = (0..WRITERS)
+        let writers: Vec<_> = (0..workload.writers)
             .map(|writer| {
                 let (store, site, collection) = (store.clone(), site.clone(), collection.clone());
                 let padding = padding.clone();
@@ -649,7 +740,7 @@ mod layout {
             report: model.report(),
             site,
             collection,
-            created: WRITERS * CREATES_EACH - failures.len(),
+            created: workload.writers * CREATES_EACH - failures.len(),
             failures,
             counted,
         }
@@ -723,15 +814,16 @@ mod layout {
     }
 
     /// Past a partition key's limit: the collection's partition key starts with no units
-    /// left, and documents of about 3 KB cost 6 transactional units each, so the 64 writers
-    /// are held to its refill (1 000 units a DynamoDB second, half a real second here; the run
-    /// takes about 3 s). The throttled transactions are cancelled, retried by the store, and
-    /// every create is applied once and counted once.
+    /// left, and documents of about 3 KB cost 6 transactional units each, so 32 writers (192
+    /// units at once) are held to its refill (1 000 units a DynamoDB second, 4 real seconds
+    /// here; the 768 units take about 3 s). The throttled transactions are cancelled, retried
+    /// by the store, and every create is applied once and counted once.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn throttled_creates_are_retried_and_applied_once() {
         let run = concurrent_creates(Workload {
+            writers: 32,
             padding: 2_800,
-            model_seconds_per_second: 0.5,
+            model_seconds_per_second: 0.25,
             drained: true,
             ..Workload::default()
         })
@@ -745,15 +837,15 @@ mod layout {
         assert!(usage.throttles > 0, "{usage:?}");
         assert!(report.operation("TransactWriteItems").throttled > 0);
         assert_eq!(run.failures, Vec::<String>::new());
-        assert_eq!(run.counted, (WRITERS * CREATES_EACH) as u64);
+        assert_eq!(run.counted, (32 * CREATES_EACH) as u64);
         // Each document was written by exactly one transaction: a throttled one costs nothing.
         let document_units: Vec<f64> = report
             .items()
             .filter(|(key, _)| key.pk == format!("{}#{}", run.site, run.collection))
             .map(|(_, usage)| usage.write_units)
             .collect();
-        assert_eq!(document_units, vec![6.0; WRITERS * CREATES_EACH]);
-        assert_eq!(usage.write_units, 6.0 * (WRITERS * CREATES_EACH) as f64);
+        assert_eq!(document_units, vec![6.0; 32 * CREATES_EACH]);
+        assert_eq!(usage.write_units, 6.0 * (32 * CREATES_EACH) as f64);
         eprintln!(
             "throttled: {:?} on the documents' partition key; TransactWriteItems {:?}",
             usage.throttles,
@@ -793,7 +885,7 @@ mod layout {
         let total: f64 = gsi_units.iter().map(|(_, units)| units).sum();
         assert_eq!(
             total,
-            (WRITERS * CREATES_EACH) as f64,
+            (64 * CREATES_EACH) as f64,
             "one GSI write per create"
         );
         let (hottest, units) = gsi_units
