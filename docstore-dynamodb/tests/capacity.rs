@@ -856,7 +856,8 @@ mod layout {
     /// A declared index's GSI partition key (`<site>#<collection>#<index>` on every document
     /// of the collection) must not take all the GSI writes of a collection (DESIGN, "Scaling
     /// out on DynamoDB": a GSI partition key carries a shard suffix derived from the document
-    /// id): no GSI partition key value takes more than a tenth of them.
+    /// id): no GSI partition key value takes more than a quarter of them, so the index's writes
+    /// may go at least 4 times one key's 1 000 WCU/s.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     #[ignore = "fails until GSI partition keys are sharded: every document of a collection \
                 has the same GSI partition key value"]
@@ -893,7 +894,7 @@ mod layout {
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .expect("GSI writes");
         assert!(
-            units / total <= 0.10,
+            units / total <= 0.25,
             "GSI partition key {hottest} took {:.0}% of the GSI write units",
             100.0 * units / total
         );
