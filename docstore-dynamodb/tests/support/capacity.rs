@@ -70,7 +70,9 @@
 //!   request as DynamoDB rounds them); a bucket may go into debt, as DynamoDB's does. A Query
 //!   is charged to its partition key only (base table or GSI); a Scan to the partition keys of
 //!   the items it returned, after the fact; items a filter dropped are not seen.
-//! - A transaction is ongoing from the moment the model admits it until the emulator answers.
+//! - A transaction is ongoing from the moment the model admits it until the emulator answers:
+//!   how long that is depends on the emulator's latency and queueing, not DynamoDB's, so
+//!   tests assert where conflicts fall (which items), not how many there are.
 //!   A cancelled transaction (conflict or throttle) consumes nothing; a write refused by its
 //!   condition consumes its units, as on DynamoDB.
 //! - `BatchGetItem` answers the keys of throttled partitions as `UnprocessedKeys` (the emulator
