@@ -62,7 +62,9 @@ fn with_hidden_globals(sub: clap::Command, globals: &[clap::Arg]) -> clap::Comma
 )]
 pub struct Cli {
     /// The store URL: memory:, sqlite:PATH or dynamodb://TABLE?region=R&endpoint=URL&max_scan=N
-    /// [env: DOCSTORE_URL] [default: sqlite:docstore.db]
+    /// [env: DOCSTORE_URL] [default: sqlite:docstore.db]. Commands that only read open a
+    /// SQLite file read-only; a file holding another program's tables is refused (exit 6)
+    /// unless the URL says sqlite:PATH?share_file=true.
     #[arg(long, global = true, value_name = "URL")]
     pub store: Option<String>,
 

@@ -167,10 +167,16 @@ fn lock_waits_that_end_well_are_said_only_with_v() {
         "b",
         "{}",
     ];
+    let started = std::time::Instant::now();
     let failed = sandbox.run(&args, 9);
+    let waited = started.elapsed();
     let said = stderr(&failed);
     assert_eq!(said.lines().count(), 1, "{said}");
     assert!(said.contains("locked") && said.contains("300 ms"), "{said}");
+    // --busy-timeout bounds the whole wait (it once waited 4 x 300 ms): a correctness
+    // bound with room for the process's start, not a speed target.
+    let timeout = std::time::Duration::from_millis(300);
+    assert!(waited >= timeout && waited < 3 * timeout, "{waited:?}");
 }
 
 /// A file written only by CLI commands (each a short process) has its feed pruned by the

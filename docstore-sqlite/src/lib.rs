@@ -80,9 +80,22 @@
 //!   directory and what the operating system said. In a read-only directory without a
 //!   `-shm` file the file is opened `immutable` (SQLite then assumes nobody changes it —
 //!   nobody can through SQLite there, since no journal can be created); a non-empty `-wal`
-//!   there cannot be read and is an error saying so. [`SqliteOptions::read_only`] asks for
-//!   read-only explicitly. A read-only open of a file whose schema needs migrating fails
-//!   with a message saying why.
+//!   there cannot be read and is an error saying so.
+//! - **Read means read** (`docs/contract.md`, "How the backends differ"):
+//!   [`SqliteOptions::read_only`] opens a store that only reads and changes nothing in the
+//!   file — no schema, no journal mode, no index built, no file created. Where this process
+//!   may write the file and its directory it opens read-write with `PRAGMA query_only` (so
+//!   SQLite removes the `-wal` and `-shm` files a reader needs once the last connection
+//!   closes, which a read-only connection cannot), else read-only as above. A missing file,
+//!   or one without docstore's tables, is an empty store (an in-memory stand-in; the file is
+//!   never touched); a file whose schema needs migrating fails with a message saying why.
+//!   Writes are refused, saying why the store is read-only. The CLI opens its reading
+//!   commands this way.
+//! - **Files of other programs**: every open first lists the file's tables; one holding a
+//!   table docstore does not own is [`Error::InvalidArgument`](docstore::Error::InvalidArgument)
+//!   naming them, before anything in it may change (docstore never quietly adopts another
+//!   program's database), unless [`SqliteOptions::share_file`] allows sharing: then a
+//!   read-write open adds docstore's tables beside the others and switches the file to WAL.
 //! - **Batches**: `write_all` checks the batch and serializes its data on the calling
 //!   thread (once: the text's length is the size the limits count), then applies its writes
 //!   in order inside one immediate transaction (the counters move through the same

@@ -52,7 +52,10 @@ impl SqliteStore {
     }
 
     /// Opens the database file at `path` with the given store and SQLite options: creates the
-    /// file if missing, switches it to WAL and brings its schema to the current version.
+    /// file if missing, switches it to WAL and brings its schema to the current version —
+    /// unless [`SqliteOptions::read_only`] is set, which changes nothing in the file (a
+    /// missing one is an empty store). A file holding another program's tables is
+    /// [`Error::InvalidArgument`] naming them unless [`SqliteOptions::share_file`] is set.
     ///
     /// SQLite's special names `:memory:` and `""` (a database private to one connection)
     /// give a private in-memory database, as [`SqliteStore::in_memory`] does: the store's
