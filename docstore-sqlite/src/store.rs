@@ -682,8 +682,9 @@ impl Driver for SqliteStore {
         self.read(move |conn| rows::site_count(conn, &site)).await
     }
 
-    /// From the documents themselves (so a site whose counters were lost is still listed),
-    /// on a reader connection, one primary-key seek per site: cheap at any table size.
+    /// From the documents themselves (so a site whose counters were lost is still listed)
+    /// and the counters (so a counter left without documents is), on a reader connection,
+    /// one primary-key seek per table and site: cheap at any table size.
     async fn sites(&self) -> Result<Vec<String>> {
         self.read(rows::sites).await
     }
