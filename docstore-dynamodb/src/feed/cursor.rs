@@ -81,7 +81,13 @@ impl Frontier {
             .decode(cursor.position_for(DRIVER)?)
             .map_err(|_| malformed())?;
         let text = String::from_utf8(bytes).map_err(|_| malformed())?;
-        let mut lines = text.lines();
+        // Every line ends with `\n` alone, and no part holds a control character: anything
+        // else would read as a position whose cursor text is not this text.
+        let body = text.strip_suffix('\n').ok_or_else(malformed)?;
+        if body.chars().any(|c| c.is_control() && c != '\n') {
+            return Err(malformed());
+        }
+        let mut lines = body.split('\n');
         if lines.next() != Some(VERSION) {
             return Err(malformed());
         }
@@ -126,6 +132,23 @@ mod tests {
         assert!(text.starts_with("dynamodb:"), "{text}");
         let parsed = ChangeCursor::parse(&text).unwrap();
         assert_eq!(Frontier::parse(&parsed).unwrap(), frontier);
+    }
+
+    /// The text is split at `\n` alone: a carriage return is no line end, and no stream ARN
+    /// or shard id holds one, so a cursor with one is refused instead of read as another
+    /// position (whose cursor text would differ).
+    #[test]
+    fn carriage_returns_are_refused() {
+        for text in [
+            "1\narn*\r",
+            "1\narn\r\n",
+            "1\narn\nshard -\r\n",
+            "1\na\u{1}rn\n",
+        ] {
+            let cursor = ChangeCursor::new(DRIVER, URL_SAFE_NO_PAD.encode(text));
+            let err = Frontier::parse(&cursor).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{text:?}: {err}");
+        }
     }
 
     #[test]
