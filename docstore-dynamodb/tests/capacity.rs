@@ -1,7 +1,7 @@
-//! The capacity model (`support/capacity.rs`: DynamoDB's per-partition-key and per-item limits,
-//! transactional 2×, transaction conflicts, throttling errors) and what it says of the table
-//! layout: nothing every create of a collection writes may be a single item (docs/contract.md,
-//! DESIGN "Scaling out on DynamoDB").
+//! The capacity model (crate `docstore-dynamodb-model`: DynamoDB's per-partition-key and
+//! per-item limits, transactional 2×, transaction conflicts, throttling errors) and what it says
+//! of the table layout: nothing every create of a collection writes may be a single item
+//! (docs/contract.md, DESIGN "Scaling out on DynamoDB").
 //!
 //! `model::` tests check the model itself on a hand-set clock (no timing); `wire::` tests check
 //! that the SDK reads the model's refusals as DynamoDB's; `layout::` tests run the store

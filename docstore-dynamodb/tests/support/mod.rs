@@ -4,7 +4,6 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
-pub mod capacity;
 pub mod faults;
 pub mod requests;
 
@@ -14,6 +13,8 @@ use aws_sdk_dynamodb::config::{Credentials, Region};
 use docstore::config::DynamoDbConfig;
 use docstore::{Store, StoreOptions};
 use docstore_dynamodb::{DynamoStore, aws_sdk_dynamodbstreams};
+/// The capacity model (its own crate, shared with docstore-bench).
+pub use docstore_dynamodb_model as capacity;
 use tokio::sync::OnceCell;
 
 /// One of the two emulators the script starts.

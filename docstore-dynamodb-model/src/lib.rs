@@ -1,7 +1,17 @@
-//! A capacity model of DynamoDB for tests: an HTTP layer between the SDK and the emulator that
-//! enforces what neither emulator models — DynamoDB's throughput limits per partition key and
-//! per item, the double cost of transactions, and transaction conflicts — and counts what it
-//! saw, so a test can tell whether a table layout has a hot spot.
+//! A capacity model of DynamoDB for tests and benches: an HTTP layer between the SDK and the
+//! emulator that enforces what neither emulator models — DynamoDB's throughput limits per
+//! partition key and per item, the double cost of transactions, and transaction conflicts — and
+//! counts what it saw, so a test can tell whether a table layout has a hot spot and a bench what
+//! a layout's creates cost.
+//!
+//! docstore-dynamodb's `capacity` tests check the model itself (on a hand-set clock), that the
+//! SDK reads its refusals as DynamoDB's, and the layout through it; docstore-bench's
+//! `hot_collection` measures the layout through it.
+//!
+//! # Use
+//! An SDK client sends through a model when built with [`CapacityModel::http_client`] (and,
+//! for the store's own retry settings, [`CapacityModel::retry_config`]);
+//! [`CapacityModel::report`] says what every item, partition key and operation went through.
 //!
 //! # The limits and where they come from
 //! All from the Amazon DynamoDB Developer Guide:
