@@ -5,7 +5,7 @@
 //! property tests that feed the same entry points generated text near the query grammar,
 //! deeply nested queries and cursors (fuzz/README.md).
 
-use docstore_cli::fuzzing::{self, TARGETS};
+use docstore_cli::fuzzing::{self, TARGETS, Target};
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -66,20 +66,36 @@ fn every_fuzz_target_has_a_corpus() {
     }
 }
 
-#[test]
-fn fuzz_corpora_and_crash_cases_replay_cleanly() {
+/// The failures among `target`'s inputs, and how many inputs it has.
+fn replay_target(target: &Target) -> (Vec<String>, usize) {
     let mut failures = Vec::new();
     let mut replayed = 0;
-    for target in TARGETS {
-        for kind in ["corpus", "regressions"] {
-            for path in inputs(kind, target.name) {
-                replayed += 1;
-                if let Err(message) = replay(target.run, &path) {
-                    failures.push(format!("{}: {message}", path.display()));
-                }
+    for kind in ["corpus", "regressions"] {
+        for path in inputs(kind, target.name) {
+            replayed += 1;
+            if let Err(message) = replay(target.run, &path) {
+                failures.push(format!("{}: {message}", path.display()));
             }
         }
     }
+    (failures, replayed)
+}
+
+#[test]
+fn fuzz_corpora_and_crash_cases_replay_cleanly() {
+    // The targets side by side: the corpora hold thousands of inputs.
+    let outcomes: Vec<(Vec<String>, usize)> = std::thread::scope(|scope| {
+        let replays: Vec<_> = TARGETS
+            .iter()
+            .map(|target| scope.spawn(move || replay_target(target)))
+            .collect();
+        replays
+            .into_iter()
+            .map(|replay| replay.join().expect("a replay"))
+            .collect()
+    });
+    let replayed: usize = outcomes.iter().map(|(_, count)| count).sum();
+    let failures: Vec<String> = outcomes.into_iter().flat_map(|(f, _)| f).collect();
     assert!(
         replayed > 0,
         "no fuzz inputs found under {}",
