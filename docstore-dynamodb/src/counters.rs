@@ -26,7 +26,9 @@
 //! and one short if not — the drift the contract accepts for fast counters.
 
 use crate::errors::{Failure, classify};
-use crate::item::{COUNT, COUNTER_WRITE_ID, PK, SK, counters_pk, num, number, string, text};
+use crate::item::{
+    COUNT, COUNTER_WRITE_ID, PK, SK, counters_pk, num, number, shard_of, string, text,
+};
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::types::{AttributeValue, Update};
@@ -40,17 +42,6 @@ const MAX_TRIES: u32 = 8;
 /// `recount` repairs all of a collection's shards in one `TransactWriteItems`, which takes at
 /// most 100 items.
 pub const MAX_COUNTER_SHARDS: u32 = 100;
-
-/// The shard, in `0..shards`, that the creates and deletes of the document `id` move: FNV-1a
-/// of the id's bytes. Part of the table layout: it must never change.
-pub(crate) fn shard_of(id: &str, shards: u32) -> u32 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let hash = id.bytes().fold(OFFSET, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
-    });
-    (hash % u64::from(shards.max(1))) as u32
-}
 
 /// One counter shard's item key.
 #[derive(Clone, Debug, PartialEq, Eq)]

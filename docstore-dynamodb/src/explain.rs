@@ -10,6 +10,8 @@
 //! consistent, exact at any size — unless the planner's cost rule prefers the scan
 //! (`docs/contract.md`, "Indexes"): this backend counts no index range, so an index that
 //! would read and sort its whole range on every page never wins over the scan in id order.
+//! An index's keys are spread over GSI partitions, each of which is read: `explain` names the
+//! fan-out and counts its reads.
 
 use crate::store::DynamoStore;
 use docstore::index::Reading;
@@ -47,12 +49,37 @@ impl DynamoStore {
         let explain = match &choice.plan {
             Some(plan) => {
                 let chosen = &choice.estimates[0];
-                Explain::index(plan, chosen.reading, chosen.reads, false)
+                let explain = Explain::index(plan, chosen.reading, chosen.reads, false);
+                match registry.named(collection, &plan.index) {
+                    Some(held) => fanned_out(explain, held.partitions, size),
+                    None => explain,
+                }
             }
             None => describe(query, size, self.max_scan as u64),
         };
         Ok(explain.with_choice(&choice))
     }
+}
+
+/// `explain` of an index plan whose keys are spread over `partitions` GSI partitions: the
+/// ranges are read in each, a chunk at a time, and merged (see [`crate::index_reads`]): a
+/// request per partition, and about half the page again in reads (never more than the
+/// collection's `size`).
+fn fanned_out(mut explain: Explain, partitions: u32, size: u64) -> Explain {
+    if partitions > 1 {
+        explain.key_range = format!(
+            "{} in each of the index's {partitions} GSI partitions, merged in index order",
+            explain.key_range
+        );
+        explain.estimated_reads = explain
+            .estimated_reads
+            .map(|reads| {
+                reads
+                    .saturating_add(reads / 2 + u64::from(partitions))
+                    .min(size.max(reads))
+            });
+    }
+    explain
 }
 
 /// The plan for a collection of `size` documents with `max_scan`.

@@ -5,15 +5,29 @@
 //! (S, partition) and `gNsk` (B, sort), projecting every attribute. Slots are overloaded
 //! across collections (overloaded GSIs): the index declared as `name` for
 //! `collection` puts, on every document item of that collection in every site,
-//! `gNpk = "<site>#<collection>#<name>"` and `gNsk` = the index key of the document
+//! `gNpk = "<site>#<collection>#<name>#<p>"` and `gNsk` = the index key of the document
 //! ([`docstore::index`]'s order-preserving encoding, id last). Two indexes of one collection
-//! never share a slot. Every write sets these attributes in the same request as the document
+//! never share a slot.
+//!
+//! ## Partitions
+//! One GSI partition key takes at most 1 000 write units per second, and a busy table's writes
+//! are throttled when a GSI partition cannot keep up. An index whose leading field has few
+//! values (`status`) would put every document of a collection on a handful of partition keys,
+//! so each index spreads its keys over `partitions` GSI partitions: `<p>` is the document id's
+//! shard ([`crate::item::shard_of`]) in `0..partitions`. A query reads its key ranges in every
+//! partition, a chunk at a time, and merges them in the index's order
+//! ([`crate::index_reads`]): a page costs a request per partition
+//! ([`Explain`](docstore::Explain) names the fan-out). The count is fixed per index when it is added (`database.dynamodb.
+//! index_partitions`, default 8: a one-value index then takes 8 000 one-KB writes per
+//! second) and kept in its record; an index recorded without one was written before
+//! partitions and keeps its keys unsuffixed (`<site>#<collection>#<name>`), one partition. Every write sets these attributes in the same request as the document
 //! (they are part of the item it puts), so an index never lags its table by more than the
 //! GSI's own (eventual) propagation.
 //!
 //! The table records which indexes it holds under the reserved partition
 //! `pk = "__docstore#indexes"` (no site can start with `__`), one item per index:
-//! `sk = "<collection>#<name>"`, `index` (S, the declaration as JSON), `slot` (N), `state`
+//! `sk = "<collection>#<name>"`, `index` (S, the declaration as JSON), `slot` (N),
+//! `partitions` (N, absent for an index written before partitions), `state`
 //! (S: `building` until every existing document carries its key, then `built`), `added_at`
 //! (N, unix nanoseconds) and, while a build runs, `resume` (S, where the build's scan goes on).
 //! Stores re-read this record at most every [`REFRESH`]; a build waits two of those after the
@@ -31,7 +45,7 @@
 //! A GSI is eventually consistent: a query it serves may miss the writes of the last moments.
 //! A query with `consistent: true` never uses one.
 
-use crate::item::{Item, PK, SK, num, string, text};
+use crate::item::{Item, PK, SK, num, shard_of, string, text};
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -93,6 +107,12 @@ pub struct TableIndex {
     pub state: IndexState,
     /// When it was added, unix nanoseconds.
     pub added_at: i64,
+    /// Over how many GSI partitions its keys are spread (see the module docs; 1 for an index
+    /// written before partitions, whose keys carry no suffix).
+    pub partitions: u32,
+    /// Whether its partition keys carry the partition's number (false only for an index
+    /// written before partitions).
+    pub(crate) suffixed: bool,
     /// Where an interrupted build goes on (the scan's last key), if one ran.
     pub(crate) resume: Option<String>,
     pub(crate) compiled: CompiledIndex,
@@ -130,9 +150,27 @@ pub(crate) fn stored_key(key: &[u8]) -> &[u8] {
     &key[..key.len().min(SORT_KEY_LIMIT)]
 }
 
-/// The GSI partition value of `index` for documents of `site`.
-pub(crate) fn partition(site: &str, index: &Index) -> String {
-    format!("{site}#{}#{}", index.collection, index.name)
+impl TableIndex {
+    /// The GSI partition value of this index for the document `id` of `site`.
+    pub(crate) fn partition_of(&self, site: &str, id: &str) -> String {
+        self.partition(site, shard_of(id, self.partitions))
+    }
+
+    /// Every GSI partition value of this index in `site`, the ones a query reads.
+    pub(crate) fn partitions_in(&self, site: &str) -> Vec<String> {
+        (0..self.partitions)
+            .map(|shard| self.partition(site, shard))
+            .collect()
+    }
+
+    fn partition(&self, site: &str, shard: u32) -> String {
+        let index = &self.index;
+        if self.suffixed {
+            format!("{site}#{}#{}#{shard}", index.collection, index.name)
+        } else {
+            format!("{site}#{}#{}", index.collection, index.name)
+        }
+    }
 }
 
 /// Adds the key attributes of every index of `key`'s collection to a document item.
@@ -142,7 +180,7 @@ pub(crate) fn add_index_keys(registry: &Registry, key: &Key, doc: &Document, ite
         let full = table_index.compiled.key(doc);
         item.insert(
             gsi_pk(slot),
-            text(partition(key.site(), &table_index.index)),
+            text(table_index.partition_of(key.site(), key.id())),
         );
         item.insert(
             gsi_sk(slot),
@@ -235,6 +273,7 @@ impl DynamoStore {
                 text(serde_json::to_string(&record.index).expect("an index serializes")),
             )
             .item("slot", num(record.slot))
+            .item("partitions", num(record.partitions))
             .item("state", text(record.state.as_str()))
             .item("added_at", num(record.added_at));
         if let Some(resume) = &record.resume {
@@ -290,6 +329,11 @@ fn parse_record(item: &Item) -> Result<TableIndex> {
         "built" => IndexState::Built,
         _ => IndexState::Building,
     };
+    // An index recorded before partitions keeps its keys unsuffixed, in one partition.
+    let partitions = match item.get("partitions") {
+        Some(_) => Some(crate::item::number::<u32>(item, "partitions")?),
+        None => None,
+    };
     let resume = match item.get("resume") {
         Some(AttributeValue::S(s)) => Some(s.clone()),
         _ => None,
@@ -304,7 +348,51 @@ fn parse_record(item: &Item) -> Result<TableIndex> {
         slot,
         state,
         added_at: crate::item::number(item, "added_at")?,
+        partitions: partitions.unwrap_or(1).max(1),
+        suffixed: partitions.is_some(),
         resume,
         compiled,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(partitions: Option<u32>) -> Item {
+        let index = Index::parse("tickets", "by_status", ["status"]).unwrap();
+        let mut item = Item::from([
+            (PK.to_owned(), text(REGISTRY_PK)),
+            (SK.to_owned(), text("tickets#by_status")),
+            ("index".to_owned(), text(serde_json::to_string(&index).unwrap())),
+            ("slot".to_owned(), num(1)),
+            ("state".to_owned(), text("built")),
+            ("added_at".to_owned(), num(5)),
+        ]);
+        if let Some(partitions) = partitions {
+            item.insert("partitions".to_owned(), num(partitions));
+        }
+        item
+    }
+
+    /// An index recorded before partitions keeps the keys its items carry: one partition,
+    /// no suffix; a recorded count spreads documents by id over suffixed partitions.
+    #[test]
+    fn partitions_come_from_the_record() {
+        let legacy = parse_record(&record(None)).unwrap();
+        assert_eq!(legacy.partitions, 1);
+        assert_eq!(legacy.partition_of("acme", "T-1"), "acme#tickets#by_status");
+        assert_eq!(legacy.partitions_in("acme"), ["acme#tickets#by_status"]);
+
+        let spread = parse_record(&record(Some(8))).unwrap();
+        let shard = shard_of("T-1", 8);
+        assert_eq!(
+            spread.partition_of("acme", "T-1"),
+            format!("acme#tickets#by_status#{shard}")
+        );
+        let all = spread.partitions_in("acme");
+        assert_eq!(all.len(), 8);
+        assert!(all.contains(&spread.partition_of("acme", "T-1")));
+        assert_eq!(all[7], "acme#tickets#by_status#7");
+    }
 }

@@ -2,7 +2,7 @@
 //! add|build|list|drop`), and the GSIs `create_table` makes. See [`crate::index`].
 
 use crate::index::{
-    IndexState, MAX_SLOTS, REFRESH, REGISTRY_PK, TableIndex, gsi_name, gsi_pk, gsi_sk, partition,
+    IndexState, MAX_SLOTS, REFRESH, REGISTRY_PK, TableIndex, gsi_name, gsi_pk, gsi_sk,
     stored_key,
 };
 use crate::item::{Item, PK, SK, VERSION, is_document, num, parse_document, string, text};
@@ -100,6 +100,8 @@ impl DynamoStore {
             slot,
             state,
             added_at,
+            partitions: self.index_partitions,
+            suffixed: true,
             resume: None,
             compiled,
         };
@@ -265,7 +267,7 @@ impl DynamoStore {
         }
         let doc = parse_document(item)?;
         let key = record.compiled.key(&doc);
-        let wanted_pk = partition(site, &record.index);
+        let wanted_pk = record.partition_of(site, &doc.id);
         let wanted_sk = stored_key(&key).to_vec();
         let has = matches!(item.get(&gsi_pk(record.slot)), Some(AttributeValue::S(p)) if *p == wanted_pk)
             && matches!(item.get(&gsi_sk(record.slot)), Some(AttributeValue::B(b)) if b.as_ref() == wanted_sk.as_slice());

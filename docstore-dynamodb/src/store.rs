@@ -39,6 +39,8 @@ pub struct DynamoStore {
     pub(crate) counters: CounterMode,
     /// How many items each collection counter is spread over (see [`crate::counters`]).
     pub(crate) counter_shards: u32,
+    /// Over how many GSI partitions an index added by this store spreads its keys.
+    pub(crate) index_partitions: u32,
     /// How long a call may go on trying again after throttling and conflicts.
     pub(crate) operation_timeout: Duration,
     pub(crate) trust_request_tokens: bool,
@@ -180,6 +182,7 @@ impl DynamoStore {
             max_scan: config.max_scan,
             counters: config.counters,
             counter_shards: config.counter_shards,
+            index_partitions: config.index_partitions,
             operation_timeout: Duration::from_millis(config.operation_timeout_ms),
             trust_request_tokens: config.trust_request_tokens,
             options,
@@ -375,11 +378,15 @@ fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()>
              must be at least 1 ms",
         ));
     }
-    if !(1..=MAX_COUNTER_SHARDS).contains(&config.counter_shards) {
-        return Err(Error::invalid(format!(
-            "database.dynamodb.counter_shards = {} is not between 1 and {MAX_COUNTER_SHARDS}",
-            config.counter_shards
-        )));
+    for (name, value) in [
+        ("counter_shards", config.counter_shards),
+        ("index_partitions", config.index_partitions),
+    ] {
+        if !(1..=MAX_COUNTER_SHARDS).contains(&value) {
+            return Err(Error::invalid(format!(
+                "database.dynamodb.{name} = {value} is not between 1 and {MAX_COUNTER_SHARDS}"
+            )));
+        }
     }
     if config.feed_poll_ms == 0 {
         return Err(Error::invalid(

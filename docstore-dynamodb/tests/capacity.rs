@@ -1,7 +1,7 @@
 //! The capacity model (crate `docstore-dynamodb-model`: DynamoDB's per-partition-key and
 //! per-item limits, transactional 2×, transaction conflicts, throttling errors) and what it says
 //! of the table layout: nothing every create of a collection writes may be a single item
-//! (docs/contract.md, DESIGN "Scaling out on DynamoDB").
+//! (docs/contract.md, "Collection counters and the quota").
 //!
 //! `model::` tests check the model itself on a hand-set clock (no timing); `wire::` tests check
 //! that the SDK reads the model's refusals as DynamoDB's; `layout::` tests run the store
@@ -595,7 +595,7 @@ mod layout {
             }
         }
 
-        /// What the layout must achieve (DESIGN, "Scaling out on DynamoDB": nothing that
+        /// What the layout must achieve (docs/contract.md, "Collection counters": nothing that
         /// every create of a collection writes may be a single item): every create succeeds
         /// and is counted, no item takes more than a tenth of the write units, and no item
         /// meets more than a quarter of the conflicts and throttles (or 8, when there are few).
@@ -862,14 +862,12 @@ mod layout {
         );
     }
 
-    /// A declared index's GSI partition key (`<site>#<collection>#<index>` on every document
-    /// of the collection) must not take all the GSI writes of a collection (DESIGN, "Scaling
-    /// out on DynamoDB": a GSI partition key carries a shard suffix derived from the document
-    /// id): no GSI partition key value takes more than a quarter of them, so the index's writes
-    /// may go at least 4 times one key's 1 000 WCU/s.
+    /// A declared index's GSI partition key must not take all the GSI writes of a collection
+    /// (docs/contract.md: a GSI partition key carries the document id's partition among the
+    /// index's 8): no GSI partition key value takes more than a quarter of them, so the index's
+    /// writes may go at least 4 times one key's 1 000 WCU/s. (Before partitions every document
+    /// of the collection had the same GSI partition key value: 100%.)
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[ignore = "fails until GSI partition keys are sharded: every document of a collection \
-                has the same GSI partition key value"]
     async fn index_writes_spread_over_many_gsi_partition_keys() {
         let index = docstore::index::Index::parse("tickets", "by_n", ["n"]).unwrap();
         let options =

@@ -39,6 +39,15 @@ async fn raw_item(
         .item
 }
 
+/// The sort key of the counter shard that the creates and deletes of document `id` move, with
+/// the default 32 shards.
+fn counter_sort_key(collection: &str, id: &str) -> String {
+    match support::layout_shard(id, 32) {
+        0 => collection.to_owned(),
+        shard => format!("{collection}#{shard}"),
+    }
+}
+
 fn check_write_id(s: &str) {
     assert_eq!(s.len(), 32, "w is 128 random bits in hex: {s}");
     assert!(s.chars().all(|c| c.is_ascii_hexdigit()), "{s}");
@@ -190,30 +199,35 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
     assert_eq!(shape(&item)["w"], "S <w>");
     assert!(!item.contains_key("wh"));
 
-    // Counters: the layout's original attributes, and `w`, the identity of the last create or delete
-    // that moved it in the same transaction (exact counters).
+    // Counters: the layout's original attributes on the shard the document's id hashes to,
+    // and `w`, the identity of the last create or delete that moved it in the same
+    // transaction (exact counters).
     let counters = format!("{site}#__collections");
-    let counter = |n: &str, collection: &str| {
+    let (tickets, notes) = (
+        counter_sort_key("tickets", "T-1"),
+        counter_sort_key("notes", "N-1"),
+    );
+    let counter = |n: &str, sort_key: &str| {
         expected(&[
             ("pk", &format!("S {counters}")),
-            ("sk", &format!("S {collection}")),
+            ("sk", &format!("S {sort_key}")),
             ("n", &format!("N {n}")),
             ("w", "S <w>"),
         ])
     };
     assert_eq!(
-        shape(&raw_item(&raw, &table, &counters, "tickets").await.unwrap()),
-        counter("1", "tickets")
+        shape(&raw_item(&raw, &table, &counters, &tickets).await.unwrap()),
+        counter("1", &tickets)
     );
     assert_eq!(
-        shape(&raw_item(&raw, &table, &counters, "notes").await.unwrap()),
-        counter("1", "notes")
+        shape(&raw_item(&raw, &table, &counters, &notes).await.unwrap()),
+        counter("1", &notes)
     );
     assert!(store.delete(&key).await.unwrap());
     assert!(raw_item(&raw, &table, &pk, "T-1").await.is_none());
     assert_eq!(
-        shape(&raw_item(&raw, &table, &counters, "tickets").await.unwrap()),
-        counter("0", "tickets")
+        shape(&raw_item(&raw, &table, &counters, &tickets).await.unwrap()),
+        counter("0", &tickets)
     );
     assert_eq!(
         store.collections(&site).await.unwrap(),
@@ -682,6 +696,152 @@ async fn the_largest_document_fits_in_an_item(emulator: Emulator, cell: &'static
     );
 }
 
+/// Replaces every counter shard of `collection` in `site` by one item, shard 0, counting `n`
+/// (`None`: no counter item at all), with the raw SDK: drift planted by hand.
+async fn replace_counter(
+    raw: &aws_sdk_dynamodb::Client,
+    table: &str,
+    site: &str,
+    collection: &str,
+    n: Option<i64>,
+) {
+    for item in counter_shards(raw, table, site, collection).await {
+        let key = [("pk", &item["pk"]), ("sk", &item["sk"])]
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value.clone()))
+            .collect();
+        let deleted = raw.delete_item().table_name(table).set_key(Some(key));
+        deleted.send().await.unwrap();
+    }
+    if let Some(n) = n {
+        raw.put_item()
+            .table_name(table)
+            .item("pk", AttributeValue::S(format!("{site}#__collections")))
+            .item("sk", AttributeValue::S(collection.to_owned()))
+            .item("n", AttributeValue::N(n.to_string()))
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+/// The counter shard items of `collection` in `site` (raw SDK, strongly consistent).
+async fn counter_shards(
+    raw: &aws_sdk_dynamodb::Client,
+    table: &str,
+    site: &str,
+    collection: &str,
+) -> Vec<Item> {
+    let page = raw
+        .query()
+        .table_name(table)
+        .consistent_read(true)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", AttributeValue::S(format!("{site}#__collections")))
+        .send()
+        .await
+        .unwrap();
+    let of_collection = |item: &Item| {
+        let sort_key = item["sk"].as_s().unwrap();
+        sort_key == collection || sort_key.starts_with(&format!("{collection}#"))
+    };
+    page.items()
+        .iter()
+        .filter(|i| of_collection(i))
+        .cloned()
+        .collect()
+}
+
+/// A collection's creates spread over its counter shards; a table written with one counter
+/// item per collection (the layout before shards: `counter_shards = 1`) keeps counting
+/// exactly after shards are on — its deletes take shards below zero, the sum stays right, no
+/// migration — and `recount` with repair folds the shards back into shard 0.
+async fn counters_spread_over_shards_and_an_unsharded_table_keeps_counting(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    use docstore::RecountMode;
+    let table = ensure_table(cell, emulator, "table").await;
+    let with_shards = |counter_shards| {
+        let config = DynamoDbConfig {
+            counter_shards,
+            ..support::config_for(emulator, &table)
+        };
+        let driver = DynamoStore::from_client(
+            emulator.client(),
+            emulator.streams(),
+            &config,
+            StoreOptions::default(),
+        );
+        Store::new(driver.expect("valid settings"))
+    };
+    let raw = emulator.client();
+    let site = site("shards");
+    let key = |n: usize| Key::new(&site, "orders", format!("order-{n}")).unwrap();
+    let unsharded = with_shards(1);
+    for n in 0..20 {
+        unsharded.create(&key(n), obj(json!({})), "").await.unwrap();
+    }
+    let items = counter_shards(&raw, &table, &site, "orders").await;
+    assert_eq!(items.len(), 1, "one counter item before shards: {items:?}");
+
+    let sharded = with_shards(32);
+    for n in 20..36 {
+        sharded.create(&key(n), obj(json!({})), "").await.unwrap();
+    }
+    // Deleting a document counted in shard 0 takes its own shard below zero when no newer
+    // document moved that shard up.
+    let new_shards: Vec<String> = (20..36)
+        .map(|n| counter_sort_key("orders", &format!("order-{n}")))
+        .collect();
+    let alone = (0..20)
+        .find(|n| !new_shards.contains(&counter_sort_key("orders", &format!("order-{n}"))))
+        .expect("an old document whose shard no new one moved");
+    assert!(sharded.delete(&key(alone)).await.unwrap());
+    for n in (20..36).step_by(3) {
+        assert!(sharded.delete(&key(n)).await.unwrap());
+    }
+    let items = counter_shards(&raw, &table, &site, "orders").await;
+    assert!(
+        items.len() > 12,
+        "creates spread over the shards: {items:?}"
+    );
+    let below_zero = |item: &Item| item["n"] == AttributeValue::N("-1".into());
+    assert!(items.iter().any(below_zero), "{items:?}");
+    let shard_zero = items
+        .iter()
+        .find(|item| item["sk"].as_s().unwrap() == "orders");
+    let in_shard_zero = (20..36)
+        .filter(|n| (n - 20) % 3 != 0 && new_shards[n - 20] == "orders")
+        .count();
+    let old_count = (20 + in_shard_zero).to_string();
+    assert_eq!(
+        shard_zero.unwrap()["n"],
+        AttributeValue::N(old_count),
+        "not migrated"
+    );
+    let expected = 20 + 16 - 1 - 6;
+    assert_eq!(sharded.count(&site).await.unwrap(), expected);
+    assert_eq!(unsharded.count(&site).await.unwrap(), expected);
+    let report = sharded.recount(&site, RecountMode::Report).await.unwrap();
+    assert_eq!(report.changes, vec![], "the sum is exact");
+
+    // Drift below zero reads as 0 and is repaired into shard 0.
+    replace_counter(&raw, &table, &site, "orders", Some(-3)).await;
+    assert_eq!(sharded.count(&site).await.unwrap(), 0);
+    let repaired = sharded.recount(&site, RecountMode::Repair).await.unwrap();
+    assert_eq!(repaired.changes.len(), 1, "{repaired:?}");
+    let items = counter_shards(&raw, &table, &site, "orders").await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["n"], AttributeValue::N(expected.to_string()));
+    assert_eq!(sharded.count(&site).await.unwrap(), expected);
+    sharded
+        .create(&key(alone), obj(json!({})), "")
+        .await
+        .unwrap();
+    assert_eq!(sharded.count(&site).await.unwrap(), expected + 1);
+}
+
 /// `recount` finds counters drifted by hand (raw SDK), a collection whose counter item is
 /// gone and a counter left for an empty collection; `Report` changes nothing, `Repair` fixes
 /// every one.
@@ -712,31 +872,9 @@ async fn recount_finds_and_repairs_drift(emulator: Emulator, cell: &'static Once
         )
         .await
         .unwrap();
-    let counters = format!("{site}#__collections");
-    let counter = |collection: &str| {
-        [
-            ("pk".to_owned(), AttributeValue::S(counters.clone())),
-            ("sk".to_owned(), AttributeValue::S(collection.to_owned())),
-        ]
-        .into_iter()
-        .collect::<HashMap<_, _>>()
-    };
-    let set = |collection: &str, n: &str| {
-        let mut item = counter(collection);
-        item.insert("n".into(), AttributeValue::N(n.into()));
-        raw.put_item()
-            .table_name(&table)
-            .set_item(Some(item))
-            .send()
-    };
-    set("a", "1").await.unwrap();
-    set("c", "5").await.unwrap();
-    raw.delete_item()
-        .table_name(&table)
-        .set_key(Some(counter("b")))
-        .send()
-        .await
-        .unwrap();
+    replace_counter(&raw, &table, &site, "a", Some(1)).await;
+    replace_counter(&raw, &table, &site, "c", Some(5)).await;
+    replace_counter(&raw, &table, &site, "b", None).await;
     assert_eq!(
         store.collections(&site).await.unwrap(),
         vec![("a".to_owned(), 1), ("c".to_owned(), 5)],
@@ -903,6 +1041,7 @@ macro_rules! on_both_emulators {
 on_both_emulators!(
     layout_is_the_seed_layout,
     recount_finds_and_repairs_drift,
+    counters_spread_over_shards_and_an_unsharded_table_keeps_counting,
     sites_lists_a_counter_left_without_documents,
     each_call_costs_its_minimum,
     id_order_queries_read_only_the_pages_they_need,

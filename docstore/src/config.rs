@@ -220,6 +220,14 @@ pub struct DynamoDbConfig {
     /// and `collections` read them all in one query.
     #[serde(default = "default_counter_shards")]
     pub counter_shards: u32,
+    /// `database.dynamodb.index_partitions`: over how many GSI partitions an index added
+    /// from now on spreads its keys (default 8, at most 100; each index keeps the count it was
+    /// added with). One partition key takes at most 1 000 write units per second, so an
+    /// index whose field has one value takes about 8 000 one-KB writes per second with 8; a
+    /// query reads every partition, so a page costs up to that many times one partition's
+    /// reads.
+    #[serde(default = "default_index_partitions")]
+    pub index_partitions: u32,
     /// `database.dynamodb.trust_request_tokens` (default `true`): whether the service honours
     /// `TransactWriteItems`' client request token, as DynamoDB does (a resent transaction that
     /// had committed is answered with success). Set it to `false` for compatible services
@@ -271,6 +279,7 @@ impl DynamoDbConfig {
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             counters: CounterMode::Exact,
             counter_shards: DEFAULT_COUNTER_SHARDS,
+            index_partitions: DEFAULT_INDEX_PARTITIONS,
             trust_request_tokens: true,
             feed_poll_ms: DEFAULT_FEED_POLL_MS,
         }
@@ -296,6 +305,13 @@ pub const DEFAULT_COUNTER_SHARDS: u32 = 32;
 
 fn default_counter_shards() -> u32 {
     DEFAULT_COUNTER_SHARDS
+}
+
+/// The default of [`DynamoDbConfig::index_partitions`].
+pub const DEFAULT_INDEX_PARTITIONS: u32 = 8;
+
+fn default_index_partitions() -> u32 {
+    DEFAULT_INDEX_PARTITIONS
 }
 
 fn default_max_scan() -> usize {
