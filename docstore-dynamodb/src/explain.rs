@@ -71,13 +71,11 @@ fn fanned_out(mut explain: Explain, partitions: u32, size: u64) -> Explain {
             "{} in each of the index's {partitions} GSI partitions, merged in index order",
             explain.key_range
         );
-        explain.estimated_reads = explain
-            .estimated_reads
-            .map(|reads| {
-                reads
-                    .saturating_add(reads / 2 + u64::from(partitions))
-                    .min(size.max(reads))
-            });
+        explain.estimated_reads = explain.estimated_reads.map(|reads| {
+            reads
+                .saturating_add(reads / 2 + u64::from(partitions))
+                .min(size.max(reads))
+        });
     }
     explain
 }
