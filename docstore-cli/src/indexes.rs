@@ -237,6 +237,7 @@ fn declared(index: &Index) -> Value {
 fn held(index: &TableIndex) -> Value {
     let mut value = serde_json::to_value(&index.index).expect("an index serializes");
     value["slot"] = json!(index.slot);
+    value["partitions"] = json!(index.partitions);
     value["state"] = json!(state(index.state));
     value
 }

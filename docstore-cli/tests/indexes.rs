@@ -94,6 +94,7 @@ fields = ["-priority"]
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["name"], "by_priority");
     assert_eq!(listed[0]["state"], "built");
+    assert_eq!(listed[0]["partitions"], 8, "the index's GSI partitions");
 
     // Served by the index past max_scan 5: the true top 3.
     let plan = json_lines(&with(&[
