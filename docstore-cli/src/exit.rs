@@ -21,8 +21,8 @@ Exit codes:
   11  partial answer: the store stopped reading early (exhausted_scan); see --allow-partial
   12  fsck found counters that disagree with the documents (and --repair was not given)
   13  the change cursor is older than what the store keeps of its feed (resync, then --from now)
-  130 interrupted (Ctrl-C) during import, copy or index build: it says what is done; run it
-      again to resume
+  130 interrupted (Ctrl-C) during import, copy, export or index build: it says what is done;
+      run it again to resume
 A closed pipe (e.g. `docstore export | head -1`) ends the command quietly with 0; a standard
 output that cannot be written (closed with `>&-`, a full disk) is 1.";
 
@@ -54,8 +54,8 @@ pub const PARTIAL_ANSWER: i32 = 11;
 pub const COUNTERS_DIFFER: i32 = 12;
 /// The change cursor is older than what the store keeps of its feed.
 pub const CURSOR_EXPIRED: i32 = 13;
-/// An `import`, `copy` (with `--follow` too, before or after following) or `index build`
-/// stopped by Ctrl-C (128 + SIGINT, as shells report it).
+/// An `import`, `copy` (with `--follow` too, before or after following), `export` or
+/// `index build` stopped by Ctrl-C (128 + SIGINT, as shells report it).
 pub const INTERRUPTED: i32 = 130;
 
 /// A failed command: what to print and which exit code to end with.

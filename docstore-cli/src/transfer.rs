@@ -231,12 +231,20 @@ pub async fn export(
 ) -> Result<u64, CliError> {
     let collections = collections(store, site, only).await?;
     let bar = progress(Some(collections.iter().map(|(_, n)| n).sum()), "export");
+    let exported = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let said = exported.clone();
+    crate::interrupt::explain_ctrl_c(move || {
+        Some(interrupted_export(
+            said.load(std::sync::atomic::Ordering::Relaxed),
+        ))
+    });
     let mut written = 0;
     for (collection, _) in &collections {
         walk_collection(store, site, collection, async |document| {
             let line = Record::new(site, collection, document).to_line(time);
             writeln!(out, "{line}").map_err(|e| CliError::io("writing the export", e))?;
             written += 1;
+            exported.store(written, std::sync::atomic::Ordering::Relaxed);
             bar.inc(1);
             Ok(())
         })
@@ -246,6 +254,15 @@ pub async fn export(
         .map_err(|e| CliError::io("writing the export", e))?;
     bar.finish_and_clear();
     Ok(written)
+}
+
+/// What Ctrl-C says during `export`: the output ends early, and the export is run again (it
+/// reads; nothing needs resuming).
+fn interrupted_export(exported: u64) -> String {
+    format!(
+        "export: interrupted after {exported} documents; the output is incomplete (its last \
+         lines may be missing or cut): run the export again for every document"
+    )
 }
 
 impl Summary {

@@ -1,6 +1,6 @@
 //! Ctrl-C during a long command says what is done and how to resume, and exits 130
-//! (docs/contract.md, "The command line"): `copy --follow` in its copy stage here, on SQLite;
-//! `index build` (DynamoDB only) in tests/index_build.rs.
+//! (docs/contract.md, "The command line"): `copy --follow` in its copy stage and `export`
+//! here, on SQLite; `index build` (DynamoDB only) in tests/index_build.rs.
 
 #![cfg(target_os = "linux")]
 
@@ -125,4 +125,41 @@ fn ctrl_c_while_copy_follow_copies_says_what_is_committed_and_how_to_resume() {
         (&json!(120), &json!(120), &json!([])),
         "{live}"
     );
+}
+
+/// `export` into a pipe nobody reads blocks once the pipe is full; Ctrl-C then says how far
+/// it got and that the output is incomplete, and exits 130 (it died of the signal and said
+/// nothing before).
+#[test]
+fn ctrl_c_during_export_says_the_output_is_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("big.db").display());
+    let lines: String = (0..3_000)
+        .map(|n| {
+            format!(
+                "{}\n",
+                json!({"id": format!("d{n:04}"), "text": "x".repeat(100)})
+            )
+        })
+        .collect();
+    ok(
+        &store,
+        &["import", "--id-field", "id", "--collection", "c"],
+        &lines,
+    );
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("docstore"))
+        .env_remove("DOCSTORE_URL")
+        .env_remove("DOCSTORE_SITE")
+        .args(["--store", &store, "--site", "s", "export"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nobody reads standard output until the signal is sent: the export fills the pipe
+    // (64 KiB, a few hundred lines of 3 000) and waits.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (stderr, code) = interrupt(child);
+    assert_eq!(code, Some(INTERRUPTED), "{stderr}");
+    assert!(stderr.contains("export: interrupted after"), "{stderr}");
+    assert!(stderr.contains("incomplete"), "{stderr}");
 }
