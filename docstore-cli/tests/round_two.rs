@@ -141,7 +141,11 @@ fn import_refuses_an_invalid_site_before_reading_or_creating_anything() {
                 .unwrap();
             let stderr = String::from_utf8_lossy(&output.stderr);
             // `DOCSTORE_SITE=` is no site at all, as if unset: the usage error naming --site.
-            let code = if env && site.is_empty() { USAGE } else { INVALID };
+            let code = if env && site.is_empty() {
+                USAGE
+            } else {
+                INVALID
+            };
             assert_eq!(output.status.code(), Some(code), "{site:?}: {stderr}");
             assert!(output.stdout.is_empty(), "{site:?}");
             assert!(stderr.contains("--site"), "{stderr}");

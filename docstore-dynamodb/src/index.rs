@@ -364,7 +364,10 @@ mod tests {
         let mut item = Item::from([
             (PK.to_owned(), text(REGISTRY_PK)),
             (SK.to_owned(), text("tickets#by_status")),
-            ("index".to_owned(), text(serde_json::to_string(&index).unwrap())),
+            (
+                "index".to_owned(),
+                text(serde_json::to_string(&index).unwrap()),
+            ),
             ("slot".to_owned(), num(1)),
             ("state".to_owned(), text("built")),
             ("added_at".to_owned(), num(5)),

@@ -2,8 +2,7 @@
 //! add|build|list|drop`), and the GSIs `create_table` makes. See [`crate::index`].
 
 use crate::index::{
-    IndexState, MAX_SLOTS, REFRESH, REGISTRY_PK, TableIndex, gsi_name, gsi_pk, gsi_sk,
-    stored_key,
+    IndexState, MAX_SLOTS, REFRESH, REGISTRY_PK, TableIndex, gsi_name, gsi_pk, gsi_sk, stored_key,
 };
 use crate::item::{Item, PK, SK, VERSION, is_document, num, parse_document, string, text};
 use crate::store::DynamoStore;
