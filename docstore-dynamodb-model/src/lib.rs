@@ -82,7 +82,16 @@
 //!   the items it returned, after the fact; items a filter dropped are not seen.
 //! - A transaction is ongoing from the moment the model admits it until the emulator answers:
 //!   how long that is depends on the emulator's latency and queueing, not DynamoDB's, so
-//!   tests assert where conflicts fall (which items), not how many there are.
+//!   tests assert where conflicts fall (which items), not how many there are. A model may be
+//!   given a transaction duration of its own, in DynamoDB seconds
+//!   ([`CapacityModel::with_transaction_seconds`]): a `TransactWriteItems`'s answer is then
+//!   held until that much model time has passed since its admission, so that on a slowed
+//!   clock its items stay ongoing for as long, in DynamoDB time, as the duration says (DynamoDB
+//!   publishes no transaction latency: the duration is the caller's assumption to state).
+//!   Requests queued inside the emulator would be ongoing for as long as they queue, which
+//!   DynamoDB, serving every request at once, never does: a model may let only so many
+//!   requests be at the emulator at once ([`CapacityModel::with_concurrency`]), the others
+//!   waiting before their admission.
 //!   A cancelled transaction (conflict or throttle) consumes nothing; a write refused by its
 //!   condition consumes its units, as on DynamoDB.
 //! - `BatchGetItem` answers the keys of throttled partitions as `UnprocessedKeys` (the emulator
@@ -541,6 +550,10 @@ pub struct CapacityModel {
     indexes: Arc<Vec<(String, String)>>,
     /// The SDK retry partition of this model's clients.
     partition: String,
+    /// How long a `TransactWriteItems` is ongoing at least, in DynamoDB seconds.
+    transaction_seconds: f64,
+    /// Requests at the emulator at once, at most (`None`: no limit).
+    at_emulator: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl CapacityModel {
@@ -555,6 +568,8 @@ impl CapacityModel {
             state: Arc::default(),
             clock,
             throttle_error: ThrottleError::default(),
+            transaction_seconds: 0.0,
+            at_emulator: None,
             indexes: Arc::new(indexes),
             partition: format!(
                 "docstore-capacity-{}",
@@ -566,6 +581,24 @@ impl CapacityModel {
     /// The same model answering throttled lone requests with `error`.
     pub fn with_throttle_error(mut self, error: ThrottleError) -> Self {
         self.throttle_error = error;
+        self
+    }
+
+    /// The same model holding every admitted `TransactWriteItems` (its items ongoing, its
+    /// answer waiting) until `seconds` DynamoDB seconds have passed since its admission, or the
+    /// emulator's answer if that comes later (see "Approximations"). No effect on a manual
+    /// clock.
+    pub fn with_transaction_seconds(mut self, seconds: f64) -> Self {
+        self.transaction_seconds = seconds;
+        self
+    }
+
+    /// The same model letting at most `requests` requests be admitted and at the emulator at
+    /// once; the others wait, before their admission, for one to be answered (a transaction
+    /// held for [`with_transaction_seconds`](Self::with_transaction_seconds) is not at the
+    /// emulator).
+    pub fn with_concurrency(mut self, requests: usize) -> Self {
+        self.at_emulator = Some(Arc::new(tokio::sync::Semaphore::new(requests)));
         self
     }
 
@@ -805,6 +838,22 @@ impl CapacityModel {
                         (capacity model)",
             "ThrottlingReasons": reasons,
         })
+    }
+
+    /// Waits until the model's transaction duration has passed since `admitted_at` (model
+    /// seconds), on a scaled clock.
+    async fn hold_transaction(&self, admitted_at: f64) {
+        let Clock::Scaled {
+            model_seconds_per_second,
+            ..
+        } = self.clock
+        else {
+            return;
+        };
+        let left = admitted_at + self.transaction_seconds - self.clock.now();
+        if left > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(left / model_seconds_per_second)).await;
+        }
     }
 
     /// An SDK HTTP client (plain HTTP, for the emulators) that sends every request through
@@ -1424,11 +1473,20 @@ impl HttpConnector for ModelConnector {
         HttpConnectorFuture::new(async move {
             let body_bytes = request.body().bytes().unwrap_or_default().to_vec();
             let parsed = model.parse(&operation, &body_bytes);
+            let at_emulator = match &model.at_emulator {
+                Some(slots) => Some(slots.clone().acquire_owned().await.expect("never closed")),
+                None => None,
+            };
+            let admitted_at = model.clock.now();
             let ticket = match model.admit(&parsed) {
                 Admission::Refused(error) => return Ok(answer(400, &error)),
                 Admission::Admitted(ticket) => ticket,
             };
             let response = inner.call(request).await?;
+            drop(at_emulator);
+            if parsed.kind == Kind::TransactWrite {
+                model.hold_transaction(admitted_at).await;
+            }
             let reads = matches!(parsed.kind, Kind::Read | Kind::BatchGet | Kind::TransactGet);
             if !reads || response.status().as_u16() != 200 {
                 return Ok(response);
