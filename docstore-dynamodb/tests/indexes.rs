@@ -467,7 +467,7 @@ async fn an_interrupted_build_resumes(emulator: Emulator) {
 /// between the pages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynoxide_served_queries_cost_their_page_at_20000_documents() {
-    use support::requests::{Requests, counts};
+    use support::requests::Requests;
     const N: usize = 20_000;
     let emulator = Emulator::Dynoxide;
     let table = fresh_table("idx");
