@@ -155,7 +155,7 @@ impl<'a> Scan<'a> {
                     format!(
                         "the key {} appears twice in one object; JSON is kept exactly, so \
                          each key may appear once",
-                        shorten(&format!("{key:?}"))
+                        shown_key(&key)
                     ),
                 ));
             }
@@ -221,12 +221,29 @@ fn check_number(literal: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A number literal as an error message shows it: its first 20 characters and its length
+/// when it is long.
 fn shorten(literal: &str) -> String {
     if literal.len() <= 40 {
         literal.to_owned()
     } else {
-        format!("{}…({} digits)", &literal[..20], literal.len())
+        format!("{}…({} digits)", first_chars(literal, 20), literal.len())
     }
+}
+
+/// A key as an error message shows it: quoted, and cut after 40 characters.
+fn shown_key(key: &str) -> String {
+    if key.chars().count() <= 40 {
+        format!("{key:?}")
+    } else {
+        format!("{:?}…", first_chars(key, 40))
+    }
+}
+
+/// The first `count` characters of `text` (never cut inside a character).
+fn first_chars(text: &str, count: usize) -> &str {
+    let end = text.char_indices().nth(count).map_or(text.len(), |(at, _)| at);
+    &text[..end]
 }
 
 fn at(text: &str, offset: usize, message: String) -> JsonError {
@@ -335,6 +352,17 @@ mod tests {
         ] {
             assert!(value(text).is_ok(), "{text}: {:?}", value(text));
         }
+    }
+
+    /// A long key is cut in the message at a character, never inside one.
+    #[test]
+    fn a_long_duplicate_key_is_shown_cut_at_a_character() {
+        let key = "é".repeat(30);
+        let err = value(&format!(r#"{{"{key}": 1, "{key}": 2}}"#)).unwrap_err();
+        assert!(err.contains(&format!("the key {key:?} appears twice")), "{err}");
+        let long = "ü".repeat(50);
+        let err = value(&format!(r#"{{"{long}": 1, "{long}": 2}}"#)).unwrap_err();
+        assert!(err.contains(&format!("{:?}…", "ü".repeat(40))), "{err}");
     }
 
     #[test]

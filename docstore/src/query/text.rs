@@ -541,6 +541,16 @@ impl<'a> Parser<'a> {
                 "expected a field, found the keyword {field:?} (write `{field}` for a field of that name)"
             )));
         }
+        // A path that would not compile (an unknown escape, an empty part, an unknown `$`
+        // name) is refused here, where its column is known; the text form of a query never
+        // holds one, so printing a query and reading it back keeps its meaning.
+        if let Err(err) = crate::query::FieldPath::parse(&field) {
+            let why = match err {
+                crate::Error::InvalidArgument(why) => why,
+                other => other.to_string(),
+            };
+            return Err(start.error(why));
+        }
         Ok(field)
     }
 
@@ -686,6 +696,11 @@ mod tests {
         assert_eq!(err("= 1").0, 1);
         assert!(err("n = 18446744073709551616").1.contains("exactly"));
         assert!(err("n IN [1e-400]").1.contains("too small"));
+        // Paths that would not compile: an unknown escape (a backslash before a backquoted
+        // part), an empty part, an unknown system field.
+        assert_eq!(err("\\`>` > 9").0, 1);
+        assert_eq!(err("a..b = 1").0, 1);
+        assert_eq!(err("x = 1 and $nope = 1").0, 11);
         let huge = parse("limit 99999999999999999999").unwrap_err();
         assert_eq!(huge.column, 7);
         assert!(huge.message.contains("too large"), "{}", huge.message);
@@ -709,7 +724,6 @@ mod tests {
             "address.zip code",
             r"\$id",
             "order",
-            "a..b",
         ] {
             let query = Query::new().filter(Filter::exists(field));
             assert_eq!(
