@@ -242,7 +242,10 @@ fn shown_key(key: &str) -> String {
 
 /// The first `count` characters of `text` (never cut inside a character).
 fn first_chars(text: &str, count: usize) -> &str {
-    let end = text.char_indices().nth(count).map_or(text.len(), |(at, _)| at);
+    let end = text
+        .char_indices()
+        .nth(count)
+        .map_or(text.len(), |(at, _)| at);
     &text[..end]
 }
 
@@ -359,7 +362,10 @@ mod tests {
     fn a_long_duplicate_key_is_shown_cut_at_a_character() {
         let key = "é".repeat(30);
         let err = value(&format!(r#"{{"{key}": 1, "{key}": 2}}"#)).unwrap_err();
-        assert!(err.contains(&format!("the key {key:?} appears twice")), "{err}");
+        assert!(
+            err.contains(&format!("the key {key:?} appears twice")),
+            "{err}"
+        );
         let long = "ü".repeat(50);
         let err = value(&format!(r#"{{"{long}": 1, "{long}": 2}}"#)).unwrap_err();
         assert!(err.contains(&format!("{:?}…", "ü".repeat(40))), "{err}");
