@@ -416,6 +416,45 @@ mod wire {
         assert_eq!((usage.write_units, usage.throttles), (684.0, 1));
     }
 
+    /// `with_transaction_seconds`: an answered `TransactWriteItems` stays ongoing, its answer
+    /// held, until its duration has passed in model time, so a write of one of its items in
+    /// the meantime conflicts (the emulator answers in milliseconds; the hold is 3 s).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transaction_stays_ongoing_for_the_models_transaction_duration() {
+        let model = CapacityModel::new(Clock::scaled(1.0)).with_transaction_seconds(3.0);
+        let (plain, through, table) = clients(&model).await;
+        let pk = support::site("held");
+        let put = TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(&table)
+                    .set_item(Some(item(&pk, "counter", 10)))
+                    .build()
+                    .unwrap(),
+            )
+            .build();
+        let transaction = tokio::spawn(through.transact_write_items().transact_items(put).send());
+        while model.report().operation("TransactWriteItems").requests == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let err = through
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(item(&pk, "counter", 10)))
+            .send()
+            .await
+            .expect_err("the transaction is still ongoing");
+        assert!(
+            matches!(
+                err.as_service_error(),
+                Some(PutItemError::TransactionConflictException(_))
+            ),
+            "{err:?}"
+        );
+        transaction.await.unwrap().expect("the transaction commits");
+        assert!(stored(&plain, &table, &pk, "counter").await);
+    }
+
     #[tokio::test]
     async fn a_conflicting_transaction_is_cancelled_with_transaction_conflict() {
         let model = CapacityModel::new(Clock::manual());
