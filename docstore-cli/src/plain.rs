@@ -101,7 +101,7 @@ impl<'r> PlainInput<'r> {
             },
             Source::Lines(input) => {
                 let mut bytes = Vec::new();
-                if input.read_until(b'\n', &mut bytes)? == 0 {
+                if crate::text::read_line(input, &mut bytes)? == 0 {
                     return Ok(false);
                 }
                 parse_line(&bytes, self.number == 0)
@@ -227,6 +227,12 @@ fn parse_line(bytes: &[u8], first: bool) -> Result<Option<Value>, String> {
     } else {
         bytes
     };
+    if bytes.len() > crate::text::MAX_LINE_BYTES {
+        return Err(format!(
+            "longer than {} bytes (more than any document line can be)",
+            crate::text::MAX_LINE_BYTES
+        ));
+    }
     let text = std::str::from_utf8(bytes).map_err(|err| {
         format!(
             "not UTF-8 (invalid byte at byte {} of the line)",

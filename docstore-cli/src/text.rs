@@ -3,24 +3,71 @@
 //! file in Latin-1 is a mistake in the input, not a failing disk: docs/contract.md, "The
 //! command line").
 
-use crate::exit::CliError;
-use std::io::Read;
+use crate::exit::{CliError, TOO_LARGE};
+use std::io::{BufRead, Read};
 use std::path::Path;
+
+/// The most the CLI reads of one input given whole (a document, a patch, a query, a batch, a
+/// config file): far above anything the store accepts (a batch is at most 3 000 000 bytes),
+/// so a larger input is refused before it is held in memory.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// The longest line `import` keeps: an export line of the largest document with every
+/// character escaped, and its metadata, fit many times over. A longer line is read through and
+/// skipped, never held whole.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// All of `reader` as text; `what` names it in errors ("the batch", "standard input").
 pub fn read_text<R: Read + ?Sized>(reader: &mut R, what: &str) -> Result<String, CliError> {
     let mut bytes = Vec::new();
     reader
+        .take(MAX_INPUT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| CliError::io(what, e))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(CliError::new(
+            TOO_LARGE,
+            format!("{what} is larger than {MAX_INPUT_BYTES} bytes, more than any input can hold"),
+        ));
+    }
     utf8(bytes, what)
 }
 
 /// The file at `path` as text, named by its path in errors.
 pub fn read_file(path: &Path) -> Result<String, CliError> {
     let what = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| CliError::io(&what, e))?;
-    utf8(bytes, &what)
+    let mut file = std::fs::File::open(path).map_err(|e| CliError::io(&what, e))?;
+    read_text(&mut file, &what)
+}
+
+/// Reads one line (with its `\n`) into `bytes` and gives the bytes read, as
+/// [`BufRead::read_until`] does, but keeps at most [`MAX_LINE_BYTES`] + 1 of a line: the rest
+/// of a longer line is read and dropped, so `bytes` longer than [`MAX_LINE_BYTES`] means the
+/// line was too long.
+pub fn read_line(input: &mut dyn BufRead, bytes: &mut Vec<u8>) -> std::io::Result<usize> {
+    let kept = (&mut *input)
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', bytes)?;
+    if bytes.len() <= MAX_LINE_BYTES || bytes.last() == Some(&b'\n') {
+        return Ok(kept);
+    }
+    let mut dropped = 0;
+    loop {
+        let buffer = input.fill_buf()?;
+        if buffer.is_empty() {
+            break;
+        }
+        let (used, ended) = match memchr::memchr(b'\n', buffer) {
+            Some(at) => (at + 1, true),
+            None => (buffer.len(), false),
+        };
+        input.consume(used);
+        dropped += used;
+        if ended {
+            break;
+        }
+    }
+    Ok(kept + dropped)
 }
 
 /// `bytes` as text, or an invalid-argument error naming the line and column (both from 1,
@@ -47,6 +94,31 @@ pub fn utf8(bytes: Vec<u8>, what: &str) -> Result<String, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_input_larger_than_the_bound_is_refused_unread() {
+        let mut huge = std::io::repeat(b'x').take(MAX_INPUT_BYTES + 10);
+        let err = read_text(&mut huge, "DATA").unwrap_err();
+        assert_eq!(err.code, TOO_LARGE);
+        assert!(err.message.contains("larger than"), "{err}");
+    }
+
+    #[test]
+    fn a_line_longer_than_the_bound_is_cut_and_the_next_one_read_whole() {
+        let long = vec![b'x'; MAX_LINE_BYTES + 100];
+        let input = [&long[..], b"\n{\"a\": 1}\n"].concat();
+        let mut reader = std::io::BufReader::new(&input[..]);
+        let mut bytes = Vec::new();
+        assert_eq!(read_line(&mut reader, &mut bytes).unwrap(), long.len() + 1);
+        assert_eq!(
+            bytes.len(),
+            MAX_LINE_BYTES + 1,
+            "kept one byte past the bound"
+        );
+        bytes.clear();
+        assert_eq!(read_line(&mut reader, &mut bytes).unwrap(), 9);
+        assert_eq!(bytes, b"{\"a\": 1}\n");
+    }
 
     #[test]
     fn the_first_invalid_byte_is_named_by_line_and_column() {

@@ -561,7 +561,7 @@ fn joined(answer: Result<Sent, tokio::task::JoinError>) -> Sent {
 /// are written meanwhile.
 fn read_line(input: &mut dyn BufRead, bytes: &mut Vec<u8>) -> std::io::Result<usize> {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    let mut read = || input.read_until(b'\n', bytes);
+    let mut read = || crate::text::read_line(input, bytes);
     match Handle::try_current().map(|runtime| runtime.runtime_flavor()) {
         Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
         _ => read(),
@@ -1037,6 +1037,12 @@ pub(crate) fn read_record(line: &[u8], first_line: bool) -> Result<Option<Record
         true => line.strip_prefix(BOM).unwrap_or(line),
         false => line,
     };
+    if line.len() > crate::text::MAX_LINE_BYTES {
+        return Err(format!(
+            "longer than {} bytes (more than any document line can be)",
+            crate::text::MAX_LINE_BYTES
+        ));
+    }
     let text = std::str::from_utf8(line).map_err(|err| {
         format!(
             "not UTF-8 (invalid byte at byte {} of the line)",

@@ -82,3 +82,36 @@ fn assert_output(output: &Output) -> Vec<u8> {
     assert_exit(output, 0);
     output.stdout.clone()
 }
+
+/// An import line longer than any document line can be (16 MiB) is read through and skipped
+/// with its reason, never held whole; the next line is imported. Exit 10: lines were skipped.
+#[test]
+fn an_import_line_past_the_bound_is_skipped_and_the_next_one_imported() {
+    let sb = Sandbox::new();
+    let long = format!("{{\"_id\": \"a\", \"x\": \"{}\"}}\n", "y".repeat(17 << 20));
+    let input = format!("{long}{{\"_id\": \"b\"}}\n");
+    let output = Command::cargo_bin("docstore")
+        .unwrap()
+        .current_dir(sb.dir.path())
+        .env_remove("DOCSTORE_URL")
+        .env_remove("DOCSTORE_SITE")
+        .args(["--store", "sqlite:db.sqlite", "--site", "s"])
+        .args(["import", "--id-field", "_id", "--collection", "c"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    let stderr = assert_exit(&output, 10);
+    assert!(stderr.contains("longer than 16777216 bytes"), "{stderr}");
+    assert_exit(&sb.run(&["get", "c", "b"]), 0);
+    assert_exit(&sb.run(&["get", "c", "a"]), NOT_FOUND);
+}
+
+/// A document file larger than any input can hold (64 MiB) is refused before it is read
+/// whole: exit 7 (too large).
+#[test]
+fn an_input_file_past_the_bound_is_too_large() {
+    let sb = Sandbox::new();
+    let huge = sb.at_file("huge.json", &" ".repeat((64 << 20) + 1));
+    let stderr = assert_exit(&sb.run(&["put", "c", "d", &huge]), 7);
+    assert!(stderr.contains("larger than"), "{stderr}");
+}
