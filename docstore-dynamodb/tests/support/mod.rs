@@ -124,9 +124,14 @@ pub fn fresh_table(tag: &str) -> String {
 }
 
 /// The settings of a store on `table` with `max_scan`.
+///
+/// A call may go on retrying conflicts for 120 s instead of the default 30: moto answers from
+/// one Python thread, and under the suite's 16 writers on one document (8 of them in
+/// batches) a call's tries there outlast 30 s; the contract is that they all get through.
 pub fn config(table: &str, max_scan: usize) -> DynamoDbConfig {
     DynamoDbConfig {
         max_scan,
+        operation_timeout_ms: 120_000,
         ..DynamoDbConfig::new(table)
     }
 }
