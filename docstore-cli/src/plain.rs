@@ -22,9 +22,6 @@ use std::collections::VecDeque;
 use std::io::{BufRead, Read};
 use std::sync::Arc;
 
-/// The UTF-8 byte order mark some editors put at the start of a file.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
 /// Where the plain documents go and how their ids are found.
 #[derive(Debug, Clone)]
 pub struct PlainTarget {
@@ -189,8 +186,8 @@ fn starts_an_array(input: &mut dyn BufRead) -> Result<bool, CliError> {
         if buffer.is_empty() {
             return Ok(false);
         }
-        let skip_bom = if at_start && buffer.starts_with(BOM) {
-            BOM.len()
+        let skip_bom = if at_start && buffer.starts_with(crate::text::BOM) {
+            crate::text::BOM.len()
         } else {
             0
         };
@@ -222,26 +219,9 @@ fn read_array(input: &mut dyn BufRead) -> Result<VecDeque<Value>, CliError> {
 
 /// One input line as a document (`None` for a blank line), or why it is none.
 fn parse_line(bytes: &[u8], first: bool) -> Result<Option<Value>, String> {
-    let bytes = if first {
-        bytes.strip_prefix(BOM).unwrap_or(bytes)
-    } else {
-        bytes
-    };
-    if bytes.len() > crate::text::MAX_LINE_BYTES {
-        return Err(format!(
-            "longer than {} bytes (more than any document line can be)",
-            crate::text::MAX_LINE_BYTES
-        ));
-    }
-    let text = std::str::from_utf8(bytes).map_err(|err| {
-        format!(
-            "not UTF-8 (invalid byte at byte {} of the line)",
-            err.valid_up_to() + 1
-        )
-    })?;
-    if text.trim().is_empty() {
+    let Some(text) = crate::text::line_text(bytes, first)? else {
         return Ok(None);
-    }
+    };
     json::parse(text, MAX_DEPTH)
         .map(Some)
         .map_err(|err| format!("not JSON: {err}"))

@@ -40,6 +40,31 @@ pub fn read_file(path: &Path) -> Result<String, CliError> {
     read_text(&mut file, &what)
 }
 
+/// A UTF-8 byte order mark, which an input's first line may start with.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The text of one input line as read by [`read_line`] (the first line possibly starting
+/// with a byte order mark, which is dropped): `None` for a blank line, else why the line is
+/// skipped — longer than [`MAX_LINE_BYTES`], or not UTF-8.
+pub fn line_text(line: &[u8], first_line: bool) -> Result<Option<&str>, String> {
+    let line = match first_line {
+        true => line.strip_prefix(BOM).unwrap_or(line),
+        false => line,
+    };
+    if line.len() > MAX_LINE_BYTES {
+        return Err(format!(
+            "longer than {MAX_LINE_BYTES} bytes (more than any document line can be)"
+        ));
+    }
+    let text = std::str::from_utf8(line).map_err(|err| {
+        format!(
+            "not UTF-8 (invalid byte at byte {} of the line)",
+            err.valid_up_to() + 1
+        )
+    })?;
+    Ok(Some(text).filter(|text| !text.trim().is_empty()))
+}
+
 /// Reads one line (with its `\n`) into `bytes` and gives the bytes read, as
 /// [`BufRead::read_until`] does, but keeps at most [`MAX_LINE_BYTES`] + 1 of a line: the rest
 /// of a longer line is read and dropped, so `bytes` longer than [`MAX_LINE_BYTES`] means the

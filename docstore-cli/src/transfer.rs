@@ -27,9 +27,6 @@ const MAX_LINE_DEPTH: usize = MAX_DEPTH + 1;
 /// How many documents one page of a walk reads.
 const PAGE: usize = 500;
 
-/// The UTF-8 byte order mark some editors put at the start of a file.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
 /// What an import or copy did.
 #[derive(Debug, Default, Serialize)]
 pub struct Summary {
@@ -1033,25 +1030,9 @@ async fn import_in_batches(
 /// The record of one import line (its bytes as read, the first line possibly starting with
 /// a byte order mark): `None` for a blank line, else why the line is skipped.
 pub(crate) fn read_record(line: &[u8], first_line: bool) -> Result<Option<Record>, String> {
-    let line = match first_line {
-        true => line.strip_prefix(BOM).unwrap_or(line),
-        false => line,
-    };
-    if line.len() > crate::text::MAX_LINE_BYTES {
-        return Err(format!(
-            "longer than {} bytes (more than any document line can be)",
-            crate::text::MAX_LINE_BYTES
-        ));
-    }
-    let text = std::str::from_utf8(line).map_err(|err| {
-        format!(
-            "not UTF-8 (invalid byte at byte {} of the line)",
-            err.valid_up_to() + 1
-        )
-    })?;
-    if text.trim().is_empty() {
+    let Some(text) = crate::text::line_text(line, first_line)? else {
         return Ok(None);
-    }
+    };
     json::parse(text, MAX_LINE_DEPTH)
         .map(Some)
         .map_err(|err| format!("not a document line: {err}"))
