@@ -1,7 +1,7 @@
 //! Errors of the command line and the exit code of each kind.
 
 use aws_sdk_dynamodb::types::error::ResourceNotFoundException;
-use docstore::Error;
+use docstore::{Error, ErrorKind};
 use std::fmt;
 
 /// The exit codes, as `--help` prints them.
@@ -113,19 +113,18 @@ impl CliError {
     }
 }
 
-/// The exit code for a store error.
+/// The exit code for a store error (a batch's refusal: that of the write that failed).
 pub fn code_of(err: &Error) -> i32 {
-    match err {
-        Error::NotFound { .. } => NOT_FOUND,
-        Error::AlreadyExists => ALREADY_EXISTS,
-        Error::Conflict { .. } => CONFLICT,
-        Error::InvalidArgument(_) => INVALID_ARGUMENT,
-        Error::TooLarge { .. } => TOO_LARGE,
-        Error::QuotaExceeded { .. } => QUOTA_EXCEEDED,
-        Error::Unavailable { .. } => UNAVAILABLE,
-        Error::Batch { source, .. } => code_of(source),
-        Error::PartialAnswer(_) => PARTIAL_ANSWER,
-        Error::CursorExpired(_) => CURSOR_EXPIRED,
+    match err.kind() {
+        ErrorKind::NotFound => NOT_FOUND,
+        ErrorKind::AlreadyExists => ALREADY_EXISTS,
+        ErrorKind::Conflict => CONFLICT,
+        ErrorKind::InvalidArgument => INVALID_ARGUMENT,
+        ErrorKind::TooLarge => TOO_LARGE,
+        ErrorKind::QuotaExceeded => QUOTA_EXCEEDED,
+        ErrorKind::Unavailable => UNAVAILABLE,
+        ErrorKind::PartialAnswer => PARTIAL_ANSWER,
+        ErrorKind::CursorExpired => CURSOR_EXPIRED,
         _ => FAILURE,
     }
 }

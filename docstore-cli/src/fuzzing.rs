@@ -14,8 +14,8 @@ use docstore::document::{self, MAX_DEPTH};
 use docstore::feed::{ChangeCursor, FeedScope, FeedStart};
 use docstore::query::{CompiledFilter, CursorPosition, FieldPath};
 use docstore::{
-    Cursor, DEFAULT_MAX_DOC_BYTES, Data, Document, Error, Index, IndexSet, Key, ManualClock, Query,
-    Store, StoreOptions, json,
+    Cursor, DEFAULT_MAX_DOC_BYTES, Data, Document, Error, ErrorKind, Index, IndexSet, Key,
+    ManualClock, Query, Store, StoreOptions, json,
 };
 use serde_json::{Value, json};
 use std::future::Future;
@@ -401,18 +401,14 @@ pub fn batch_file(input: &[u8]) {
         match store.write_all(&batch.writes, "fuzz").await {
             Ok(outcomes) => assert_eq!(outcomes.len(), batch.writes.len()),
             Err(err) => {
-                let source = match &err {
-                    Error::Batch { source, .. } => source.as_ref(),
-                    other => other,
-                };
                 assert!(
                     matches!(
-                        source,
-                        Error::InvalidArgument(_)
-                            | Error::TooLarge { .. }
-                            | Error::NotFound { .. }
-                            | Error::AlreadyExists
-                            | Error::Conflict { .. }
+                        err.kind(),
+                        ErrorKind::InvalidArgument
+                            | ErrorKind::TooLarge
+                            | ErrorKind::NotFound
+                            | ErrorKind::AlreadyExists
+                            | ErrorKind::Conflict
                     ),
                     "batch {text:?} failed with {err}"
                 );

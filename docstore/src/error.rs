@@ -11,10 +11,9 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// ```
 /// use docstore::Error;
 ///
-/// fn should_retry(err: &Error) -> bool {
-///     matches!(err, Error::Unavailable { .. })
-/// }
-/// assert!(!should_retry(&Error::NotFound { key: "acme/tickets/T-1".into() }));
+/// let err = Error::NotFound { key: "acme/tickets/T-1".into() };
+/// assert!(matches!(err, Error::NotFound { .. }));
+/// assert!(!err.is_retryable()); // see Error::kind for one match over every kind
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -132,7 +131,104 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an [`Error`] is, without its details: small and `Copy`, for code that
+/// maps errors to something else (an HTTP status, an exit code, a retry decision) in one
+/// `match`. [`Error::kind`] looks through [`Error::Batch`] to the failing write's kind.
+///
+/// ```
+/// use docstore::{Error, ErrorKind};
+///
+/// /// The HTTP status a handler answers for a store error.
+/// fn http_status(err: &Error) -> u16 {
+///     match err.kind() {
+///         ErrorKind::NotFound => 404,
+///         ErrorKind::AlreadyExists | ErrorKind::Conflict => 409,
+///         ErrorKind::InvalidArgument => 400,
+///         ErrorKind::TooLarge => 413,
+///         ErrorKind::QuotaExceeded => 403,
+///         ErrorKind::CursorExpired => 410,
+///         ErrorKind::Unavailable => 503, // worth retrying: `err.is_retryable()`
+///         _ => 500,                      // Decode, PartialAnswer, Backend, kinds added later
+///     }
+/// }
+///
+/// let refused = docstore::batch::failed(1, Error::Conflict { current: 3 });
+/// assert_eq!(http_status(&refused), 409); // the batch's failing write decides
+/// assert_eq!(http_status(&Error::invalid("a name")), 400);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::NotFound`].
+    NotFound,
+    /// [`Error::AlreadyExists`].
+    AlreadyExists,
+    /// [`Error::Conflict`].
+    Conflict,
+    /// [`Error::InvalidArgument`].
+    InvalidArgument,
+    /// [`Error::TooLarge`].
+    TooLarge,
+    /// [`Error::QuotaExceeded`].
+    QuotaExceeded,
+    /// [`Error::Unavailable`]: transient, worth retrying.
+    Unavailable,
+    /// [`Error::Decode`].
+    Decode,
+    /// [`Error::PartialAnswer`].
+    PartialAnswer,
+    /// [`Error::CursorExpired`].
+    CursorExpired,
+    /// [`Error::Backend`].
+    Backend,
+}
+
 impl Error {
+    /// The kind of this error; for [`Error::Batch`], the kind of the write that failed (a
+    /// batch's own refusal is never `Unavailable` or `Backend`: those concern the whole call
+    /// and come unwrapped).
+    ///
+    /// ```
+    /// use docstore::{Error, ErrorKind};
+    ///
+    /// let refused = docstore::batch::failed(0, Error::AlreadyExists);
+    /// assert_eq!(refused.kind(), ErrorKind::AlreadyExists);
+    /// assert_eq!(Error::Conflict { current: 2 }.kind(), ErrorKind::Conflict);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::AlreadyExists => ErrorKind::AlreadyExists,
+            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::TooLarge { .. } => ErrorKind::TooLarge,
+            Error::QuotaExceeded { .. } => ErrorKind::QuotaExceeded,
+            Error::Unavailable { .. } => ErrorKind::Unavailable,
+            Error::Batch { source, .. } => source.kind(),
+            Error::Decode { .. } => ErrorKind::Decode,
+            Error::PartialAnswer(_) => ErrorKind::PartialAnswer,
+            Error::CursorExpired(_) => ErrorKind::CursorExpired,
+            Error::Backend { .. } => ErrorKind::Backend,
+        }
+    }
+
+    /// Whether the same call may succeed when repeated unchanged: only for
+    /// [`ErrorKind::Unavailable`] (throttling, a timeout, I/O), which also means a write may
+    /// have been applied — repeat a write with the same
+    /// [`WriteCall::write_id`](crate::WriteCall::write_id), so it applies once. A
+    /// [`Conflict`](Error::Conflict) is not: the call must read again and decide anew.
+    ///
+    /// ```
+    /// use docstore::Error;
+    ///
+    /// let lost = Error::unavailable("timed out", std::io::Error::other("timeout"));
+    /// assert!(lost.is_retryable());
+    /// assert!(!Error::Conflict { current: 4 }.is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        self.kind() == ErrorKind::Unavailable
+    }
+
     /// [`Error::NotFound`] naming `key`.
     ///
     /// ```
@@ -196,3 +292,48 @@ impl From<crate::query::ParseError> for Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_kind() -> Vec<(Error, ErrorKind)> {
+        let io = || std::io::Error::other("cause");
+        vec![
+            (
+                Error::NotFound {
+                    key: "a/b/c".into(),
+                },
+                ErrorKind::NotFound,
+            ),
+            (Error::AlreadyExists, ErrorKind::AlreadyExists),
+            (Error::Conflict { current: 1 }, ErrorKind::Conflict),
+            (Error::invalid("x"), ErrorKind::InvalidArgument),
+            (Error::TooLarge { size: 2, limit: 1 }, ErrorKind::TooLarge),
+            (Error::QuotaExceeded { limit: 1 }, ErrorKind::QuotaExceeded),
+            (Error::unavailable("x", io()), ErrorKind::Unavailable),
+            (
+                Error::Decode {
+                    key: "a/b/c".into(),
+                    message: "x".into(),
+                },
+                ErrorKind::Decode,
+            ),
+            (Error::PartialAnswer("x".into()), ErrorKind::PartialAnswer),
+            (Error::CursorExpired("x".into()), ErrorKind::CursorExpired),
+            (Error::backend("x", io()), ErrorKind::Backend),
+        ]
+    }
+
+    #[test]
+    fn every_error_has_its_own_kind_and_a_batch_has_its_writes() {
+        let kinds: Vec<ErrorKind> = every_kind().iter().map(|(_, kind)| *kind).collect();
+        for (err, kind) in every_kind() {
+            assert_eq!(err.kind(), kind, "{err}");
+            assert_eq!(err.is_retryable(), kind == ErrorKind::Unavailable, "{err}");
+            assert_eq!(kinds.iter().filter(|k| **k == kind).count(), 1);
+            let refused = crate::batch::failed(3, err);
+            assert_eq!(refused.kind(), kind, "{refused}");
+        }
+    }
+}

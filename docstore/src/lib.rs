@@ -73,7 +73,7 @@ pub use batch::{Write, WriteOutcome};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use document::{Data, Document, object};
 pub use driver::{CounterChange, Explain, Page, Recount, RecountMode};
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, Error, ErrorKind, Result};
 pub use feed::{Change, ChangeCursor, ChangeKind, FeedStart};
 pub use front::{
     ChangeStream, Collection, DocumentStream, Site, SiteBatch, Store, TypedChange, TypedPage,
