@@ -320,6 +320,7 @@ macro_rules! __front_end_cases {
                 a_repeated_delete_spares_a_new_document,
                 a_repeated_batch_answers_as_the_first,
                 modify_applies_once_under_lost_answers,
+                a_client_key_is_a_write_identity,
             ],
         }
     };

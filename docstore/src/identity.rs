@@ -2,6 +2,7 @@
 //! an answer was lost inside one call, and across calls when an application retries one.
 
 use crate::{Error, Result};
+use sha2::{Digest, Sha256};
 use std::fmt;
 use std::str::FromStr;
 
@@ -34,6 +35,14 @@ pub struct WriteId(String);
 /// Hex digits in an identity.
 const DIGITS: usize = 32;
 
+/// The longest client key [`WriteId::from_key`] takes, in bytes (more than any HTTP header
+/// or reference needs, and bounded so a hostile one costs little to refuse).
+pub const MAX_KEY_BYTES: usize = 1024;
+
+/// What is hashed before a client key, so that the identities of keys are never the
+/// identities any other use of SHA-256 over the same text would give.
+const KEY_DOMAIN: &[u8] = b"docstore write identity from a client key\0";
+
 impl WriteId {
     /// A fresh identity from the thread-local cryptographically secure generator.
     pub fn random() -> Self {
@@ -54,6 +63,58 @@ impl WriteId {
             )));
         }
         Ok(WriteId(digits.to_ascii_lowercase()))
+    }
+
+    /// The identity of a client-chosen key — an HTTP `Idempotency-Key`, an order reference,
+    /// a job id — so that the client's retries of one request are one call to the store.
+    ///
+    /// The identity is the first 128 bits of the SHA-256 of the key (under a prefix of its
+    /// own), so it is the same for the same key in every process, on every backend and
+    /// across versions, and two different keys meet on one identity only with the
+    /// chance of a 128-bit collision (none in practice). The key is always hashed, even one
+    /// that is already an identity's text: `from_key(k)` and `parse(k)` differ. Any text of
+    /// 1 to [`MAX_KEY_BYTES`] bytes is a key; an empty one (a missing header) or a longer one
+    /// is [`Error::InvalidArgument`].
+    ///
+    /// What it protects, and for how long, is what any caller identity gives
+    /// (`docs/contract.md`, "Caller write identities"): a write repeated with it applies once
+    /// and answers as the first did, as long as the document still holds the identity — among
+    /// the identities of its last [`KEPT_WRITE_IDS`] caller-identified writes; a delete's for
+    /// [`DELETE_IDS_KEPT_FOR`]. After that a repeat is a new write. The identity is held per
+    /// document: one key may cover a request's writes to several documents, but every write of
+    /// one document needs its own key (a second write of the same document with the same key
+    /// is taken for a repeat and applies nothing), so derive one per step
+    /// (`format!("{key}/assign")`). Keys are the client's, so put whatever scopes them in the
+    /// key: two clients' `"order-1"` on one document are one identity, `"acme/order-1"` and
+    /// `"globex/order-1"` are not.
+    ///
+    /// ```
+    /// use docstore::WriteId;
+    ///
+    /// let id = WriteId::from_key("order-8812")?;
+    /// assert_eq!(id, WriteId::from_key("order-8812")?); // the client's retry: the same call
+    /// assert_ne!(id, WriteId::from_key("order-8813")?);
+    /// // Fixed forever: SHA-256 of a prefix and the key, its first 128 bits.
+    /// assert_eq!(id.as_str(), "39c8ad502b712a0c5dbfea0fa70eea2c");
+    /// assert!(WriteId::from_key("").is_err());
+    /// # Ok::<(), docstore::Error>(())
+    /// ```
+    pub fn from_key(key: &str) -> Result<Self> {
+        if key.is_empty() || key.len() > MAX_KEY_BYTES {
+            return Err(Error::invalid(format!(
+                "a client key for a write identity is 1 to {MAX_KEY_BYTES} bytes, not {}",
+                key.len()
+            )));
+        }
+        let digest = Sha256::new()
+            .chain_update(KEY_DOMAIN)
+            .chain_update(key.as_bytes())
+            .finalize();
+        let digits: String = digest[..DIGITS / 2]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        Ok(WriteId(digits))
     }
 
     /// Wraps an identity read back from storage (written by this library, so not checked).
@@ -168,3 +229,27 @@ pub const DELETE_IDS_KEPT_FOR: std::time::Duration = std::time::Duration::from_s
 
 /// [`DELETE_IDS_KEPT_FOR`] in the nanoseconds of document timestamps.
 pub const DELETE_IDS_KEPT_FOR_NANOS: i64 = DELETE_IDS_KEPT_FOR.as_nanos() as i64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_key_is_one_to_max_key_bytes() {
+        let longest = "k".repeat(MAX_KEY_BYTES);
+        assert!(WriteId::from_key(&longest).is_ok());
+        let longer = WriteId::from_key(&format!("{longest}k")).unwrap_err();
+        assert!(matches!(longer, Error::InvalidArgument(_)), "{longer}");
+        assert!(matches!(
+            WriteId::from_key(""),
+            Err(Error::InvalidArgument(_))
+        ));
+        let id = WriteId::from_key("550e8400e29b41d4a716446655440000").unwrap();
+        assert_ne!(
+            id.as_str(),
+            "550e8400e29b41d4a716446655440000",
+            "always hashed"
+        );
+        assert_eq!(WriteId::parse(id.as_str()).unwrap(), id, "a valid identity");
+    }
+}

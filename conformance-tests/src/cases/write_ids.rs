@@ -289,3 +289,38 @@ pub async fn modify_applies_once_under_lost_answers(h: &dyn Harness) {
     );
     assert_eq!(stored(&ctx, "x").await.unwrap().version, 2);
 }
+
+/// A client's own key (`WriteId::from_key`: an HTTP `Idempotency-Key`, an order reference)
+/// is a write identity: the request retried with the same key, its identity derived anew,
+/// answers as the first try and applies once; another key is another write.
+pub async fn a_client_key_is_a_write_identity(h: &dyn Harness) {
+    let ctx = Ctx::new(h, "wid").await;
+    let key = |text: &str| WriteId::from_key(text).unwrap();
+    let order = data(json!({"order": 8812, "paid": false}));
+
+    let store = losing_first(&ctx, CallKind::Create);
+    let docs = collection(&store, &ctx);
+    let first = docs.create("o", &order).write_id(key("order-8812")).await;
+    lost(first, "create");
+    let retried = docs.create("o", &order).write_id(key("order-8812")).await;
+    let retried = retried.unwrap_or_else(|err| panic!("the retry failed: {err}"));
+    assert_eq!((retried.version, &retried.value), (1, &order));
+
+    let store = losing_first(&ctx, CallKind::Update);
+    let docs = collection(&store, &ctx);
+    let pay = json!({"paid": true});
+    lost(
+        docs.update("o", &pay).write_id(key("order-8812/pay")).await,
+        "update",
+    );
+    let paid = docs.update("o", &pay).write_id(key("order-8812/pay")).await;
+    assert_eq!(paid.unwrap().version, 2, "the payment applied once");
+
+    let other = docs.create("o", &order).write_id(key("order-8813")).await;
+    assert!(
+        matches!(other, Err(Error::AlreadyExists)),
+        "another key is another write: {other:?}"
+    );
+    assert_eq!(stored(&ctx, "o").await.unwrap().version, 2);
+    assert_counted(&ctx, 1, "o").await;
+}
