@@ -313,6 +313,7 @@ macro_rules! __front_end_cases {
                 replace_if_stores_the_value_whole,
                 filters_take_any_serializable_value,
                 modify_under_contention_loses_nothing,
+                a_modify_that_changes_nothing_writes_nothing,
             ],
             write_ids: [
                 a_repeated_write_answers_as_the_first,

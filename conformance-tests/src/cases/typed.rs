@@ -290,3 +290,60 @@ pub async fn modify_under_contention_loses_nothing(h: &dyn Harness) {
         Err(Error::NotFound { .. })
     ));
 }
+
+/// A `modify` whose change leaves the value equal (an idempotent "close it", run on a closed
+/// ticket) writes nothing: it answers the current version, and neither the version, the
+/// writer nor the feed moves (`docs/contract.md`, "Operations").
+pub async fn a_modify_that_changes_nothing_writes_nothing(h: &dyn Harness) {
+    let ctx = Ctx::new(h, "noop").await;
+    let site = ctx.store.site(&ctx.site).unwrap();
+    let tickets = site.collection::<Ticket>("tickets").unwrap();
+    let as_bob = site.with_actor("bob").unwrap();
+    let bobs = as_bob.collection::<Ticket>("tickets").unwrap();
+    let created = tickets.create("t", &ticket(1)).await.unwrap();
+
+    let mut calls = 0;
+    let unchanged = bobs
+        .modify("t", |t| {
+            calls += 1;
+            t.status = Status::Open;
+        })
+        .await
+        .unwrap();
+    assert_eq!(calls, 1);
+    assert_eq!(unchanged, created, "the current version, as it is");
+    assert_eq!(tickets.get("t").await.unwrap(), Some(created.clone()));
+
+    let closed = bobs
+        .modify("t", |t| t.status = Status::Closed)
+        .await
+        .unwrap();
+    assert_eq!((closed.version, closed.value.status), (2, Status::Closed));
+    site.collection::<Data>("marker")
+        .unwrap()
+        .create("end", &Data::new())
+        .await
+        .unwrap();
+    let versions = feed_versions_of(&site, "t", "end").await;
+    assert_eq!(versions, [1, 2], "one change per write, none for the no-op");
+}
+
+/// The versions in the changes of document `id` on `site`'s feed, from its oldest change up
+/// to the first change of `marker` (written last), waiting for them as a feed may lag.
+async fn feed_versions_of(site: &docstore::Site, id: &str, marker: &str) -> Vec<u64> {
+    let mut watch = site.watch(docstore::FeedStart::Oldest);
+    let read = async {
+        let mut versions = Vec::new();
+        while let Some(change) = watch.try_next().await.unwrap() {
+            match change.key.id() {
+                seen if seen == marker => break,
+                seen if seen == id => versions.push(change.version),
+                _ => {}
+            }
+        }
+        versions
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), read)
+        .await
+        .unwrap_or_else(|_| panic!("no change of {marker} within 60 s"))
+}

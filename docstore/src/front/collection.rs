@@ -367,6 +367,11 @@ where
     /// than once: it should only edit the value it is given. [`Error::NotFound`] without a
     /// document.
     ///
+    /// A change that leaves the value equal (serialized, as JSON values) writes nothing: the
+    /// call answers the document as it stands, its version unmoved, with no change on the feed
+    /// — so an idempotent change ("close the ticket") repeated on a closed ticket costs one
+    /// read.
+    ///
     /// Exactly one change is applied per call, lost answers included: every write of the
     /// call carries one identity (the caller's, given with [`WriteCall::write_id`], or a
     /// fresh one), and a write that ended [`Error::Unavailable`] is sent again with it, up to
@@ -410,8 +415,12 @@ where
                 .await?
                 .ok_or_else(|| Error::not_found(key))?;
             let mut read = self.versioned(doc)?;
+            let unchanged = encode(&read.value, "the value read")?;
             change(&mut read.value);
             let data = encode(&read.value, "the changed value")?;
+            if data == unchanged {
+                return Ok(read);
+            }
             match self
                 .resend_unavailable(key, data, read.version, write_id)
                 .await
