@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | [`Unavailable`](Fault::Unavailable) | `Error::Unavailable` | nothing was applied |
 //! | [`LostAnswer`](Fault::LostAnswer) | `Error::Unavailable` | the call was applied (a `write_all` batch as a whole) |
-//! | [`ConcurrentWrite`](Fault::ConcurrentWrite) | `Error::Conflict` from `update_if` / `delete_if`, `Error::Batch` from `write_all` | another writer's change |
+//! | [`ConcurrentWrite`](Fault::ConcurrentWrite) | `Error::Conflict` from `update_if` / `replace_if` / `delete_if`, `Error::Batch` from `write_all` | another writer's change |
 //! | [`Latency`](Fault::Latency) | the answer, later (`tokio::time`) | the call was applied |
 //! | [`ShortPage`](Fault::ShortPage) | a query page with fewer documents and a `next` cursor | — |
 //! | [`PartialPage`](Fault::PartialPage) | a query page marked partial (`exhausted_scan`); a stream's `Error::PartialAnswer` | — |

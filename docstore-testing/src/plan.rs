@@ -89,9 +89,10 @@ pub enum Fault {
     /// Another writer changes the document just before the call reaches the store (an
     /// `update` with the plan's [concurrent patch](Plan::concurrent_patch), by the actor
     /// [`CONCURRENT_ACTOR`](crate::CONCURRENT_ACTOR)), so a conditional write sees
-    /// [`Error::Conflict`](docstore::Error::Conflict). Only `update_if`, `delete_if` and
-    /// `write_all`, where it changes the key of one write that expects a version (an
-    /// `UpdateIf`, `DeleteIf` or `Check`), so the batch fails as a whole.
+    /// [`Error::Conflict`](docstore::Error::Conflict). Only `update_if`, `replace_if` (what
+    /// `Collection::modify` writes with), `delete_if` and `write_all`, where it changes the key
+    /// of one write that expects a version (an `UpdateIf`, `DeleteIf` or `Check`), so the batch
+    /// fails as a whole.
     ConcurrentWrite,
     /// The call waits this long (`tokio::time::sleep`) before it reaches the store. Any call.
     /// Under tokio's paused test clock the wait takes no real time and is exact.

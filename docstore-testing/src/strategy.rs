@@ -1,9 +1,10 @@
 //! Proptest strategies for plans that shrink to the fewest, earliest faults.
 //!
-//! A generated plan is a script: a list with a fault or nothing for each call. When a property
-//! fails, proptest shrinks the list (drops entries, turns faults into nothing), so the plan it
-//! reports is the smallest sequence of faults that still breaks the property; run it once
-//! more and print [`FaultyDriver::history`](crate::FaultyDriver::history) to see what happened.
+//! A generated plan is a script: a list with a fault or nothing for each call, the faults in
+//! runs on consecutive calls ([`plan`]). When a property fails, proptest shrinks the list
+//! (drops entries, shortens runs, turns faults into nothing), so the plan it reports is the
+//! smallest sequence of faults that still breaks the property; run it once more and print
+//! [`FaultyDriver::history`](crate::FaultyDriver::history) to see what happened.
 //!
 //! ```
 //! use docstore_testing::strategy;
@@ -19,11 +20,19 @@ use crate::plan::{Fault, Plan};
 use proptest::prelude::*;
 use std::time::Duration;
 
-/// How often a scripted call gets a fault in [`plan`].
+/// How often a step of a [`plan`] script is a run of faults rather than one call that passes.
 pub const FAULT_DENSITY: f64 = 0.25;
 
-/// The number of calls a [`plan`] script covers at most.
+/// The number of steps a [`plan`] script has at most: each a call that passes or a run of
+/// faulted calls.
 pub const SCRIPT_CALLS: usize = 24;
+
+/// The longest run of one fault on consecutive calls in a [`plan`]. Runs are what retry
+/// loops get wrong: a client that resends a lost answer a few times with the same write
+/// identity and then retries without it applies twice only after several lost answers in a
+/// row (`Collection::modify` resends 3 times, so 4 in a row), which single faults at
+/// [`FAULT_DENSITY`] would almost never give.
+pub const MAX_RUN: usize = 6;
 
 /// Any fault: unavailable, lost answer, concurrent write, short page, or latency of 1 to 50
 /// milliseconds (shrinking towards the first ones).
@@ -51,8 +60,32 @@ pub fn script(
         .prop_map(|(seed, faults)| Plan::seeded(seed).script(faults))
 }
 
-/// [`script`] of any [`fault`] over the first [`SCRIPT_CALLS`] calls, at
-/// [`FAULT_DENSITY`].
+/// Scripts of up to `steps` steps, each with probability `density` (0 to 1) a run of 1 to
+/// `max_run` consecutive calls that all get one fault from `fault`, else one call that
+/// passes; with a random seed for the faults' details. A failing script shrinks by dropping
+/// steps, shortening runs and turning them into passing calls.
+pub fn runs(
+    fault: impl Strategy<Value = Fault>,
+    steps: usize,
+    density: f64,
+    max_run: usize,
+) -> impl Strategy<Value = Plan> {
+    let run = (fault, 1..=max_run.max(1));
+    (
+        any::<u64>(),
+        prop::collection::vec(prop::option::weighted(density, run), 0..=steps),
+    )
+        .prop_map(|(seed, steps)| {
+            let calls = steps.into_iter().flat_map(|step| match step {
+                Some((fault, length)) => vec![Some(fault); length],
+                None => vec![None],
+            });
+            Plan::seeded(seed).script(calls)
+        })
+}
+
+/// [`runs`] of any [`fault`]: up to [`SCRIPT_CALLS`] steps, a run of up to [`MAX_RUN`]
+/// calls at [`FAULT_DENSITY`].
 pub fn plan() -> impl Strategy<Value = Plan> {
-    script(fault(), SCRIPT_CALLS, FAULT_DENSITY)
+    runs(fault(), SCRIPT_CALLS, FAULT_DENSITY, MAX_RUN)
 }
