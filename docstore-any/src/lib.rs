@@ -49,6 +49,9 @@ use docstore::config::{
 use docstore::{DEFAULT_MAX_DOC_BYTES, Error, Result, Store};
 use std::path::PathBuf;
 
+mod file;
+pub use file::load_config;
+
 /// The SQLite path that means "a private in-memory database".
 pub const SQLITE_IN_MEMORY: &str = ":memory:";
 

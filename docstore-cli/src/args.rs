@@ -23,7 +23,8 @@ pub const PRECEDENCE_HELP: &str = "\
 Which store: --store URL or --config FILE (give at most one), else $DOCSTORE_URL, else
 sqlite:docstore.db. Flags always beat environment variables (--site over $DOCSTORE_SITE,
 --actor over $DOCSTORE_ACTOR); a variable set empty is the same as one not set. --config
-reads only the [database] table of the file.";
+reads only the [database] table of the file; a relative SQLite path in it is taken from the
+file's folder (one in a URL, from the working directory).";
 
 /// What a subcommand's help says of the global options, which it does not list.
 pub const GLOBALS_HELP: &str = "\

@@ -599,7 +599,7 @@ fn from_url(url: &str) -> Result<Config, CliError> {
 fn config_file(path: &Path) -> Result<Config, CliError> {
     let text = crate::text::read_file(path)?;
     let mut config = config_text(&text, path)?;
-    store_identity::resolve_from_config_folder(&mut config.database, path);
+    config.database.resolve_relative_paths(path);
     Ok(config)
 }
 

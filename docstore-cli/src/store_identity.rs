@@ -1,6 +1,6 @@
-//! Which stored data a configuration names: a `--config` file's relative SQLite path, the
-//! `--busy-timeout` flag, and refusing to copy a store onto itself (docs/contract.md, "The
-//! command line").
+//! Which stored data a configuration names: the `--busy-timeout` flag, and refusing to copy a
+//! store onto itself (docs/contract.md, "The command line"). A `--config` file's relative
+//! SQLite path follows the library's rule (`DatabaseConfig::resolve_relative_paths`).
 
 use crate::args::Cli;
 use crate::exit::CliError;
@@ -9,20 +9,6 @@ use std::path::{Path, PathBuf};
 
 /// The in-memory SQLite database's path, which is no file.
 const SQLITE_MEMORY: &str = ":memory:";
-
-/// Makes a relative `sqlite.path` of a config file relative to the file's folder (not the
-/// working directory), so the file means the same database wherever the command runs.
-pub fn resolve_from_config_folder(database: &mut DatabaseConfig, config_file: &Path) {
-    let Some(sqlite) = &mut database.sqlite else {
-        return;
-    };
-    if sqlite.path.is_absolute() || sqlite.path.as_os_str() == SQLITE_MEMORY {
-        return;
-    }
-    if let Some(folder) = config_file.parent() {
-        sqlite.path = folder.join(&sqlite.path);
-    }
-}
 
 /// The options that chose the store, as a shell would take them back (` --config FILE` or
 /// ` --store URL`, quoted where needed, each with a leading space), for hints that give a
@@ -138,16 +124,5 @@ mod tests {
             "'dynamodb://t?region=r&endpoint=http://h:1'"
         );
         assert_eq!(shell_quoted("it's"), r"'it'\''s'");
-    }
-
-    #[test]
-    fn a_relative_sqlite_path_is_taken_from_the_config_folder() {
-        let mut database = url("sqlite:data/app.db");
-        resolve_from_config_folder(&mut database, Path::new("/etc/app/app.toml"));
-        let path = &database.sqlite.as_ref().unwrap().path;
-        assert_eq!(path, Path::new("/etc/app/data/app.db"));
-        let mut absolute = url("sqlite:/var/app.db");
-        resolve_from_config_folder(&mut absolute, Path::new("/etc/app/app.toml"));
-        assert_eq!(absolute.sqlite.unwrap().path, Path::new("/var/app.db"));
     }
 }

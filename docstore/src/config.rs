@@ -20,7 +20,7 @@
 use crate::index::IndexSet;
 use crate::options::{DEFAULT_MAX_DOC_BYTES, StoreOptions};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The default number of items a DynamoDB query reads before it stops.
 pub const DEFAULT_MAX_SCAN: usize = 10_000;
@@ -144,6 +144,9 @@ fn default_sqlite_feed_retention_hours() -> u64 {
 fn default_sqlite_feed_poll_ms() -> u64 {
     DEFAULT_SQLITE_FEED_POLL_MS
 }
+
+/// The path SQLite reads as "a private in-memory database", never a file.
+const SQLITE_MEMORY_PATH: &str = ":memory:";
 
 /// The default of [`SqliteConfig::busy_timeout_ms`].
 pub const DEFAULT_BUSY_TIMEOUT_MS: u64 = 5_000;
@@ -287,6 +290,38 @@ impl DynamoDbConfig {
 }
 
 impl DatabaseConfig {
+    /// Takes a relative `sqlite.path` from the folder of `config_file`, the file these
+    /// settings were read from, so that the file names the same database wherever the
+    /// program runs: the one rule for relative paths (`docs/contract.md`, "Configuration").
+    /// An absolute path, SQLite's `:memory:` and other backends' settings are left as they
+    /// are. A path given in code, a URL or the environment is not from a file: it stays
+    /// relative to the working directory, as a path anywhere else in a program is.
+    /// [`docstore_any::load_config`](https://docs.rs/docstore-any) reads a file and calls
+    /// this; an app that nests `database` in its own config file calls it after reading it.
+    ///
+    /// ```
+    /// use docstore::config::DatabaseConfig;
+    /// use std::path::Path;
+    ///
+    /// # let mut database: DatabaseConfig = serde_json::from_value(serde_json::json!(
+    /// #     {"backend": "sqlite", "sqlite": {"path": "data/app.db"}})).unwrap();
+    /// // `database` read from /etc/app/app.toml, which says path = "data/app.db":
+    /// database.resolve_relative_paths(Path::new("/etc/app/app.toml"));
+    /// let path = &database.sqlite.as_ref().unwrap().path;
+    /// assert_eq!(path, Path::new("/etc/app/data/app.db"));
+    /// ```
+    pub fn resolve_relative_paths(&mut self, config_file: &Path) {
+        let Some(sqlite) = &mut self.sqlite else {
+            return;
+        };
+        if sqlite.path.is_absolute() || sqlite.path.as_os_str() == SQLITE_MEMORY_PATH {
+            return;
+        }
+        if let Some(folder) = config_file.parent() {
+            sqlite.path = folder.join(&sqlite.path);
+        }
+    }
+
     /// The backend-independent settings as [`StoreOptions`] (with the system clock).
     pub fn store_options(&self) -> StoreOptions {
         StoreOptions::default()
@@ -382,5 +417,32 @@ mod tests {
         let err = serde_json::from_value::<Config>(json!({"database": {"backend": "mongo"}}))
             .unwrap_err();
         assert!(err.to_string().contains("mongo"), "{err}");
+    }
+
+    #[test]
+    fn only_a_relative_file_path_is_taken_from_the_config_folder() {
+        let sqlite = |path: &str| DatabaseConfig {
+            sqlite: Some(SqliteConfig::new(path)),
+            ..serde_json::from_value(json!({"backend": "sqlite"})).unwrap()
+        };
+        let resolved = |path: &str, file: &str| {
+            let mut database = sqlite(path);
+            database.resolve_relative_paths(Path::new(file));
+            database.sqlite.unwrap().path
+        };
+        let file = "/etc/app/app.toml";
+        assert_eq!(resolved("app.db", file), Path::new("/etc/app/app.db"));
+        assert_eq!(
+            resolved("../d/app.db", file),
+            Path::new("/etc/app/../d/app.db")
+        );
+        assert_eq!(resolved("/var/app.db", file), Path::new("/var/app.db"));
+        assert_eq!(resolved(":memory:", file), Path::new(":memory:"));
+        // A file in the working directory: its folder is the working directory.
+        assert_eq!(resolved("app.db", "app.toml"), Path::new("app.db"));
+        let mut memory: DatabaseConfig =
+            serde_json::from_value(json!({"backend": "memory"})).unwrap();
+        memory.resolve_relative_paths(Path::new(file));
+        assert_eq!(memory.sqlite, None);
     }
 }
