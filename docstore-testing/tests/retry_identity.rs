@@ -146,4 +146,3 @@ fn a_retry_with_the_identity_passes_the_default_plan() {
         panic!("{err}");
     }
 }
-
