@@ -62,6 +62,11 @@ pub struct Args {
     /// randomizes) what the library itself costs; `normal` shows that cost.
     #[arg(long, value_enum, default_value = "normal")]
     pub sqlite_sync: SyncName,
+    /// docstore-sqlite's change feed in the SQLite rows: `on` (its default) against a
+    /// baseline writing the same change rows, `off` (`SqliteOptions::feed = false`) against
+    /// one writing none, or `both`, one section each.
+    #[arg(long, value_enum, default_value = "both")]
+    pub sqlite_feed: FeedChoice,
     /// The DynamoDB emulator (dynoxide) to benchmark against; never moto.
     #[arg(long, env = "DOCSTORE_DYNOXIDE_ENDPOINT")]
     pub dynamodb_endpoint: Option<String>,
@@ -102,4 +107,26 @@ pub enum SyncName {
     Full,
     /// Commits flushed at checkpoints (`Durability::Normal`).
     Normal,
+}
+
+/// Which change-feed settings the SQLite rows run with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FeedChoice {
+    /// The feed on (docstore-sqlite's default), against a baseline writing change rows.
+    On,
+    /// The feed off, against a baseline writing none.
+    Off,
+    /// Both, one section each.
+    Both,
+}
+
+impl FeedChoice {
+    /// The feed settings to run, in order.
+    pub fn settings(self) -> &'static [bool] {
+        match self {
+            FeedChoice::On => &[true],
+            FeedChoice::Off => &[false],
+            FeedChoice::Both => &[true, false],
+        }
+    }
 }

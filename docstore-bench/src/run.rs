@@ -91,14 +91,13 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
                 let temp = tempfile::tempdir()?;
                 let dir = args.dir.as_deref().unwrap_or(temp.path());
                 std::fs::create_dir_all(dir)?;
-                let mut rounds = Vec::new();
-                for _ in 0..args.repeat.max(1) {
-                    rounds.push(
-                        sqlite_section(&spec, dir, args.sqlite_sync, &mut report.notes).await?,
-                    );
+                for &feed in args.sqlite_feed.settings() {
+                    let mut rounds = Vec::new();
+                    for _ in 0..args.repeat.max(1) {
+                        rounds.push(sqlite_section(&spec, dir, args.sqlite_sync, feed).await?);
+                    }
+                    report.sections.push(median_round(rounds));
                 }
-                report.notes.dedup();
-                report.sections.push(median_round(rounds));
             }
             BackendName::Polodb => {
                 let spec = spec(
@@ -232,29 +231,25 @@ async fn memory(spec: &Spec) -> BenchResult<Section> {
     })
 }
 
+/// docstore-sqlite against the baseline, both with the change feed on or both with it off;
+/// an error when the baseline's schema is not the one docstore-sqlite created.
 async fn sqlite_section(
     spec: &Spec,
     dir: &Path,
     sync: SyncName,
-    notes: &mut Vec<String>,
+    feed: bool,
 ) -> BenchResult<Section> {
     let pragma = match sync {
         SyncName::Full => Sync::Full,
         SyncName::Normal => Sync::Normal,
     };
-    let (store, store_path) = fresh_sqlite(dir, "docstore.db", sync)?;
+    let (store, store_path) = fresh_sqlite(dir, "docstore.db", sync, feed)?;
     let baseline_path = dir.join("baseline.db");
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", baseline_path.display()));
     }
-    let baseline = SqliteBaseline::open(&baseline_path, pragma)?;
-    if sqlite::schema_of(&store_path)? != sqlite::schema_of(&baseline_path)? {
-        notes.push(
-            "WARNING: the SQLite baseline's schema differs from the one docstore-sqlite \
-             created; update SCHEMA in docstore-bench/src/baselines/sqlite.rs"
-                .to_owned(),
-        );
-    }
+    let baseline = SqliteBaseline::open(&baseline_path, pragma, feed)?;
+    sqlite::check_same_schema(&store_path, &baseline_path)?;
     sqlite::bulk_load(&store_path, QUERY_COLLECTION, spec.query_docs)?;
     sqlite::bulk_load(&baseline_path, QUERY_COLLECTION, spec.query_docs)?;
     // The bulk load went around the store: check it sees the documents as its own.
@@ -272,11 +267,21 @@ async fn sqlite_section(
         &side(Arc::new(baseline), "baseline", None),
     )
     .await?;
+    let (backend, what) = if feed {
+        (
+            "sqlite",
+            "the change feed on (its default) vs raw rusqlite writing the same change rows",
+        )
+    } else {
+        (
+            "sqlite, feed off",
+            "SqliteOptions::feed = false vs raw rusqlite writing no change rows",
+        )
+    };
     Ok(Section {
-        backend: "sqlite".to_owned(),
+        backend: backend.to_owned(),
         description: format!(
-            "SqliteStore vs the same statements on raw rusqlite (same schema, WAL, \
-             synchronous={}); {} ops per workload",
+            "SqliteStore with {what} (same schema, WAL, synchronous={}); {} ops per workload",
             pragma_name(sync),
             spec.ops
         ),
@@ -284,8 +289,13 @@ async fn sqlite_section(
     })
 }
 
-/// A fresh SqliteStore file in `dir`.
-fn fresh_sqlite(dir: &Path, name: &str, sync: SyncName) -> BenchResult<(Store, PathBuf)> {
+/// A fresh SqliteStore file in `dir`, its change feed on or off.
+fn fresh_sqlite(
+    dir: &Path,
+    name: &str,
+    sync: SyncName,
+    feed: bool,
+) -> BenchResult<(Store, PathBuf)> {
     let path = dir.join(name);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -297,7 +307,9 @@ fn fresh_sqlite(dir: &Path, name: &str, sync: SyncName) -> BenchResult<(Store, P
     let store = SqliteStore::open_with(
         &path,
         StoreOptions::default(),
-        SqliteOptions::default().with_durability(durability),
+        SqliteOptions::default()
+            .with_durability(durability)
+            .with_feed(feed),
     )?;
     Ok((Store::new(store), path))
 }
@@ -305,7 +317,7 @@ fn fresh_sqlite(dir: &Path, name: &str, sync: SyncName) -> BenchResult<(Store, P
 #[cfg(feature = "polodb")]
 async fn polodb_section(spec: &Spec, dir: &Path, sync: SyncName) -> BenchResult<Option<Section>> {
     use crate::polodb::PoloSubject;
-    let (store, store_path) = fresh_sqlite(dir, "peer-docstore.db", sync)?;
+    let (store, store_path) = fresh_sqlite(dir, "peer-docstore.db", sync, true)?;
     sqlite::bulk_load(&store_path, QUERY_COLLECTION, spec.query_docs)?;
     let polo_path = dir.join("peer-polodb.db");
     let _ = std::fs::remove_file(&polo_path);

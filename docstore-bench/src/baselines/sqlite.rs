@@ -1,8 +1,14 @@
-//! The SQLite baseline: the statements docstore-sqlite runs, written directly against
-//! `rusqlite` on the same schema (copied from its migrations, triggers included) with the
-//! same pragmas (WAL, `synchronous`, busy timeout), called straight from the task (no
-//! blocking-pool hop), with single statements in autocommit and read-modify-write in one
-//! immediate transaction.
+//! The SQLite baseline: what a careful programmer writes directly against `rusqlite` for
+//! the same guarantees as docstore-sqlite, on the same schema (docstore-sqlite's, copied
+//! verbatim; the run fails when the schema docstore-sqlite creates differs, see
+//! [`check_same_schema`]), with the same pragmas (WAL, `synchronous`, busy timeout), called
+//! straight from the task (no blocking-pool hop). With the change feed on (docstore-sqlite's
+//! default) every write inserts its change row in its own transaction, as docstore-sqlite
+//! does (the document's row copied into `changes`, or the delete's key and version): one
+//! immediate transaction per write. With it off, single statements run in autocommit and
+//! read-modify-write in one immediate transaction. The benchmark's writes carry no caller
+//! identity, so neither side writes `write_ids` rows; a delete runs the schema's trigger
+//! forgetting a key's identities on both sides.
 
 use crate::BenchResult;
 use crate::data::{ACTOR, CATEGORY, PRIORITY_MIN, SITE, STATUS, TOP, merge, now_nanos};
@@ -14,8 +20,9 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use std::path::Path;
 use std::time::Duration;
 
-/// docstore-sqlite's schema, versions 1 and 2 (`docstore-sqlite/src/schema.rs`), verbatim
-/// (no index is declared in the benchmark, so no index trigger exists on either side).
+/// docstore-sqlite's schema, versions 1 to 5 (`docstore-sqlite/src/schema.rs`), verbatim
+/// (version 5 only rebuilds index triggers; no index is declared in the benchmark, so no
+/// index trigger exists on either side).
 pub const SCHEMA: &str = r#"
     CREATE TABLE documents (
         site       TEXT    NOT NULL,
@@ -65,7 +72,62 @@ pub const SCHEMA: &str = r#"
         entry_id   TEXT    NOT NULL,
         PRIMARY KEY (index_id, entry_site, entry_key)
     ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE write_ids (
+        site       TEXT    NOT NULL,
+        collection TEXT    NOT NULL,
+        id         TEXT    NOT NULL,
+        ids        TEXT    NOT NULL,
+        deleted_at INTEGER,
+        PRIMARY KEY (site, collection, id)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE INDEX write_ids_deleted ON write_ids (deleted_at) WHERE deleted_at IS NOT NULL;
+
+    CREATE TRIGGER write_ids_forget AFTER DELETE ON documents BEGIN
+        DELETE FROM write_ids
+            WHERE site = OLD.site AND collection = OLD.collection AND id = OLD.id
+              AND deleted_at IS NULL;
+    END;
+
+    CREATE TABLE changes (
+        position   INTEGER PRIMARY KEY,
+        site       TEXT    NOT NULL,
+        collection TEXT    NOT NULL,
+        id         TEXT    NOT NULL,
+        kind       TEXT    NOT NULL,
+        version    INTEGER NOT NULL,
+        data       BLOB,
+        created_at INTEGER,
+        created_by TEXT,
+        time       INTEGER NOT NULL,
+        actor      TEXT    NOT NULL,
+        logged_at  INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE feed (
+        singleton      INTEGER PRIMARY KEY CHECK (singleton = 1),
+        file_id        TEXT    NOT NULL,
+        pruned_through INTEGER NOT NULL
+    ) STRICT;
+
+    INSERT INTO feed (singleton, file_id, pruned_through)
+        VALUES (1, lower(hex(randomblob(8))), 0);
 "#;
+
+/// The schema version [`SCHEMA`] is (docstore-sqlite's `PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 5;
+
+/// The change row of a write that just left the document at the key `?1, ?2, ?3`: the
+/// document's row copied (its data as stored, not converted again), `?4` the kind.
+const LOG_STORED: &str = "INSERT INTO changes (site, collection, id, kind, version, data, \
+     created_at, created_by, time, actor, logged_at) \
+     SELECT site, collection, id, ?4, version, data, created_at, created_by, updated_at, \
+     updated_by, ?5 FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3";
+
+/// The change row of a delete of the key `?1, ?2, ?3` at version `?4`.
+const LOG_DELETED: &str = "INSERT INTO changes (site, collection, id, kind, version, time, \
+     actor, logged_at) VALUES (?1, ?2, ?3, 'deleted', ?4, ?5, ?6, ?5)";
 
 const COLUMNS: &str = "id, json(data), created_at, updated_at, created_by, updated_by, version";
 
@@ -96,6 +158,8 @@ impl Sync {
 pub struct SqliteBaseline {
     writer: Mutex<Connection>,
     reader: Mutex<Connection>,
+    /// Whether writes insert change rows (docstore-sqlite's `SqliteOptions::feed`).
+    feed: bool,
 }
 
 fn configure(conn: &Connection, sync: Sync) -> rusqlite::Result<()> {
@@ -106,8 +170,8 @@ fn configure(conn: &Connection, sync: Sync) -> rusqlite::Result<()> {
 
 impl SqliteBaseline {
     /// Opens `path`, creating the schema when the file is new (in WAL mode), with one
-    /// writing and one reading connection.
-    pub fn open(path: &Path, sync: Sync) -> BenchResult<Self> {
+    /// writing and one reading connection; `feed`: whether writes log their changes.
+    pub fn open(path: &Path, sync: Sync, feed: bool) -> BenchResult<Self> {
         let writer = Connection::open(path)?;
         configure(&writer, sync)?;
         let mode: String = writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
@@ -117,21 +181,23 @@ impl SqliteBaseline {
         let version: i64 = writer.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version == 0 {
             writer.execute_batch(SCHEMA)?;
-            writer.pragma_update(None, "user_version", 1)?;
+            writer.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
         let reader = Connection::open(path)?;
         configure(&reader, sync)?;
         Ok(SqliteBaseline {
             writer: Mutex::new(writer),
             reader: Mutex::new(reader),
+            feed,
         })
     }
 }
 
-/// The schema objects of the database at `path` (`sqlite_master`), to check that the
-/// baseline's schema is still docstore-sqlite's.
+/// The schema of the database at `path`: its `user_version` and every object of
+/// `sqlite_master` with its SQL text.
 pub fn schema_of(path: &Path) -> BenchResult<Vec<String>> {
     let conn = Connection::open(path)?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let mut stmt = conn.prepare("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")?;
     let rows = stmt.query_map([], |r| {
         Ok(format!(
@@ -141,7 +207,40 @@ pub fn schema_of(path: &Path) -> BenchResult<Vec<String>> {
             r.get::<_, Option<String>>(2)?.unwrap_or_default()
         ))
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let mut schema = vec![format!("user_version {version}")];
+    for row in rows {
+        schema.push(row?);
+    }
+    Ok(schema)
+}
+
+/// Fails, naming the objects that differ, unless the database at `baseline` has exactly
+/// the schema docstore-sqlite created at `store`: ratios against a baseline on another
+/// schema would not compare like with like.
+pub fn check_same_schema(store: &Path, baseline: &Path) -> BenchResult<()> {
+    let (ours, theirs) = (schema_of(store)?, schema_of(baseline)?);
+    if ours == theirs {
+        return Ok(());
+    }
+    let missing: Vec<&str> = ours
+        .iter()
+        .filter(|o| !theirs.contains(o))
+        .map(String::as_str)
+        .collect();
+    let extra: Vec<&str> = theirs
+        .iter()
+        .filter(|o| !ours.contains(o))
+        .map(String::as_str)
+        .collect();
+    Err(format!(
+        "the SQLite baseline's schema differs from the one docstore-sqlite created; copy \
+         docstore-sqlite/src/schema.rs's migrations into SCHEMA in \
+         docstore-bench/src/baselines/sqlite.rs (and write what they add, as docstore-sqlite \
+         does).\nOnly in docstore-sqlite's:\n  {}\nOnly in the baseline's:\n  {}",
+        missing.join("\n  "),
+        extra.join("\n  ")
+    )
+    .into())
 }
 
 /// Inserts documents `0..count` (generation 0) into `collection` of the database at `path`
@@ -198,6 +297,20 @@ fn load(conn: &Connection, collection: &str, id: &str) -> BenchResult<Option<Doc
     doc.transpose()
 }
 
+/// The change row of a write that left the document `id` of `collection` (`kind`: created or
+/// updated), at `now`.
+fn log_stored(
+    conn: &Connection,
+    collection: &str,
+    id: &str,
+    kind: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(LOG_STORED)?
+        .execute(params![SITE, collection, id, kind, now])?;
+    Ok(())
+}
+
 impl SqliteBaseline {
     /// Read, merge, write in one immediate transaction; `expected` checks the version.
     fn patch(
@@ -209,19 +322,21 @@ impl SqliteBaseline {
     ) -> BenchResult<u64> {
         let mut conn = self.writer.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let version = patch_in(&tx, collection, id, patch, expected)?;
+        let version = patch_in(&tx, collection, id, patch, expected, self.feed)?;
         tx.commit()?;
         Ok(version)
     }
 }
 
-/// Reads, merges and rewrites one document inside the caller's transaction.
+/// Reads, merges and rewrites one document inside the caller's transaction, with its change
+/// row when `feed`.
 fn patch_in(
     tx: &rusqlite::Transaction<'_>,
     collection: &str,
     id: &str,
     patch: &Data,
     expected: Option<u64>,
+    feed: bool,
 ) -> BenchResult<u64> {
     let mut doc = load(tx, collection, id)?.ok_or_else(|| format!("{id} not found"))?;
     if let Some(expected) = expected.filter(|v| *v != doc.version) {
@@ -230,6 +345,7 @@ fn patch_in(
     merge(&mut doc.data, patch);
     let text = serde_json::to_string(&doc.data)?;
     let version = doc.version + 1;
+    let now = now_nanos();
     tx.prepare_cached(
         "UPDATE documents SET data = jsonb(?4), updated_at = ?5, updated_by = ?6, \
              version = ?7 WHERE site = ?1 AND collection = ?2 AND id = ?3",
@@ -239,10 +355,13 @@ fn patch_in(
         collection,
         id,
         text,
-        now_nanos().max(doc.updated_at),
+        now.max(doc.updated_at),
         ACTOR,
         version as i64
     ])?;
+    if feed {
+        log_stored(tx, collection, id, "updated", now)?;
+    }
     Ok(version)
 }
 
@@ -251,10 +370,20 @@ impl Subject for SqliteBaseline {
     async fn create(&self, collection: &str, id: &str, data: Data) -> BenchResult<u64> {
         let text = serde_json::to_string(&data)?;
         let now = now_nanos();
-        let conn = self.writer.lock();
-        conn.prepare_cached(INSERT)?.execute(params![
-            SITE, collection, id, text, now, now, ACTOR, ACTOR, 1
-        ])?;
+        let mut conn = self.writer.lock();
+        let insert = |conn: &Connection| {
+            conn.prepare_cached(INSERT)?.execute(params![
+                SITE, collection, id, text, now, now, ACTOR, ACTOR, 1
+            ])
+        };
+        if !self.feed {
+            insert(&conn)?;
+            return Ok(1);
+        }
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        insert(&tx)?;
+        log_stored(&tx, collection, id, "created", now)?;
+        tx.commit()?;
         Ok(1)
     }
 
@@ -278,15 +407,18 @@ impl Subject for SqliteBaseline {
                 r.get(0)
             })
             .optional()?;
-        let version = match version {
-            Some(v) => v as u64,
+        let (version, kind) = match version {
+            Some(v) => (v as u64, "updated"),
             None => {
                 tx.prepare_cached(INSERT)?.execute(params![
                     SITE, collection, id, text, now, now, ACTOR, ACTOR, 1
                 ])?;
-                1
+                (1, "created")
             }
         };
+        if self.feed {
+            log_stored(&tx, collection, id, kind, now)?;
+        }
         tx.commit()?;
         Ok(version)
     }
@@ -314,20 +446,50 @@ impl Subject for SqliteBaseline {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut versions = Vec::with_capacity(writes.len());
         for (id, patch, expected) in writes {
-            versions.push(patch_in(&tx, collection, id, patch, Some(*expected))?);
+            versions.push(patch_in(
+                &tx,
+                collection,
+                id,
+                patch,
+                Some(*expected),
+                self.feed,
+            )?);
         }
         tx.commit()?;
         Ok(versions)
     }
 
     async fn delete(&self, collection: &str, id: &str) -> BenchResult<bool> {
-        let conn = self.writer.lock();
-        let deleted = conn
+        let mut conn = self.writer.lock();
+        if !self.feed {
+            let deleted = conn
+                .prepare_cached(
+                    "DELETE FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3",
+                )?
+                .execute(params![SITE, collection, id])?;
+            return Ok(deleted > 0);
+        }
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: Option<i64> = tx
             .prepare_cached(
-                "DELETE FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3",
+                "DELETE FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3 \
+                 RETURNING version",
             )?
-            .execute(params![SITE, collection, id])?;
-        Ok(deleted > 0)
+            .query_row(params![SITE, collection, id], |r| r.get(0))
+            .optional()?;
+        if let Some(version) = version {
+            // `Store::delete` logs its delete with an empty actor.
+            tx.prepare_cached(LOG_DELETED)?.execute(params![
+                SITE,
+                collection,
+                id,
+                version,
+                now_nanos(),
+                ""
+            ])?;
+        }
+        tx.commit()?;
+        Ok(version.is_some())
     }
 
     async fn top(&self, collection: &str) -> BenchResult<Vec<String>> {
@@ -381,5 +543,31 @@ impl Subject for SqliteBaseline {
             documents: page.len(),
             next: page.last().filter(|_| more).map(|d| d.id.clone()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The copy is docstore-sqlite's schema, and a baseline file that drifts from it fails
+    /// the check (the run exits with its error).
+    #[test]
+    fn the_baseline_has_docstore_sqlites_schema_and_drift_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store.db");
+        drop(docstore_sqlite::SqliteStore::open(&store).unwrap());
+        let baseline = dir.path().join("baseline.db");
+        drop(SqliteBaseline::open(&baseline, Sync::Normal, true).unwrap());
+        check_same_schema(&store, &baseline).unwrap();
+
+        Connection::open(&baseline)
+            .unwrap()
+            .execute_batch("DROP TABLE changes")
+            .unwrap();
+        let err = check_same_schema(&store, &baseline)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("table changes CREATE TABLE changes"), "{err}");
     }
 }
