@@ -81,6 +81,10 @@ pub struct Capabilities {
     /// SQLite). When false (DynamoDB Streams: per-shard order), only each document's own
     /// changes are ordered.
     pub feed_commit_order: bool,
+    /// Every update's and delete's change carries the document before it
+    /// ([`docstore::Change::previous`]: DynamoDB, from the stream's old image). When false
+    /// the backend gives none.
+    pub feed_previous: bool,
 }
 
 impl Default for Capabilities {
@@ -89,6 +93,7 @@ impl Default for Capabilities {
             knows_last_page: true,
             secondary_indexes: false,
             feed_commit_order: true,
+            feed_previous: false,
         }
     }
 }
@@ -103,6 +108,12 @@ impl Capabilities {
     /// Sets [`Capabilities::secondary_indexes`].
     pub fn with_secondary_indexes(mut self, serves: bool) -> Self {
         self.secondary_indexes = serves;
+        self
+    }
+
+    /// Sets [`Capabilities::feed_previous`].
+    pub fn with_feed_previous(mut self, gives: bool) -> Self {
+        self.feed_previous = gives;
         self
     }
 
@@ -157,6 +168,13 @@ macro_rules! __contract_cases {
                 a_feed_shows_only_its_scope,
                 bad_and_expired_cursors_are_errors,
                 a_replica_from_the_feed_equals_the_source,
+            ],
+            feed_consumers: [
+                a_snapshot_then_the_changes_give_each_version_once,
+                a_snapshot_hands_out_the_documents_then_follows,
+                a_feed_cursor_of_one_site_is_refused_on_another,
+                an_undecodable_change_carries_its_cursor,
+                changes_carry_the_previous_value_where_kept,
             ],
             batches: [
                 batch_applies_every_kind,

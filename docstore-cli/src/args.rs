@@ -156,6 +156,9 @@ pub enum FeedFrom {
     /// The end of the feed: only changes committed from now on.
     #[default]
     Now,
+    /// Every document as it stands (kind "existing"), then every later change, each once:
+    /// a new consumer that must see every document. Every line's cursor resumes it.
+    Snapshot,
 }
 
 /// `docstore streams ...`.
@@ -360,8 +363,8 @@ pub enum Command {
         /// Start after this change (its "cursor").
         #[arg(long, value_name = "CURSOR", conflicts_with = "from")]
         after: Option<String>,
-        /// Start at the oldest change the store keeps (start) or at the end of the feed
-        /// (now).
+        /// Start at the oldest change the store keeps (start), at the end of the feed
+        /// (now), or with every document as it stands, then the changes after (snapshot).
         #[arg(long, value_enum, default_value_t = FeedFrom::Now)]
         from: FeedFrom,
         /// Every site's changes (the whole store) instead of the --site site's.

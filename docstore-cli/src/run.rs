@@ -319,6 +319,7 @@ async fn execute(
                 (Some(cursor), _) => FeedStart::After(ChangeCursor::parse(&cursor)?),
                 (None, FeedFrom::Start) => FeedStart::Oldest,
                 (None, FeedFrom::Now) => FeedStart::Now,
+                (None, FeedFrom::Snapshot) => FeedStart::Snapshot,
             };
             let until = if until_idle {
                 Until::Idle

@@ -56,7 +56,7 @@ pub async fn follow(
         if until == Until::Idle && idle.elapsed() >= IDLE_AFTER {
             return Ok(last);
         }
-        let wait = store.driver().wait_for_changes(&cursor);
+        let wait = store.wait_for_changes(&cursor);
         let patience = IDLE_AFTER
             .saturating_sub(idle.elapsed())
             .max(Duration::from_millis(50));

@@ -109,7 +109,45 @@ fn watch_prints_every_change_with_a_cursor_that_resumes_exactly() {
         &["watch", "t", "--from", "start", "--until-idle"],
         0,
     );
-    assert_eq!(in_t, all, "the collection's feed");
+    let without_cursors = |changes: &[Value]| -> Vec<Value> {
+        let mut changes = changes.to_vec();
+        changes
+            .iter_mut()
+            .for_each(|c| drop(c.as_object_mut().unwrap().remove("cursor")));
+        changes
+    };
+    assert_eq!(
+        without_cursors(&in_t),
+        without_cursors(&all),
+        "the collection's feed"
+    );
+    // A cursor belongs to the feed that printed it: the site's is refused on the collection's.
+    let site_cursor = all[0]["cursor"].as_str().unwrap();
+    lines(
+        &store,
+        &["watch", "t", "--after", site_cursor, "--until-idle"],
+        6,
+    );
+    // A snapshot: the documents as they stand, then what follows, resumable from any line.
+    let snapshot = lines(&store, &["watch", "--from", "snapshot", "--until-idle"], 0);
+    let kinds: Vec<&str> = snapshot
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        (ids(&snapshot), kinds),
+        (
+            vec!["d0", "d1", "d3", "d4"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            vec!["existing"; 4]
+        )
+    );
+    let cursor = snapshot[1]["cursor"].as_str().unwrap();
+    create(&store, "d5", 5);
+    let resumed = lines(&store, &["watch", "--after", cursor, "--until-idle"], 0);
+    assert_eq!(ids(&resumed), ["d3", "d4", "d5"]);
     let in_u = lines(
         &store,
         &["watch", "u", "--from", "start", "--until-idle"],

@@ -1534,6 +1534,7 @@ async fn a_replica_from_the_feed_of_lost_answers_equals_the_source(
                 docstore::ChangeKind::Deleted => {
                     assert_eq!(standing.get(&id), Some(&change.version), "{at}");
                 }
+                docstore::ChangeKind::Existing => panic!("{at}: a feed read from the oldest"),
             }
             match change.kind {
                 docstore::ChangeKind::Deleted => standing.remove(&id),

@@ -123,6 +123,7 @@ impl Feed {
             FeedStart::Oldest => pruned_through,
             FeedStart::Now => log.next - 1,
             FeedStart::After(cursor) => self.position(cursor, log.next - 1)?,
+            FeedStart::Snapshot => return Err(FeedStart::snapshot_refused()),
         };
         if after < pruned_through {
             return Err(Error::CursorExpired(format!(
@@ -170,6 +171,7 @@ impl Feed {
             time: entry.time,
             actor: entry.actor.clone(),
             cursor: self.cursor(entry.position),
+            previous: None,
         }
     }
 

@@ -150,6 +150,7 @@ impl Feed {
             FeedStart::Oldest => pruned,
             FeedStart::Now => head,
             FeedStart::After(cursor) => self.position(cursor)?,
+            FeedStart::Snapshot => return Err(FeedStart::snapshot_refused().into()),
         };
         if after < pruned {
             return Err(Error::CursorExpired(format!(

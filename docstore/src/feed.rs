@@ -11,6 +11,8 @@
 use crate::document::Document;
 use crate::key::{Key, validate_collection, validate_site};
 use crate::{Error, Result};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 /// The most changes one page read returns (the feed's own page size limit).
@@ -32,15 +34,19 @@ pub enum ChangeKind {
     Updated,
     /// The document was removed: `delete`, `delete_if`.
     Deleted,
+    /// No write: a document as it stood when a [`FeedStart::Snapshot`] read it, handed to a
+    /// new consumer before the changes that follow it.
+    Existing,
 }
 
 impl ChangeKind {
-    /// The kind's name as the CLI prints it: `created`, `updated` or `deleted`.
+    /// The kind's name as the CLI prints it: `created`, `updated`, `deleted` or `existing`.
     pub fn as_str(self) -> &'static str {
         match self {
             ChangeKind::Created => "created",
             ChangeKind::Updated => "updated",
             ChangeKind::Deleted => "deleted",
+            ChangeKind::Existing => "existing",
         }
     }
 }
@@ -70,6 +76,12 @@ pub struct Change {
     /// Where the feed continues after this change: hand it back with
     /// [`FeedStart::After`] to read what follows, in this or another process.
     pub cursor: ChangeCursor,
+    /// The document as it was before the write, metadata included, where the backend keeps
+    /// it: for an update, the version it replaced; for a delete, the document it removed;
+    /// `None` for a create, a snapshot's document and a backend or store that does not
+    /// record it (`docs/contract.md`, "Change feed": DynamoDB always, memory and SQLite
+    /// when asked to).
+    pub previous: Option<Document>,
 }
 
 impl Change {
@@ -84,6 +96,7 @@ impl Change {
             actor: document.updated_by.clone(),
             document: Some(document),
             cursor,
+            previous: None,
         }
     }
 
@@ -103,13 +116,29 @@ impl Change {
             time,
             actor: actor.into(),
             cursor,
+            previous: None,
         }
+    }
+
+    /// A document as a snapshot read it ([`ChangeKind::Existing`]): its version, time and
+    /// actor are the document's.
+    pub fn existing(key: Key, document: Document, cursor: ChangeCursor) -> Self {
+        Change::stored(key, ChangeKind::Existing, document, cursor)
+    }
+
+    /// The same change with the document as it was before the write ([`Change::previous`]).
+    pub fn with_previous(mut self, previous: Option<Document>) -> Self {
+        self.previous = previous;
+        self
     }
 }
 
 /// A position in a store's change feed: opaque text, valid across processes and restarts,
 /// read with [`FeedStart::After`]. Each driver writes its own positions, tagged with the
-/// driver's name, so a cursor of another backend is [`Error::InvalidArgument`].
+/// driver's name, so a cursor of another backend is [`Error::InvalidArgument`]. A driver's
+/// position never holds `~`: the front end appends after it what binds a cursor to its
+/// site's or collection's feed and where a snapshot stands (`docs/contract.md`, "Change
+/// feed").
 ///
 /// ```
 /// use docstore::feed::ChangeCursor;
@@ -126,8 +155,13 @@ impl Change {
 pub struct ChangeCursor(String);
 
 impl ChangeCursor {
-    /// The cursor of `driver` (a short lowercase name) at `position` (the driver's own text).
+    /// The cursor of `driver` (a short lowercase name) at `position` (the driver's own text,
+    /// without `~`).
     pub fn new(driver: &str, position: impl AsRef<str>) -> Self {
+        debug_assert!(
+            !position.as_ref().contains(MARK),
+            "a driver position holds `~`"
+        );
         ChangeCursor(format!("{driver}:{}", position.as_ref()))
     }
 
@@ -187,14 +221,27 @@ pub enum FeedStart {
     Now,
     /// After the change this cursor was handed with (or after the page it ended).
     After(ChangeCursor),
+    /// Every document of the scope as it stands ([`ChangeKind::Existing`]), then every change
+    /// after them — exactly once each, under one cursor (`docs/contract.md`, "Change feed",
+    /// "Starting from a snapshot"). What a new consumer that must see every document starts
+    /// with; read by the front end ([`Store`](crate::Store)), never handed to a driver.
+    Snapshot,
 }
 
 impl FeedStart {
-    /// `start` / `oldest`, `now`, or a cursor's text (the CLI's `--from` and `--after`).
+    /// What a driver answers a [`FeedStart::Snapshot`] handed to it: the front end reads
+    /// snapshots over the driver's feed and queries, and never passes one on.
+    pub fn snapshot_refused() -> Error {
+        Error::invalid("a snapshot start is read by docstore::Store, not by a driver")
+    }
+
+    /// `start` / `oldest`, `now`, `snapshot`, or a cursor's text (the CLI's `--from` and
+    /// `--after`).
     ///
     /// ```
     /// use docstore::feed::FeedStart;
     /// assert_eq!(FeedStart::parse("now")?, FeedStart::Now);
+    /// assert_eq!(FeedStart::parse("snapshot")?, FeedStart::Snapshot);
     /// assert_eq!(FeedStart::parse("start")?, FeedStart::Oldest);
     /// assert!(matches!(FeedStart::parse("sqlite:17")?, FeedStart::After(_)));
     /// # Ok::<(), docstore::Error>(())
@@ -203,6 +250,7 @@ impl FeedStart {
         match text {
             "start" | "oldest" => Ok(FeedStart::Oldest),
             "now" => Ok(FeedStart::Now),
+            "snapshot" => Ok(FeedStart::Snapshot),
             cursor => ChangeCursor::parse(cursor).map(FeedStart::After),
         }
     }
@@ -251,6 +299,24 @@ impl FeedScope {
         self.collection.as_deref()
     }
 
+    /// The scope as messages name it: `site acme`, `collection acme/tickets`, `the whole
+    /// store`.
+    fn describe(&self) -> String {
+        match (&self.site, &self.collection) {
+            (Some(site), Some(collection)) => format!("collection {site}/{collection}"),
+            (Some(site), None) => format!("site {site}"),
+            _ => "the whole store".to_owned(),
+        }
+    }
+
+    /// What a cursor of this scope's feed carries to bind it here: a fingerprint of the site
+    /// and collection; `None` for the whole store, whose cursors are the driver's own.
+    fn binding(&self) -> Option<String> {
+        let site = self.site.as_ref()?;
+        let shape = serde_json::json!([site, self.collection]);
+        Some(crate::query::fingerprint(shape.to_string().as_bytes()))
+    }
+
     /// Whether a change of `key` belongs to the scope.
     ///
     /// ```
@@ -292,5 +358,233 @@ pub fn check_page_size(limit: usize) -> Result<()> {
         Err(Error::invalid(format!(
             "change page size {limit}: it must be 1 to {MAX_CHANGE_PAGE}"
         )))
+    }
+}
+
+/// What separates the parts the front end adds to a driver's cursor text.
+const MARK: char = '~';
+/// The part binding a cursor to its site's or collection's feed: `~s` and a fingerprint.
+const SCOPE_PART: char = 's';
+/// The part saying where a snapshot stands: `~k` and the base64 of a JSON key.
+const SNAPSHOT_PART: char = 'k';
+
+/// How far a snapshot ([`FeedStart::Snapshot`]) has read the scope's documents, in key
+/// order (site, collection, id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SnapshotMark {
+    /// No document handed out yet.
+    Start,
+    /// Every document up to this key (included) handed out, or covered by the feed.
+    After(Key),
+    /// Every document handed out: the reader follows the feed.
+    Done,
+}
+
+impl SnapshotMark {
+    /// Whether the snapshot has passed `key`: a change of it must be handed out, since no
+    /// document read later will show it.
+    pub(crate) fn covers(&self, key: &Key) -> bool {
+        match self {
+            SnapshotMark::Start => false,
+            SnapshotMark::After(last) => key <= last,
+            SnapshotMark::Done => true,
+        }
+    }
+}
+
+/// A cursor the front end handed out, read back: the driver's cursor and, while a snapshot
+/// is read, how far it stands.
+///
+/// The text is the driver's cursor, then `~s<fingerprint>` for a site's or collection's feed
+/// (the whole store's cursors are the driver's own), then, during a snapshot,
+/// `~k<base64 of ["site","collection","id"]>` (`[]` before the first document).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FeedPosition {
+    /// Where the driver's feed stands.
+    pub(crate) driver: ChangeCursor,
+    /// How far the snapshot stands ([`SnapshotMark::Done`]: following).
+    pub(crate) snapshot: SnapshotMark,
+}
+
+impl FeedPosition {
+    /// The cursor of this position in `scope`'s feed.
+    pub(crate) fn encode(&self, scope: &FeedScope) -> ChangeCursor {
+        let mut text = self.driver.0.clone();
+        if let Some(binding) = scope.binding() {
+            text.extend([MARK, SCOPE_PART]);
+            text.push_str(&binding);
+        }
+        let key = match &self.snapshot {
+            SnapshotMark::Done => None,
+            SnapshotMark::Start => Some(serde_json::json!([])),
+            SnapshotMark::After(key) => {
+                Some(serde_json::json!([key.site(), key.collection(), key.id()]))
+            }
+        };
+        if let Some(key) = key {
+            text.extend([MARK, SNAPSHOT_PART]);
+            text.push_str(&URL_SAFE_NO_PAD.encode(key.to_string()));
+        }
+        ChangeCursor(text)
+    }
+
+    /// Reads a cursor of `scope`'s feed: [`Error::InvalidArgument`] for one of another site's
+    /// or collection's feed (or of the whole store's feed on a scoped one, and the reverse),
+    /// and for text no front end wrote.
+    pub(crate) fn decode(scope: &FeedScope, cursor: &ChangeCursor) -> Result<Self> {
+        let (driver, parts) = Self::split(cursor)?;
+        let expected = scope.binding();
+        if parts.binding != expected {
+            let whose = match (parts.binding.is_some(), expected.is_some()) {
+                (false, _) => "the whole store's feed",
+                (true, false) => "a site's or collection's feed",
+                (true, true) => "another site's or collection's feed",
+            };
+            return Err(Error::invalid(format!(
+                "change cursor of {whose}, not of the feed of {}: a feed takes only the \
+                 cursors it handed out",
+                scope.describe()
+            )));
+        }
+        Ok(FeedPosition {
+            driver,
+            snapshot: parts.snapshot,
+        })
+    }
+
+    /// The driver's cursor inside any cursor the front end wrote (for waiting, which does not
+    /// depend on the scope).
+    pub(crate) fn driver_cursor(cursor: &ChangeCursor) -> Result<ChangeCursor> {
+        Self::split(cursor).map(|(driver, _)| driver)
+    }
+
+    fn split(cursor: &ChangeCursor) -> Result<(ChangeCursor, Parts)> {
+        let malformed = || Error::invalid("change cursor: not a cursor a store wrote");
+        let mut pieces = cursor.0.split(MARK);
+        let driver = ChangeCursor::parse(pieces.next().unwrap_or_default())?;
+        let mut parts = Parts {
+            binding: None,
+            snapshot: SnapshotMark::Done,
+        };
+        let mut last = None;
+        for piece in pieces {
+            let mut chars = piece.chars();
+            let tag = chars.next().ok_or_else(malformed)?;
+            let body = chars.as_str();
+            // Each part at most once, the binding first.
+            let rank = [SCOPE_PART, SNAPSHOT_PART].iter().position(|&t| t == tag);
+            let rank = rank.ok_or_else(malformed)?;
+            if last.is_some_and(|l| l >= rank) {
+                return Err(malformed());
+            }
+            last = Some(rank);
+            match tag {
+                SCOPE_PART => {
+                    let hex = body.len() == 16 && body.bytes().all(|b| b.is_ascii_hexdigit());
+                    if !hex || body.bytes().any(|b| b.is_ascii_uppercase()) {
+                        return Err(malformed());
+                    }
+                    parts.binding = Some(body.to_owned());
+                }
+                _ => parts.snapshot = snapshot_mark(body).ok_or_else(malformed)?,
+            }
+        }
+        Ok((driver, parts))
+    }
+}
+
+/// The parts after a driver's cursor.
+struct Parts {
+    binding: Option<String>,
+    snapshot: SnapshotMark,
+}
+
+/// The snapshot mark of a `~k` part: `[]` or `[site, collection, id]` (a valid key).
+fn snapshot_mark(body: &str) -> Option<SnapshotMark> {
+    let bytes = URL_SAFE_NO_PAD.decode(body).ok()?;
+    let names: Vec<String> = serde_json::from_slice(&bytes).ok()?;
+    match names.as_slice() {
+        [] => Some(SnapshotMark::Start),
+        [site, collection, id] => Key::new(site, collection, id).ok().map(SnapshotMark::After),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn position(snapshot: SnapshotMark) -> FeedPosition {
+        FeedPosition {
+            driver: ChangeCursor::new("memory", "00ff.17"),
+            snapshot,
+        }
+    }
+
+    #[test]
+    fn cursors_round_trip_in_their_scope() {
+        let key = Key::new("acme", "tickets", "T~1 é").unwrap();
+        let scopes = [
+            FeedScope::whole_store(),
+            FeedScope::site("acme").unwrap(),
+            FeedScope::collection("acme", "tickets").unwrap(),
+        ];
+        for scope in &scopes {
+            for mark in [
+                SnapshotMark::Start,
+                SnapshotMark::After(key.clone()),
+                SnapshotMark::Done,
+            ] {
+                let cursor = position(mark.clone()).encode(scope);
+                let text = ChangeCursor::parse(&cursor.to_string()).unwrap();
+                assert_eq!(FeedPosition::decode(scope, &text).unwrap(), position(mark));
+            }
+        }
+        let plain = position(SnapshotMark::Done).encode(&scopes[0]);
+        assert_eq!(
+            plain.as_str(),
+            "memory:00ff.17",
+            "whole-store cursors are the driver's"
+        );
+    }
+
+    #[test]
+    fn a_cursor_of_another_scope_is_invalid() {
+        let acme = FeedScope::site("acme").unwrap();
+        let scopes = [
+            FeedScope::whole_store(),
+            FeedScope::site("globex").unwrap(),
+            FeedScope::collection("acme", "tickets").unwrap(),
+        ];
+        for from in &scopes {
+            for mark in [SnapshotMark::Start, SnapshotMark::Done] {
+                let cursor = position(mark).encode(from);
+                let err = FeedPosition::decode(&acme, &cursor).unwrap_err();
+                assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+            }
+            let cursor = position(SnapshotMark::Done).encode(&acme);
+            assert!(FeedPosition::decode(from, &cursor).is_err());
+        }
+    }
+
+    #[test]
+    fn garbage_parts_are_invalid() {
+        let acme = FeedScope::site("acme").unwrap();
+        let good = position(SnapshotMark::Start).encode(&acme).to_string();
+        let (head, _) = good.split_once("~k").unwrap();
+        for text in [
+            format!("{head}~"),
+            format!("{head}~x1"),
+            format!("{head}~kW10~s0123456789abcdef"),
+            format!("{head}~kW10~kW10"),
+            format!("{head}~k!!"),
+            format!("{head}~kWyJhIl0"),
+            "memory:00ff.17~sABCDEF0123456789".to_owned(),
+            "memory:00ff.17~s0123".to_owned(),
+        ] {
+            let cursor = ChangeCursor::parse(&text).unwrap();
+            let err = FeedPosition::decode(&acme, &cursor).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{text}: {err}");
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod concurrency;
 pub mod conditional;
 pub mod counters;
 pub mod crud;
+pub mod feed_consumers;
 pub mod fidelity;
 pub mod filters;
 pub mod indexes;

@@ -38,7 +38,8 @@ impl DynamoStore {
     ) -> Result<ChangePage> {
         let parsed = match start {
             FeedStart::After(cursor) => Some(Frontier::parse(cursor)?),
-            _ => None,
+            FeedStart::Snapshot => return Err(FeedStart::snapshot_refused()),
+            FeedStart::Oldest | FeedStart::Now => None,
         };
         let stream_arn = match self.feed_cache.arn() {
             // A cursor of another stream than the one remembered: the stream may have been
@@ -96,14 +97,16 @@ fn change(pending: Pending, stamp: Option<Stamp>, cursor: ChangeCursor) -> Chang
             key,
             kind,
             document,
-        } => Change::stored(key, kind, document, cursor),
+            previous,
+        } => Change::stored(key, kind, document, cursor).with_previous(previous),
         Pending::Removed {
             key,
             removed,
             approximate_time,
         } => {
             let version = removed.doc.version;
-            match stamp {
+            let previous = Some(removed.doc);
+            let change = match stamp {
                 Some(stamp) => Change::deleted(key, version, stamp.time, stamp.actor, cursor),
                 None => {
                     // Every docstore delete writes its stamp in its own transaction:
@@ -117,7 +120,8 @@ fn change(pending: Pending, stamp: Option<Stamp>, cursor: ChangeCursor) -> Chang
                     );
                     Change::deleted(key, version, approximate_time, "", cursor)
                 }
-            }
+            };
+            change.with_previous(previous)
         }
     }
 }

@@ -18,11 +18,12 @@ use std::collections::HashMap;
 /// before its stamp is read.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Pending {
-    /// A write that left `document` at `key`.
+    /// A write that left `document` at `key`, over `previous` (the record's old image).
     Stored {
         key: Key,
         kind: ChangeKind,
         document: Document,
+        previous: Option<Document>,
     },
     /// A delete of `removed` (the revision it removed) at `key`; `approximate_time` is when
     /// the stream recorded it (unix nanoseconds), used only when no stamp names the delete.
@@ -53,17 +54,19 @@ pub(crate) fn pending(record: Record, scope: &FeedScope) -> Result<Option<Pendin
             key,
             kind: ChangeKind::Created,
             document: stored(&new)?.doc,
+            previous: None,
         }),
         (Some(OperationType::Modify), Some(new), old) if is_document(&new) => {
             let new = stored(&new)?;
             let old = old.filter(is_document).map(|o| stored(&o)).transpose()?;
-            let unchanged = old.is_some_and(|old| {
+            let unchanged = old.as_ref().is_some_and(|old| {
                 old.doc.version == new.doc.version && old.history.first() == new.history.first()
             });
             (!unchanged).then_some(Pending::Stored {
                 key,
                 kind: ChangeKind::Updated,
                 document: new.doc,
+                previous: old.map(|old| old.doc),
             })
         }
         (Some(OperationType::Remove), _, Some(old)) if is_document(&old) => {

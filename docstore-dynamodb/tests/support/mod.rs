@@ -242,6 +242,7 @@ impl conformance_tests::Harness for Harness {
             .with_knows_last_page(false)
             .with_secondary_indexes(true)
             .with_feed_commit_order(false)
+            .with_feed_previous(true)
     }
 
     /// moto runs a quarter of each property test's cases (64 of 256 random operation

@@ -557,19 +557,22 @@ where
     }
 
     /// Every change of this collection from `start`, decoded into `T`, waiting for new ones
-    /// (see [`ChangeStream`](super::ChangeStream)). A document that does not decode is an
-    /// [`Error::Decode`] item, and the stream goes on after it.
+    /// (see [`ChangeStream`](super::ChangeStream)). A document that does not decode is a
+    /// change like any other, with its cursor, whose [`value`](TypedChange::value) is the
+    /// [`Error::Decode`]; an error item is a failed read.
     ///
     /// ```
     /// use futures_util::TryStreamExt;
     ///
     /// # async fn demo(tickets: &docstore::Collection<docstore::Data>) -> docstore::Result<()> {
-    /// let mut changes = tickets.watch(docstore::FeedStart::Now);
+    /// let mut changes = tickets.watch(docstore::FeedStart::Snapshot);
     /// while let Some(change) = changes.try_next().await? {
     ///     match change.value {
-    ///         Some(ticket) => println!("{} is now v{}", ticket.id, ticket.version),
-    ///         None => println!("{} was deleted", change.id),
+    ///         Ok(Some(ticket)) => println!("{} is now v{}", ticket.id, ticket.version),
+    ///         Ok(None) => println!("{} was deleted", change.id),
+    ///         Err(undecodable) => eprintln!("skipped: {undecodable}"),
     ///     }
+    ///     // save change.cursor: a restart goes on after it
     /// }
     /// # Ok(())
     /// # }
@@ -579,7 +582,7 @@ where
         start: FeedStart,
     ) -> impl Stream<Item = Result<TypedChange<T>>> + Send + Unpin + 'static {
         ChangeStream::new(self.store().clone(), self.feed_scope(), start)
-            .map(|change| change.and_then(TypedChange::decode))
+            .map(|change| change.map(TypedChange::decode))
     }
 
     fn feed_scope(&self) -> FeedScope {

@@ -1,11 +1,15 @@
 //! The change feed on the front end: pages of changes, [`ChangeStream`] (every change from a
 //! start, waiting for new ones), typed changes, and [`Store::replay`] (what a replica does
-//! with a change).
+//! with a change). Cursors are bound here to the feed that handed them out
+//! ([`FeedPosition`]), and snapshots are read here ([`snapshot`]), over any driver.
+
+mod snapshot;
 
 use super::Store;
 use super::collection::versioned;
 use crate::feed::{
-    Change, ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart, WATCH_PAGE, check_page_size,
+    Change, ChangeCursor, ChangeKind, ChangePage, FeedPosition, FeedScope, FeedStart, SnapshotMark,
+    WATCH_PAGE, check_page_size,
 };
 use crate::{Result, Versioned};
 use futures_core::Stream;
@@ -34,8 +38,19 @@ impl Store {
         ChangeStream::new(self.clone(), scope, start)
     }
 
-    /// A page of `scope`'s changes. The front end drops any change outside the scope a
-    /// driver might hand back, so a site's feed never shows another site's writes.
+    /// Waits until a change may have been committed after `after`, a cursor any feed of this
+    /// store handed out (see [`Driver::wait_for_changes`](crate::driver::Driver::wait_for_changes):
+    /// it may return early; dropping it is safe). What a reader of pages does when a page was
+    /// `caught_up`; [`ChangeStream`] does it itself.
+    pub async fn wait_for_changes(&self, after: &ChangeCursor) -> Result<()> {
+        let driver = FeedPosition::driver_cursor(after)?;
+        self.driver.wait_for_changes(&driver).await
+    }
+
+    /// A page of `scope`'s changes, its cursors bound to `scope` ([`FeedPosition`]): a
+    /// cursor of another scope's feed is [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    /// A snapshot start, or a cursor handed out during one, reads the snapshot
+    /// ([`snapshot::page`]).
     pub(crate) async fn scoped_changes(
         &self,
         scope: &FeedScope,
@@ -43,6 +58,36 @@ impl Store {
         limit: usize,
     ) -> Result<ChangePage> {
         check_page_size(limit)?;
+        let position = match start {
+            FeedStart::Oldest | FeedStart::Now => {
+                let page = self.driver_changes(scope, start, limit).await?;
+                return Ok(bind(scope, page));
+            }
+            FeedStart::Snapshot => FeedPosition {
+                driver: self.driver_changes(scope, &FeedStart::Now, 1).await?.next,
+                snapshot: SnapshotMark::Start,
+            },
+            FeedStart::After(cursor) => FeedPosition::decode(scope, cursor)?,
+        };
+        if position.snapshot != SnapshotMark::Done {
+            return snapshot::page(self, scope, position, limit).await;
+        }
+        let start = FeedStart::After(position.driver);
+        Ok(bind(
+            scope,
+            self.driver_changes(scope, &start, limit).await?,
+        ))
+    }
+
+    /// A page of the driver's feed, its cursors the driver's own. The front end drops any
+    /// change outside the scope a driver might hand back, so a site's feed never shows
+    /// another site's writes.
+    async fn driver_changes(
+        &self,
+        scope: &FeedScope,
+        start: &FeedStart,
+        limit: usize,
+    ) -> Result<ChangePage> {
         let mut page = self.driver.changes(scope, start, limit).await?;
         page.changes.retain(|change| scope.contains(&change.key));
         Ok(page)
@@ -86,6 +131,24 @@ impl Store {
     }
 }
 
+/// `page` (of the driver's feed) with its cursors bound to `scope`.
+fn bind(scope: &FeedScope, mut page: ChangePage) -> ChangePage {
+    for change in &mut page.changes {
+        change.cursor = following(scope, &change.cursor);
+    }
+    page.next = following(scope, &page.next);
+    page
+}
+
+/// The cursor of `scope`'s feed, following (no snapshot) at the driver's `cursor`.
+fn following(scope: &FeedScope, cursor: &ChangeCursor) -> ChangeCursor {
+    FeedPosition {
+        driver: cursor.clone(),
+        snapshot: SnapshotMark::Done,
+    }
+    .encode(scope)
+}
+
 /// What a [`ChangeStream`] does once its buffered page is yielded.
 #[derive(Clone)]
 enum Next {
@@ -120,7 +183,7 @@ impl Follow {
 
     /// Waits for a commit after `cursor`; reads after it next.
     async fn wait(&mut self, cursor: ChangeCursor) -> Result<()> {
-        self.store.driver.wait_for_changes(&cursor).await?;
+        self.store.wait_for_changes(&cursor).await?;
         self.next = Next::Read(FeedStart::After(cursor));
         Ok(())
     }
@@ -198,8 +261,10 @@ impl Stream for ChangeStream {
 }
 
 /// A change of a typed [`Collection`](super::Collection): [`Change`] with the document
-/// decoded into `T`.
-#[derive(Clone, Debug, PartialEq)]
+/// decoded into `T`. A change whose document does not decode is one too, with its
+/// [`cursor`](Self::cursor): its [`value`](Self::value) is the [`Error::Decode`](crate::Error::Decode),
+/// so a consumer can log it, save the cursor and go on.
+#[derive(Debug)]
 pub struct TypedChange<T> {
     /// The document's id in the collection.
     pub id: String,
@@ -207,8 +272,13 @@ pub struct TypedChange<T> {
     pub kind: ChangeKind,
     /// The version the write left (for a delete: the version it removed).
     pub version: u64,
-    /// The value as the write left it, with its metadata; `None` for a delete.
-    pub value: Option<Versioned<T>>,
+    /// The value as the write left it, with its metadata; `Ok(None)` for a delete;
+    /// [`Error::Decode`](crate::Error::Decode) naming the key when the document does not
+    /// fit `T`.
+    pub value: Result<Option<Versioned<T>>>,
+    /// The value before the write, where the feed gives it ([`Change::previous`]); `None`
+    /// for a create, or when the backend does not record it, or when it does not fit `T`.
+    pub previous: Option<Versioned<T>>,
     /// When the write happened, in unix nanoseconds.
     pub time: i64,
     /// Who wrote.
@@ -218,8 +288,9 @@ pub struct TypedChange<T> {
 }
 
 impl<T: DeserializeOwned + 'static> TypedChange<T> {
-    /// Decodes `change`'s document: [`Error::Decode`] naming the key when it does not fit `T`.
-    pub(crate) fn decode(change: Change) -> Result<Self> {
+    /// Decodes `change`'s documents; one that does not fit `T` is the value's
+    /// [`Error::Decode`](crate::Error::Decode) naming the key (the change keeps its cursor).
+    pub(crate) fn decode(change: Change) -> Self {
         let Change {
             key,
             kind,
@@ -228,28 +299,28 @@ impl<T: DeserializeOwned + 'static> TypedChange<T> {
             time,
             actor,
             cursor,
+            previous,
         } = change;
-        let value = document
-            .map(|doc| versioned(key.site(), key.collection(), doc))
-            .transpose()?;
-        Ok(TypedChange {
+        let decode = |doc| versioned(key.site(), key.collection(), doc);
+        TypedChange {
             id: key.id().to_owned(),
             kind,
             version,
-            value,
+            value: document.map(decode).transpose(),
+            previous: previous.and_then(|doc| decode(doc).ok()),
             time,
             actor,
             cursor,
-        })
+        }
     }
 }
 
 /// The typed form of a page of changes: [`ChangePage`] with each change decoded.
 #[derive(Debug)]
 pub struct TypedChangePage<T> {
-    /// The collection's changes, oldest first, each decoded — or [`Error::Decode`](crate::Error::Decode) naming
-    /// the key of a document that does not fit `T` (the page goes on after it).
-    pub changes: Vec<Result<TypedChange<T>>>,
+    /// The collection's changes, oldest first, each decoded (a document that does not fit
+    /// `T` is its change's [`value`](TypedChange::value) error; the page goes on after it).
+    pub changes: Vec<TypedChange<T>>,
     /// Where the next read starts.
     pub next: ChangeCursor,
     /// True when the read reached the end of the feed as it stood.
