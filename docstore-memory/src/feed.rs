@@ -2,6 +2,12 @@
 //! (so its order is commit order), the oldest dropped past the retention, watchers woken by
 //! a `tokio::sync::watch` channel on each append.
 //!
+//! An entry holds the document it logs by [`Arc`], the very value the store's map holds (a
+//! write replaces a document with a new one rather than changing it in place), so the log
+//! costs an entry's few fields per change, not a copy of the document; a read copies what it
+//! returns. Its memory is bounded by the retention: the documents of the last `retention`
+//! changes, most of them the stored ones.
+//!
 //! A cursor is `memory:INSTANCE.POSITION`: positions count from 1 in one store's log, and the
 //! instance (random per store) tells a cursor of another store — of an earlier process, say —
 //! which is [`Error::CursorExpired`]: that log is gone.
@@ -10,6 +16,7 @@ use docstore::feed::{Change, ChangeCursor, ChangeKind, ChangePage, FeedScope, Fe
 use docstore::{Document, Error, Key, Result};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// How many changes a store keeps by default ([`MemoryStore::with_feed_retention`]).
@@ -31,9 +38,17 @@ struct Entry {
     key: Key,
     kind: ChangeKind,
     version: u64,
-    document: Option<Document>,
+    /// Shared with the store's map while it is the stored version.
+    document: Option<Arc<Document>>,
     time: i64,
     actor: String,
+}
+
+/// An entry the retention pushed out of the log: handed back to the writer so that it is
+/// dropped (possibly freeing the document) after the store's write lock is released.
+#[derive(Debug)]
+pub(crate) struct Evicted {
+    _entry: Entry,
 }
 
 #[derive(Debug)]
@@ -72,9 +87,16 @@ impl Feed {
         }
     }
 
-    /// Appends the change of a write that left `document` at `key`. Called under the
-    /// store's write lock.
-    pub(crate) fn stored(&self, key: &Key, kind: ChangeKind, document: &Document) {
+    /// Appends the change of a write that left `document` at `key` (shared, not copied).
+    /// Called under the store's write lock; what fell out of the log is the caller's to drop
+    /// after it.
+    #[must_use = "drop the evicted entry after releasing the write lock"]
+    pub(crate) fn stored(
+        &self,
+        key: &Key,
+        kind: ChangeKind,
+        document: &Arc<Document>,
+    ) -> Option<Evicted> {
         self.append(Entry {
             position: 0,
             key: key.clone(),
@@ -82,12 +104,19 @@ impl Feed {
             version: document.version,
             time: document.updated_at,
             actor: document.updated_by.clone(),
-            document: Some(document.clone()),
-        });
+            document: Some(Arc::clone(document)),
+        })
     }
 
     /// Appends the change of a delete of `key` at `version`. Called under the write lock.
-    pub(crate) fn deleted(&self, key: &Key, version: u64, time: i64, actor: &str) {
+    #[must_use = "drop the evicted entry after releasing the write lock"]
+    pub(crate) fn deleted(
+        &self,
+        key: &Key,
+        version: u64,
+        time: i64,
+        actor: &str,
+    ) -> Option<Evicted> {
         self.append(Entry {
             position: 0,
             key: key.clone(),
@@ -96,18 +125,23 @@ impl Feed {
             document: None,
             time,
             actor: actor.to_owned(),
-        });
+        })
     }
 
-    fn append(&self, mut entry: Entry) {
+    fn append(&self, mut entry: Entry) -> Option<Evicted> {
         let mut log = self.log.lock();
         entry.position = log.next;
         log.next += 1;
         log.entries.push_back(entry);
-        if log.entries.len() > log.retention {
-            log.entries.pop_front();
-        }
+        let evicted = if log.entries.len() > log.retention {
+            log.entries
+                .pop_front()
+                .map(|entry| Evicted { _entry: entry })
+        } else {
+            None
+        };
         self.head.send_replace(log.next - 1);
+        evicted
     }
 
     /// A page of `scope`'s changes after `start`.
@@ -167,12 +201,19 @@ impl Feed {
             key: entry.key.clone(),
             kind: entry.kind,
             version: entry.version,
-            document: entry.document.clone(),
+            document: entry.document.as_deref().cloned(),
             time: entry.time,
             actor: entry.actor.clone(),
             cursor: self.cursor(entry.position),
             previous: None,
         }
+    }
+
+    /// The documents the log holds, oldest first (`None` for a delete).
+    #[cfg(test)]
+    pub(crate) fn documents(&self) -> Vec<Option<Arc<Document>>> {
+        let log = self.log.lock();
+        log.entries.iter().map(|e| e.document.clone()).collect()
     }
 
     fn cursor(&self, position: u64) -> ChangeCursor {

@@ -1,8 +1,16 @@
 //! # docstore-memory
 //!
-//! [`MemoryStore`]: the in-memory [`Driver`]. Every call takes one lock, so every operation is
-//! atomic and linearizable, counters are exact, and `update` never conflicts. Queries run the
-//! reference evaluator; a query in id order reads only from its cursor to the end of its page.
+//! [`MemoryStore`]: the in-memory [`Driver`]. Every write is applied under one write lock, so
+//! every operation is atomic and linearizable, counters are exact, and `update` never
+//! conflicts. Queries run the reference evaluator; a query in id order reads only from its
+//! cursor to the end of its page.
+//!
+//! A stored document is never changed in place: a write stores a new one (a merge patch works
+//! on a copy of the data), so the map and the change log share each document instead of
+//! copying it, and the log costs its entries, not documents. The lock is held only for what
+//! must be atomic: a patch is merged before it is taken (from the version a read lock finds,
+//! and merged again under the lock only if another write got in between), and the copy a
+//! call returns is made, and replaced documents are freed, after it is released.
 //!
 //! `write_all` holds the one write lock for the whole batch: every write is decided against
 //! the current state first, then all are applied, so a failing write leaves nothing behind.
@@ -37,11 +45,12 @@ use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
 pub use feed::DEFAULT_FEED_RETENTION;
-use feed::Feed;
+use feed::{Evicted, Feed};
 use identities::Identities;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::sync::Arc;
 
 mod feed;
 mod identities;
@@ -60,13 +69,17 @@ pub struct MemoryStore {
 /// A site's collections, by name; a collection is removed when its last document is.
 type Site = BTreeMap<String, Collection>;
 
+/// A stored document. Never changed once stored: a write stores a new one in its place, so
+/// the map, the change log and the calls copying it out share one value.
+type Shared = Arc<Document>;
+
 /// One collection's documents by id, and one ordered map per declared index of the
 /// collection (in declaration order): index key -> id. Every write goes through
 /// [`Collection::set`] and [`Collection::remove`], under the store's one write lock, so the
 /// maps always hold exactly one key per document.
 #[derive(Debug, Default)]
 struct Collection {
-    docs: BTreeMap<String, Document>,
+    docs: BTreeMap<String, Shared>,
     indexes: Vec<BTreeMap<Vec<u8>, String>>,
 }
 
@@ -86,7 +99,7 @@ impl Collection {
         self.docs.is_empty()
     }
 
-    fn get(&self, id: &str) -> Option<&Document> {
+    fn get(&self, id: &str) -> Option<&Shared> {
         self.docs.get(id)
     }
 
@@ -94,47 +107,69 @@ impl Collection {
         self.docs.contains_key(id)
     }
 
-    /// Stores `doc` (new or replacing the one with its id), moving its index keys.
-    fn set(&mut self, defs: &[CompiledIndex], doc: Document) {
-        if let Some(old) = self.docs.get(&doc.id) {
-            for (def, map) in defs.iter().zip(&mut self.indexes) {
-                map.remove(&def.key(old));
-            }
-        }
+    /// Stores `doc` (new or replacing the one with its id, which is returned), moving its
+    /// index keys.
+    fn set(&mut self, defs: &[CompiledIndex], doc: Shared) -> Option<Shared> {
+        let old = self.docs.get(&doc.id);
         for (def, map) in defs.iter().zip(&mut self.indexes) {
-            map.insert(def.key(&doc), doc.id.clone());
-        }
-        self.docs.insert(doc.id.clone(), doc);
-    }
-
-    /// Changes the document `id` in place with `change`, moving its index keys; `None` when
-    /// there is no such document.
-    fn modify<T>(
-        &mut self,
-        defs: &[CompiledIndex],
-        id: &str,
-        change: impl FnOnce(&mut Document) -> Result<T>,
-    ) -> Option<Result<T>> {
-        let doc = self.docs.get_mut(id)?;
-        let old: Vec<Vec<u8>> = defs.iter().map(|def| def.key(doc)).collect();
-        let result = change(doc);
-        let doc = &*doc;
-        for ((def, map), old) in defs.iter().zip(&mut self.indexes).zip(old) {
-            let new = def.key(doc);
-            if new != old {
+            let new = def.key(&doc);
+            if let Some(old) = old {
+                let old = def.key(old);
+                if old == new {
+                    continue;
+                }
                 map.remove(&old);
-                map.insert(new, doc.id.clone());
+            }
+            map.insert(new, doc.id.clone());
+        }
+        match self.docs.get_mut(&doc.id) {
+            Some(slot) => Some(std::mem::replace(slot, doc)),
+            None => {
+                self.docs.insert(doc.id.clone(), doc);
+                None
             }
         }
-        Some(result)
     }
 
-    fn remove(&mut self, defs: &[CompiledIndex], id: &str) -> Option<Document> {
+    fn remove(&mut self, defs: &[CompiledIndex], id: &str) -> Option<Shared> {
         let doc = self.docs.remove(id)?;
         for (def, map) in defs.iter().zip(&mut self.indexes) {
             map.remove(&def.key(&doc));
         }
         Some(doc)
+    }
+}
+
+/// What a write took out of the store under the write lock — the document it replaced or
+/// removed, the log entry the retention pushed out — to be dropped once the lock is
+/// released, so that freeing a document never holds up the other writers.
+#[derive(Debug, Default)]
+struct Retired {
+    document: Option<Shared>,
+    entry: Option<Evicted>,
+}
+
+/// The next version of a document, made before the write lock was taken from `base`, the
+/// version stored then: installed only if `base` is still the stored version.
+struct Prepared {
+    base: Shared,
+    next: Shared,
+}
+
+/// A batch write's outcome with its document still shared (copied out after the lock).
+enum Applied {
+    Written(Shared),
+    Deleted,
+    Checked,
+}
+
+impl Applied {
+    fn into_outcome(self) -> WriteOutcome {
+        match self {
+            Applied::Written(doc) => WriteOutcome::Written(Arc::unwrap_or_clone(doc)),
+            Applied::Deleted => WriteOutcome::Deleted,
+            Applied::Checked => WriteOutcome::Checked,
+        }
     }
 }
 
@@ -157,7 +192,9 @@ impl MemoryStore {
 
     /// The same store keeping its last `changes` changes for the feed (default
     /// [`DEFAULT_FEED_RETENTION`]); a cursor older than those is
-    /// [`Error::CursorExpired`].
+    /// [`Error::CursorExpired`]. The log shares the documents it holds with the store (it
+    /// copies none), so it costs a few dozen bytes per change beyond the versions that
+    /// writes have since replaced.
     ///
     /// ```
     /// use docstore::{Error, FeedStart, Key, Store, feed::FeedScope};
@@ -191,13 +228,15 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Stores `doc` under `key` when the id is free and the site's quota allows one more.
+    /// Stores the new document `doc` under `key` when the id is free and the site's quota
+    /// allows one more, and logs it.
     fn insert_new(
         &self,
         sites: &mut HashMap<String, Site>,
         key: &Key,
-        doc: Document,
-    ) -> Result<Document> {
+        doc: Shared,
+        retired: &mut Retired,
+    ) -> Result<Shared> {
         let site = sites.get(key.site());
         if site
             .and_then(|s| s.get(key.collection()))
@@ -206,10 +245,25 @@ impl MemoryStore {
             return Err(Error::AlreadyExists);
         }
         self.check_quota(site)?;
-        self.feed.stored(key, ChangeKind::Created, &doc);
+        retired.entry = self.feed.stored(key, ChangeKind::Created, &doc);
         self.collection_mut(sites, key)
-            .set(self.defs(key.collection()), doc.clone());
+            .set(self.defs(key.collection()), Arc::clone(&doc));
         Ok(doc)
+    }
+
+    /// Stores `next`, the next version of the document at `key`, in its place, and logs it.
+    fn replace(
+        &self,
+        sites: &mut HashMap<String, Site>,
+        key: &Key,
+        next: Shared,
+        retired: &mut Retired,
+    ) -> Shared {
+        retired.entry = self.feed.stored(key, ChangeKind::Updated, &next);
+        retired.document = self
+            .collection_mut(sites, key)
+            .set(self.defs(key.collection()), Arc::clone(&next));
+        next
     }
 
     /// The declared indexes of `collection`.
@@ -217,98 +271,131 @@ impl MemoryStore {
         self.options.indexes.for_collection(collection)
     }
 
-    /// The key's collection, created (with its empty index maps) when missing.
+    /// The key's collection, created (with its empty index maps) when missing; the names are
+    /// copied only then.
     fn collection_mut<'s>(
         &self,
         sites: &'s mut HashMap<String, Site>,
         key: &Key,
     ) -> &'s mut Collection {
-        sites
-            .entry(key.site().to_owned())
-            .or_default()
-            .entry(key.collection().to_owned())
-            .or_insert_with(|| Collection::new(self.defs(key.collection())))
+        if !sites.contains_key(key.site()) {
+            sites.insert(key.site().to_owned(), Site::new());
+        }
+        let site = sites.get_mut(key.site()).expect("just made");
+        if !site.contains_key(key.collection()) {
+            let collection = Collection::new(self.defs(key.collection()));
+            site.insert(key.collection().to_owned(), collection);
+        }
+        site.get_mut(key.collection()).expect("just made")
     }
 
-    fn new_document(&self, key: &Key, data: Data, actor: &str) -> Document {
-        Document::first(key.id(), data, actor, self.options.clock.now())
+    fn now(&self) -> i64 {
+        self.options.clock.now()
     }
 
-    /// Replaces `current`'s data with `data` as a new version written by `actor`.
-    fn rewrite(&self, current: &mut Document, data: Data, actor: &str) -> Document {
-        current.data = data;
-        self.stamp(current, actor)
-    }
-
-    /// Records a write of `current`'s (already changed) data by `actor`: the new version and
-    /// time; returns a copy of the result.
-    fn stamp(&self, current: &mut Document, actor: &str) -> Document {
-        current.stamp_next(actor, self.options.clock.now());
-        current.clone()
-    }
-
-    /// Changes the existing document at `key` in place under the write lock (moving its
-    /// index keys); [`Error::NotFound`] when there is none, [`Error::Conflict`] when it is
-    /// not at `expected_version`.
+    /// Replaces the existing document at `key` with `next(current)` under the write lock;
+    /// [`Error::NotFound`] when there is none, [`Error::Conflict`] when it is not at
+    /// `expected_version`.
     fn change_existing(
         &self,
         sites: &mut HashMap<String, Site>,
         key: &Key,
         expected_version: Option<u64>,
-        change: impl FnOnce(&mut Document) -> Result<Document>,
-    ) -> Result<Document> {
-        let defs = self.defs(key.collection());
-        let collection = sites
-            .get_mut(key.site())
-            .and_then(|site| site.get_mut(key.collection()))
-            .ok_or_else(|| Error::not_found(key))?;
-        let changed = collection
-            .modify(defs, key.id(), |current| {
-                if expected_version.is_some_and(|v| v != current.version) {
-                    return Err(Error::Conflict {
-                        current: current.version,
-                    });
-                }
-                change(current)
-            })
-            .ok_or_else(|| Error::not_found(key))??;
-        self.feed.stored(key, ChangeKind::Updated, &changed);
-        Ok(changed)
+        retired: &mut Retired,
+        next: impl FnOnce(&Shared) -> Result<Shared>,
+    ) -> Result<Shared> {
+        let current = Self::lookup(sites, key).ok_or_else(|| Error::not_found(key))?;
+        if expected_version.is_some_and(|v| v != current.version) {
+            return Err(Error::Conflict {
+                current: current.version,
+            });
+        }
+        let next = next(current)?;
+        Ok(self.replace(sites, key, next, retired))
     }
 
+    /// Copy on write: the stored version stays as it is (the change log holds it), the merge
+    /// works on a copy of its data. The copy and the merge are made before the write lock is
+    /// taken, from the version a read lock finds; under the write lock the result is stored
+    /// if that version is still the stored one, else the merge is made again there (another
+    /// write got in between), so writers queue only for the map and the log.
     fn patch(
         &self,
         key: &Key,
         patch: &Data,
         expected_version: Option<u64>,
         origin: Origin<'_>,
-    ) -> Result<Document> {
-        let limit = self.options.max_doc_bytes;
+    ) -> Result<Shared> {
         let actor = origin.actor;
-        self.write_once(key, origin, |sites| {
-            self.change_existing(sites, key, expected_version, |current| {
-                if merged_fits(&current.data, patch, limit) {
-                    // Cannot fail: merge in place, no copy to fall back on needed.
-                    docstore::merge_patch(&mut current.data, patch);
-                    return Ok(self.stamp(current, actor));
-                }
-                let mut data = current.data.clone();
-                docstore::merge_patch(&mut data, patch);
-                check_size(&data, limit)?;
-                Ok(self.rewrite(current, data, actor))
-            })
+        let mut prepared = self.prepare_patch(key, patch, expected_version, actor);
+        self.write_once(key, origin, |sites, retired| {
+            self.change_existing(
+                sites,
+                key,
+                expected_version,
+                retired,
+                |current| match prepared.take() {
+                    Some(ready) if Arc::ptr_eq(&ready.base, current) => Ok(ready.next),
+                    _ => self.merged(current, patch, actor).map(Arc::new),
+                },
+            )
         })
+    }
+
+    /// The merge of `patch` into the document stored at `key` now, as its next version by
+    /// `actor`; `None` when there is none at `expected_version` or the merge does not fit
+    /// (the write lock decides then, with the error).
+    fn prepare_patch(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: Option<u64>,
+        actor: &str,
+    ) -> Option<Prepared> {
+        let base = Arc::clone(Self::lookup(&self.sites.read(), key)?);
+        if expected_version.is_some_and(|v| v != base.version) {
+            return None;
+        }
+        let next = Arc::new(self.merged(&base, patch, actor).ok()?);
+        Some(Prepared { base, next })
+    }
+
+    /// `current`'s next version by `actor`: a copy of its data with `patch` merged in,
+    /// checked against the size bound unless it certainly fits.
+    fn merged(&self, current: &Document, patch: &Data, actor: &str) -> Result<Document> {
+        let limit = self.options.max_doc_bytes;
+        let fits = merged_fits(&current.data, patch, limit);
+        let mut data = current.data.clone();
+        docstore::merge_patch(&mut data, patch);
+        if !fits {
+            check_size(&data, limit)?;
+        }
+        Ok(current.next(data, actor, self.now()))
     }
 
     /// Runs `write` under the write lock, unless `origin` repeats a write the document at
     /// `key` keeps: then the document as it stands, and nothing written. A caller identity
-    /// is kept on the document `write` wrote.
+    /// is kept on the document `write` wrote. What the write retired is dropped after the
+    /// lock is released.
     fn write_once(
         &self,
         key: &Key,
         origin: Origin<'_>,
-        write: impl FnOnce(&mut HashMap<String, Site>) -> Result<Document>,
-    ) -> Result<Document> {
+        write: impl FnOnce(&mut HashMap<String, Site>, &mut Retired) -> Result<Shared>,
+    ) -> Result<Shared> {
+        let mut retired = Retired::default();
+        let written = self.write_locked(key, origin, |sites| write(sites, &mut retired));
+        drop(retired);
+        written
+    }
+
+    /// [`MemoryStore::write_once`] under the lock.
+    fn write_locked(
+        &self,
+        key: &Key,
+        origin: Origin<'_>,
+        write: impl FnOnce(&mut HashMap<String, Site>) -> Result<Shared>,
+    ) -> Result<Shared> {
         let mut sites = self.sites.write();
         let Some(id) = origin.write_id else {
             return write(&mut sites);
@@ -316,7 +403,7 @@ impl MemoryStore {
         if self.identities.lock().written(key, id)
             && let Some(doc) = Self::lookup(&sites, key)
         {
-            return Ok(doc.clone());
+            return Ok(Arc::clone(doc));
         }
         let doc = write(&mut sites)?;
         self.identities.lock().record_write(key, id);
@@ -324,10 +411,25 @@ impl MemoryStore {
     }
 
     /// Deletes the document at `key` (if at `expected_version`); `Ok(false)` when there is
-    /// none. A delete that `origin` repeats answers `Ok(true)` and removes nothing.
+    /// none. A delete that `origin` repeats answers `Ok(true)` and removes nothing. The
+    /// removed document is dropped after the write lock is released.
     fn remove(&self, key: &Key, expected_version: Option<u64>, origin: Origin<'_>) -> Result<bool> {
+        let mut retired = Retired::default();
+        let removed = self.remove_locked(key, expected_version, origin, &mut retired);
+        drop(retired);
+        removed
+    }
+
+    /// [`MemoryStore::remove`] under the lock.
+    fn remove_locked(
+        &self,
+        key: &Key,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+        retired: &mut Retired,
+    ) -> Result<bool> {
         let mut sites = self.sites.write();
-        let now = self.options.clock.now();
+        let now = self.now();
         if let Some(id) = origin.write_id
             && self.identities.lock().deleted(key, id, now)
         {
@@ -350,11 +452,11 @@ impl MemoryStore {
             });
         }
         let version = current.version;
-        collection.remove(self.defs(key.collection()), key.id());
+        retired.document = collection.remove(self.defs(key.collection()), key.id());
         if collection.is_empty() {
             site.remove(key.collection());
         }
-        self.feed.deleted(key, version, now, origin.actor);
+        retired.entry = self.feed.deleted(key, version, now, origin.actor);
         self.forget_removed(key, origin.write_id, now);
         Ok(true)
     }
@@ -371,7 +473,7 @@ impl MemoryStore {
 }
 
 impl MemoryStore {
-    fn lookup<'a>(sites: &'a HashMap<String, Site>, key: &Key) -> Option<&'a Document> {
+    fn lookup<'a>(sites: &'a HashMap<String, Site>, key: &Key) -> Option<&'a Shared> {
         sites
             .get(key.site())
             .and_then(|site| site.get(key.collection()))
@@ -387,8 +489,9 @@ impl MemoryStore {
         writes: &[Write],
         actor: &str,
         mut bytes: batch::BatchBytes,
-    ) -> Result<Vec<WriteOutcome>> {
-        let now = self.options.clock.now();
+        retired: &mut Vec<Retired>,
+    ) -> Result<Vec<Applied>> {
+        let now = self.now();
         let limit = self.options.max_doc_bytes;
         // Documents per site, as the batch's earlier writes leave it (only counted with a
         // quota).
@@ -396,7 +499,7 @@ impl MemoryStore {
         let mut decisions = Vec::with_capacity(writes.len());
         for (index, write) in writes.iter().enumerate() {
             let key = write.key();
-            let current = Self::lookup(sites, key);
+            let current = Self::lookup(sites, key).map(Arc::as_ref);
             let decision = batch::decide(index, write, current, actor, now, limit, &mut bytes)?;
             if let Some(quota) = self.options.max_docs_per_site {
                 let count = self.site_count(sites, &mut site_counts, key.site());
@@ -408,31 +511,36 @@ impl MemoryStore {
             }
             decisions.push(decision);
         }
-        let mut outcomes = Vec::with_capacity(writes.len());
+        let mut applied = Vec::with_capacity(writes.len());
         for (write, decision) in writes.iter().zip(decisions) {
             let key = write.key();
-            outcomes.push(match decision {
+            let mut gone = Retired::default();
+            applied.push(match decision {
                 Decision::Store { document, creates } => {
                     let kind = if creates {
                         ChangeKind::Created
                     } else {
                         ChangeKind::Updated
                     };
-                    self.feed.stored(key, kind, &document);
-                    self.collection_mut(sites, key)
-                        .set(self.defs(key.collection()), document.clone());
-                    WriteOutcome::Written(document)
+                    let document = Arc::new(document);
+                    gone.entry = self.feed.stored(key, kind, &document);
+                    gone.document = self
+                        .collection_mut(sites, key)
+                        .set(self.defs(key.collection()), Arc::clone(&document));
+                    Applied::Written(document)
                 }
                 Decision::Remove => {
                     if let Some(removed) = self.remove_unchecked(sites, key) {
-                        self.feed.deleted(key, removed.version, now, actor);
+                        gone.entry = self.feed.deleted(key, removed.version, now, actor);
+                        gone.document = Some(removed);
                     }
-                    WriteOutcome::Deleted
+                    Applied::Deleted
                 }
-                Decision::Keep => WriteOutcome::Checked,
+                Decision::Keep => Applied::Checked,
             });
+            retired.push(gone);
         }
-        Ok(outcomes)
+        Ok(applied)
     }
 
     /// Whether a batch with identity `id` was applied: one of its keys keeps `id`.
@@ -457,7 +565,7 @@ impl MemoryStore {
     }
 
     /// Removes the document at `key` without checks; the removed document.
-    fn remove_unchecked(&self, sites: &mut HashMap<String, Site>, key: &Key) -> Option<Document> {
+    fn remove_unchecked(&self, sites: &mut HashMap<String, Site>, key: &Key) -> Option<Shared> {
         self.identities.lock().forget(key);
         let site = sites.get_mut(key.site())?;
         let collection = site.get_mut(key.collection())?;
@@ -470,6 +578,46 @@ impl MemoryStore {
         }
         removed
     }
+
+    /// A batch under the write lock: repeated (the documents at its keys, copied out after
+    /// the lock) or applied.
+    fn write_all_locked(
+        &self,
+        writes: &[Write],
+        origin: Origin<'_>,
+        bytes: batch::BatchBytes,
+        retired: &mut Vec<Retired>,
+    ) -> Result<BatchDone> {
+        let mut sites = self.sites.write();
+        let Some(id) = origin.write_id else {
+            let applied = self.apply_batch(&mut sites, writes, origin.actor, bytes, retired)?;
+            return Ok(BatchDone::Applied(applied));
+        };
+        let now = self.now();
+        if self.batch_repeated(writes, id, now) {
+            let current = writes
+                .iter()
+                .map(|w| Self::lookup(&sites, w.key()).cloned());
+            return Ok(BatchDone::Repeated(current.collect()));
+        }
+        let applied = self.apply_batch(&mut sites, writes, origin.actor, bytes, retired)?;
+        let mut identities = self.identities.lock();
+        for (write, outcome) in writes.iter().zip(&applied) {
+            match outcome {
+                Applied::Written(_) => identities.record_write(write.key(), id),
+                Applied::Deleted => identities.record_delete(write.key(), id, now),
+                Applied::Checked => {}
+            }
+        }
+        Ok(BatchDone::Applied(applied))
+    }
+}
+
+/// What a batch did under the write lock.
+enum BatchDone {
+    Applied(Vec<Applied>),
+    /// A repeat: the documents at its keys as they stand.
+    Repeated(Vec<Option<Shared>>),
 }
 
 #[async_trait]
@@ -479,39 +627,30 @@ impl Driver for MemoryStore {
     }
 
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        self.write_once(key, origin, |sites| {
-            self.insert_new(sites, key, self.new_document(key, data, origin.actor))
-        })
+        let doc = Arc::new(Document::first(key.id(), data, origin.actor, self.now()));
+        let written = self.write_once(key, origin, |sites, retired| {
+            self.insert_new(sites, key, doc, retired)
+        });
+        written.map(Arc::unwrap_or_clone)
     }
 
+    /// Copied out after the read lock is released.
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        let sites = self.sites.read();
-        Ok(sites
-            .get(key.site())
-            .and_then(|site| site.get(key.collection()))
-            .and_then(|collection| collection.get(key.id()))
-            .cloned())
+        let doc = Self::lookup(&self.sites.read(), key).cloned();
+        Ok(doc.map(Arc::unwrap_or_clone))
     }
 
     async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        let actor = origin.actor;
-        self.write_once(key, origin, |sites| {
-            let defs = self.defs(key.collection());
-            let existing = sites
-                .get_mut(key.site())
-                .and_then(|site| site.get_mut(key.collection()))
-                .filter(|collection| collection.contains_key(key.id()));
-            if let Some(collection) = existing {
-                let mut data = Some(data);
-                let rewritten = collection.modify(defs, key.id(), |current| {
-                    Ok(self.rewrite(current, data.take().expect("once"), actor))
-                });
-                let rewritten = rewritten.expect("checked present")?;
-                self.feed.stored(key, ChangeKind::Updated, &rewritten);
-                return Ok(rewritten);
-            }
-            self.insert_new(sites, key, self.new_document(key, data, actor))
-        })
+        let (actor, now) = (origin.actor, self.now());
+        let written = self.write_once(key, origin, |sites, retired| {
+            let Some(current) = Self::lookup(sites, key) else {
+                let doc = Arc::new(Document::first(key.id(), data, actor, now));
+                return self.insert_new(sites, key, doc, retired);
+            };
+            let next = Arc::new(current.next(data, actor, now));
+            Ok(self.replace(sites, key, next, retired))
+        });
+        written.map(Arc::unwrap_or_clone)
     }
 
     async fn update(
@@ -522,6 +661,7 @@ impl Driver for MemoryStore {
         origin: Origin<'_>,
     ) -> Result<Document> {
         self.patch(key, patch, expected_version, origin)
+            .map(Arc::unwrap_or_clone)
     }
 
     async fn replace_if(
@@ -531,11 +671,14 @@ impl Driver for MemoryStore {
         expected_version: u64,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        self.write_once(key, origin, |sites| {
-            self.change_existing(sites, key, Some(expected_version), |current| {
-                Ok(self.rewrite(current, data, origin.actor))
+        let (actor, now) = (origin.actor, self.now());
+        let written = self.write_once(key, origin, |sites, retired| {
+            let expected = Some(expected_version);
+            self.change_existing(sites, key, expected, retired, |current| {
+                Ok(Arc::new(current.next(data, actor, now)))
             })
-        })
+        });
+        written.map(Arc::unwrap_or_clone)
     }
 
     async fn delete(
@@ -549,8 +692,9 @@ impl Driver for MemoryStore {
     }
 
     async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
-        self.write_once(key, origin, |sites| {
-            self.insert_new(sites, key, document.clone())
+        let doc = Arc::new(document.clone());
+        self.write_once(key, origin, |sites, retired| {
+            self.insert_new(sites, key, doc, retired)
         })
         .map(drop)
     }
@@ -567,13 +711,10 @@ impl Driver for MemoryStore {
         }
         Ok(match compiled.id_order() {
             Some(descending) => evaluate_in_id_order(compiled, &docs.docs, descending),
-            None => compiled.evaluate(docs.docs.values()),
+            None => compiled.evaluate(docs.docs.values().map(Arc::as_ref)),
         })
     }
 
-    /// Index plans read the declared index's ordered map over the plan's key ranges; other
-    /// queries in id order walk the ids from the cursor; the rest read the collection. Always
-    /// strongly consistent (one lock).
     async fn explain(
         &self,
         site: &str,
@@ -646,47 +787,43 @@ impl Driver for MemoryStore {
         Ok(names)
     }
 
-    /// One read lock: the answer is one snapshot.
+    /// One read lock: the answer is one snapshot (copied out after the lock).
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
-        let sites = self.sites.read();
-        Ok(keys
-            .iter()
-            .map(|key| Self::lookup(&sites, key).cloned())
+        let found: Vec<Option<Shared>> = {
+            let sites = self.sites.read();
+            keys.iter()
+                .map(|key| Self::lookup(&sites, key).cloned())
+                .collect()
+        };
+        Ok(found
+            .into_iter()
+            .map(|doc| doc.map(Arc::unwrap_or_clone))
             .collect())
     }
 
     /// One write lock for the whole batch: every write is decided first, then all are
-    /// applied, so a failing one leaves the store untouched.
+    /// applied, so a failing one leaves the store untouched. The documents are copied out
+    /// after the lock is released.
     async fn write_all(
         &self,
         batch: &CheckedBatch<'_>,
         origin: Origin<'_>,
     ) -> Result<Vec<WriteOutcome>> {
-        let (writes, bytes) = (batch.writes(), batch.bytes());
-        let mut sites = self.sites.write();
-        let Some(id) = origin.write_id else {
-            return self.apply_batch(&mut sites, writes, origin.actor, bytes);
-        };
-        let now = self.options.clock.now();
-        if self.batch_repeated(writes, id, now) {
-            let current = writes
-                .iter()
-                .map(|w| Self::lookup(&sites, w.key()).cloned());
-            return batch::repeated_outcomes(writes, current.collect());
-        }
-        let outcomes = self.apply_batch(&mut sites, writes, origin.actor, bytes)?;
-        let mut identities = self.identities.lock();
-        for (write, outcome) in writes.iter().zip(&outcomes) {
-            match outcome {
-                WriteOutcome::Written(_) => identities.record_write(write.key(), id),
-                WriteOutcome::Deleted => identities.record_delete(write.key(), id, now),
-                _ => {}
+        let writes = batch.writes();
+        let mut retired = Vec::new();
+        let done = self.write_all_locked(writes, origin, batch.bytes(), &mut retired);
+        drop(retired);
+        match done? {
+            BatchDone::Applied(applied) => {
+                Ok(applied.into_iter().map(Applied::into_outcome).collect())
+            }
+            BatchDone::Repeated(current) => {
+                let current = current.into_iter().map(|d| d.map(Arc::unwrap_or_clone));
+                batch::repeated_outcomes(writes, current.collect())
             }
         }
-        Ok(outcomes)
     }
 
-    /// The log's entries after `start`, as they were appended (commit order).
     async fn changes(
         &self,
         scope: &FeedScope,
@@ -775,7 +912,7 @@ fn evaluate_by_index(
     collection: &Collection,
 ) -> Page {
     let Some(position) = defs.iter().position(|d| d.name() == plan.index) else {
-        return query.evaluate(collection.docs.values());
+        return query.evaluate(collection.docs.values().map(Arc::as_ref));
     };
     let (def, map) = (&defs[position], &collection.indexes[position]);
     let mut kept: Vec<&Document> = Vec::new();
@@ -810,7 +947,7 @@ fn evaluate_by_index(
 /// page holds was seen, so a page costs what it returns plus what the filter skipped.
 fn evaluate_in_id_order(
     query: &CompiledQuery,
-    docs: &BTreeMap<String, Document>,
+    docs: &BTreeMap<String, Shared>,
     descending: bool,
 ) -> Page {
     let start = query.after().map(|position| position.id.as_str());
@@ -820,19 +957,19 @@ fn evaluate_in_id_order(
     let candidates: Vec<&Document> = match (descending, start) {
         (false, Some(id)) => walk(
             docs.range::<str, _>((Bound::Excluded(id), Bound::Unbounded))
-                .map(|e| e.1),
+                .map(|e| e.1.as_ref()),
             query,
             wanted,
         ),
-        (false, None) => walk(docs.values(), query, wanted),
+        (false, None) => walk(docs.values().map(Arc::as_ref), query, wanted),
         (true, Some(id)) => walk(
             docs.range::<str, _>((Bound::Unbounded, Bound::Excluded(id)))
                 .rev()
-                .map(|e| e.1),
+                .map(|e| e.1.as_ref()),
             query,
             wanted,
         ),
-        (true, None) => walk(docs.values().rev(), query, wanted),
+        (true, None) => walk(docs.values().rev().map(Arc::as_ref), query, wanted),
     };
     query.evaluate(candidates)
 }
@@ -855,6 +992,40 @@ mod tests {
     mod indexed {
         use super::*;
         conformance_tests::index_suite!(MemoryHarness);
+    }
+
+    /// The log holds the stored documents themselves, not copies: after a create and an
+    /// update the map's document is the update's entry's, and the create's entry still holds
+    /// version 1 as it was (the update wrote a new document instead of changing it).
+    #[tokio::test]
+    async fn the_log_shares_the_stored_documents() {
+        let store = MemoryStore::new();
+        let key = Key::new("s", "c", "a").unwrap();
+        let data = docstore::object(serde_json::json!({"n": 1, "tags": ["x"]})).unwrap();
+        let patch = docstore::object(serde_json::json!({"n": 2})).unwrap();
+        let created = store.create(&key, data, Origin::actor("ann")).await;
+        let updated = store.update(&key, &patch, None, Origin::actor("bob")).await;
+        assert_eq!((created.unwrap().version, updated.unwrap().version), (1, 2));
+
+        let stored = MemoryStore::lookup(&store.sites.read(), &key).cloned();
+        let stored = stored.expect("stored");
+        let logged = store.feed.documents();
+        assert_eq!(logged.len(), 2);
+        let (first, second) = (logged[0].as_ref().unwrap(), logged[1].as_ref().unwrap());
+        assert!(
+            Arc::ptr_eq(second, &stored),
+            "the update's entry is the stored document"
+        );
+        assert_eq!(
+            (first.version, &first.data["n"]),
+            (1, &serde_json::json!(1))
+        );
+        assert_eq!(
+            (stored.version, &stored.data["n"]),
+            (2, &serde_json::json!(2))
+        );
+        // The map, the log and the two handles here: the copy the call returned was its own.
+        assert_eq!(Arc::strong_count(&stored), 4);
     }
 
     /// Each store the suite asks for is a new, empty `MemoryStore`.
