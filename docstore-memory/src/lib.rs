@@ -36,7 +36,7 @@
 
 use async_trait::async_trait;
 use docstore::batch::{self, CheckedBatch, Decision, Write, WriteOutcome};
-use docstore::document::{check_size, merged_fits};
+use docstore::document::{check_size, data_size_bound};
 use docstore::driver::{Driver, Origin};
 use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::index::{CompiledIndex, Reading, Step};
@@ -73,13 +73,22 @@ type Site = BTreeMap<String, Collection>;
 /// the map, the change log and the calls copying it out share one value.
 type Shared = Arc<Document>;
 
+/// A stored document and, when known, an upper bound of its data's size
+/// ([`data_size_bound`]): a merge patch adds its own bound to it instead of walking the whole
+/// document to know whether the result certainly fits.
+#[derive(Debug)]
+struct Slot {
+    doc: Shared,
+    size_bound: Option<usize>,
+}
+
 /// One collection's documents by id, and one ordered map per declared index of the
 /// collection (in declaration order): index key -> id. Every write goes through
 /// [`Collection::set`] and [`Collection::remove`], under the store's one write lock, so the
 /// maps always hold exactly one key per document.
 #[derive(Debug, Default)]
 struct Collection {
-    docs: BTreeMap<String, Shared>,
+    docs: BTreeMap<String, Slot>,
     indexes: Vec<BTreeMap<Vec<u8>, String>>,
 }
 
@@ -100,17 +109,31 @@ impl Collection {
     }
 
     fn get(&self, id: &str) -> Option<&Shared> {
+        self.docs.get(id).map(|slot| &slot.doc)
+    }
+
+    fn slot(&self, id: &str) -> Option<&Slot> {
         self.docs.get(id)
+    }
+
+    /// The documents in id order.
+    fn documents(&self) -> impl DoubleEndedIterator<Item = &Document> {
+        self.docs.values().map(|slot| slot.doc.as_ref())
     }
 
     fn contains_key(&self, id: &str) -> bool {
         self.docs.contains_key(id)
     }
 
-    /// Stores `doc` (new or replacing the one with its id, which is returned), moving its
-    /// index keys.
-    fn set(&mut self, defs: &[CompiledIndex], doc: Shared) -> Option<Shared> {
-        let old = self.docs.get(&doc.id);
+    /// Stores `doc` (new or replacing the one with its id, which is returned), with its size
+    /// bound if known, moving its index keys.
+    fn set(
+        &mut self,
+        defs: &[CompiledIndex],
+        doc: Shared,
+        size_bound: Option<usize>,
+    ) -> Option<Shared> {
+        let old = self.docs.get(&doc.id).map(|slot| &slot.doc);
         for (def, map) in defs.iter().zip(&mut self.indexes) {
             let new = def.key(&doc);
             if let Some(old) = old {
@@ -122,17 +145,18 @@ impl Collection {
             }
             map.insert(new, doc.id.clone());
         }
-        match self.docs.get_mut(&doc.id) {
-            Some(slot) => Some(std::mem::replace(slot, doc)),
+        let slot = Slot { doc, size_bound };
+        match self.docs.get_mut(&slot.doc.id) {
+            Some(old) => Some(std::mem::replace(old, slot).doc),
             None => {
-                self.docs.insert(doc.id.clone(), doc);
+                self.docs.insert(slot.doc.id.clone(), slot);
                 None
             }
         }
     }
 
     fn remove(&mut self, defs: &[CompiledIndex], id: &str) -> Option<Shared> {
-        let doc = self.docs.remove(id)?;
+        let doc = self.docs.remove(id)?.doc;
         for (def, map) in defs.iter().zip(&mut self.indexes) {
             map.remove(&def.key(&doc));
         }
@@ -153,7 +177,14 @@ struct Retired {
 /// version stored then: installed only if `base` is still the stored version.
 struct Prepared {
     base: Shared,
-    next: Shared,
+    next: Merged,
+}
+
+/// A merge patch's result: the next version and, when the merge certainly fit, its size
+/// bound (the stored one plus the patch's).
+struct Merged {
+    doc: Shared,
+    size_bound: Option<usize>,
 }
 
 /// A batch write's outcome with its document still shared (copied out after the lock).
@@ -247,23 +278,26 @@ impl MemoryStore {
         self.check_quota(site)?;
         retired.entry = self.feed.stored(key, ChangeKind::Created, &doc);
         self.collection_mut(sites, key)
-            .set(self.defs(key.collection()), Arc::clone(&doc));
+            .set(self.defs(key.collection()), Arc::clone(&doc), None);
         Ok(doc)
     }
 
-    /// Stores `next`, the next version of the document at `key`, in its place, and logs it.
+    /// Stores `next`, the next version of the document at `key` (with its data's size bound
+    /// if known), in its place, and logs it.
     fn replace(
         &self,
         sites: &mut HashMap<String, Site>,
         key: &Key,
-        next: Shared,
+        next: Merged,
         retired: &mut Retired,
     ) -> Shared {
-        retired.entry = self.feed.stored(key, ChangeKind::Updated, &next);
-        retired.document = self
-            .collection_mut(sites, key)
-            .set(self.defs(key.collection()), Arc::clone(&next));
-        next
+        retired.entry = self.feed.stored(key, ChangeKind::Updated, &next.doc);
+        retired.document = self.collection_mut(sites, key).set(
+            self.defs(key.collection()),
+            Arc::clone(&next.doc),
+            next.size_bound,
+        );
+        next.doc
     }
 
     /// The declared indexes of `collection`.
@@ -302,12 +336,12 @@ impl MemoryStore {
         key: &Key,
         expected_version: Option<u64>,
         retired: &mut Retired,
-        next: impl FnOnce(&Shared) -> Result<Shared>,
+        next: impl FnOnce(&Slot) -> Result<Merged>,
     ) -> Result<Shared> {
-        let current = Self::lookup(sites, key).ok_or_else(|| Error::not_found(key))?;
-        if expected_version.is_some_and(|v| v != current.version) {
+        let current = Self::lookup_slot(sites, key).ok_or_else(|| Error::not_found(key))?;
+        if expected_version.is_some_and(|v| v != current.doc.version) {
             return Err(Error::Conflict {
-                current: current.version,
+                current: current.doc.version,
             });
         }
         let next = next(current)?;
@@ -335,8 +369,8 @@ impl MemoryStore {
                 expected_version,
                 retired,
                 |current| match prepared.take() {
-                    Some(ready) if Arc::ptr_eq(&ready.base, current) => Ok(ready.next),
-                    _ => self.merged(current, patch, actor).map(Arc::new),
+                    Some(ready) if Arc::ptr_eq(&ready.base, &current.doc) => Ok(ready.next),
+                    _ => self.merged(current, patch, actor),
                 },
             )
         })
@@ -352,25 +386,40 @@ impl MemoryStore {
         expected_version: Option<u64>,
         actor: &str,
     ) -> Option<Prepared> {
-        let base = Arc::clone(Self::lookup(&self.sites.read(), key)?);
+        let (base, size_bound) = {
+            let sites = self.sites.read();
+            let slot = Self::lookup_slot(&sites, key)?;
+            (Arc::clone(&slot.doc), slot.size_bound)
+        };
         if expected_version.is_some_and(|v| v != base.version) {
             return None;
         }
-        let next = Arc::new(self.merged(&base, patch, actor).ok()?);
+        let current = Slot {
+            doc: Arc::clone(&base),
+            size_bound,
+        };
+        let next = self.merged(&current, patch, actor).ok()?;
         Some(Prepared { base, next })
     }
 
-    /// `current`'s next version by `actor`: a copy of its data with `patch` merged in,
-    /// checked against the size bound unless it certainly fits.
-    fn merged(&self, current: &Document, patch: &Data, actor: &str) -> Result<Document> {
+    /// `current`'s next version by `actor`: a copy of its data with `patch` merged in. When
+    /// the stored bound plus the patch's is within the limit (a merge is never larger than
+    /// the two together, nor deeper than the deeper) the result certainly fits and that sum
+    /// is its bound; otherwise it is measured.
+    fn merged(&self, current: &Slot, patch: &Data, actor: &str) -> Result<Merged> {
         let limit = self.options.max_doc_bytes;
-        let fits = merged_fits(&current.data, patch, limit);
-        let mut data = current.data.clone();
+        let stored_bound = current
+            .size_bound
+            .unwrap_or_else(|| data_size_bound(&current.doc.data));
+        let size_bound = Some(stored_bound.saturating_add(data_size_bound(patch)))
+            .filter(|bound| *bound <= limit);
+        let mut data = current.doc.data.clone();
         docstore::merge_patch(&mut data, patch);
-        if !fits {
+        if size_bound.is_none() {
             check_size(&data, limit)?;
         }
-        Ok(current.next(data, actor, self.now()))
+        let doc = Arc::new(current.doc.next(data, actor, self.now()));
+        Ok(Merged { doc, size_bound })
     }
 
     /// Runs `write` under the write lock, unless `origin` repeats a write the document at
@@ -474,43 +523,91 @@ impl MemoryStore {
 
 impl MemoryStore {
     fn lookup<'a>(sites: &'a HashMap<String, Site>, key: &Key) -> Option<&'a Shared> {
+        Self::lookup_slot(sites, key).map(|slot| &slot.doc)
+    }
+
+    fn lookup_slot<'a>(sites: &'a HashMap<String, Site>, key: &Key) -> Option<&'a Slot> {
         sites
             .get(key.site())
             .and_then(|site| site.get(key.collection()))
-            .and_then(|collection| collection.get(key.id()))
+            .and_then(|collection| collection.slot(key.id()))
     }
 
-    /// Decides every write of a batch against the current state ([`batch::decide`]; keys
-    /// are distinct, so no write sees another's effect, except through the per-site quota
-    /// count), then applies them all; on the first failure nothing has changed.
+    /// Decides every write of a batch against `current`, the documents at its keys
+    /// ([`batch::decide`]; keys are distinct, so no write sees another's effect, except
+    /// through the per-site quota, counted in `sites` when given). The first write that
+    /// fails fails the batch.
+    fn decide_batch(
+        &self,
+        writes: &[Write],
+        current: &[Option<Shared>],
+        (actor, now): (&str, i64),
+        mut bytes: batch::BatchBytes,
+        sites: Option<&HashMap<String, Site>>,
+    ) -> Result<Vec<Decision>> {
+        let limit = self.options.max_doc_bytes;
+        let mut quota = sites.map(|sites| QuotaCount::new(self, sites));
+        let mut decisions = Vec::with_capacity(writes.len());
+        for (index, (write, current)) in writes.iter().zip(current).enumerate() {
+            let current = current.as_deref();
+            let decision = batch::decide(index, write, current, actor, now, limit, &mut bytes)?;
+            if let Some(quota) = &mut quota {
+                quota.count(index, write, &decision)?;
+            }
+            decisions.push(decision);
+        }
+        Ok(decisions)
+    }
+
+    /// The documents at the batch's keys in `sites`.
+    fn batch_base(sites: &HashMap<String, Site>, writes: &[Write]) -> Vec<Option<Shared>> {
+        writes
+            .iter()
+            .map(|w| Self::lookup(sites, w.key()).cloned())
+            .collect()
+    }
+
+    /// Whether every key of the batch still holds the document of `base`.
+    fn batch_unchanged(
+        sites: &HashMap<String, Site>,
+        writes: &[Write],
+        base: &[Option<Shared>],
+    ) -> bool {
+        writes.iter().zip(base).all(|(write, base)| {
+            match (Self::lookup(sites, write.key()), base) {
+                (None, None) => true,
+                (Some(now), Some(then)) => Arc::ptr_eq(now, then),
+                _ => false,
+            }
+        })
+    }
+
+    /// A batch's decisions made before the write lock, from the documents a read lock
+    /// finds: the copies and merges of its patches cost the other writers nothing.
+    /// `None` when a write would fail (the write lock decides then, with the error).
+    fn plan_batch(
+        &self,
+        writes: &[Write],
+        actor: &str,
+        now: i64,
+        bytes: batch::BatchBytes,
+    ) -> Option<BatchPlan> {
+        let base = Self::batch_base(&self.sites.read(), writes);
+        let decisions = self
+            .decide_batch(writes, &base, (actor, now), bytes, None)
+            .ok()?;
+        Some(BatchPlan { base, decisions })
+    }
+
+    /// Applies a batch's decisions (every one checked, the quota included).
     fn apply_batch(
         &self,
         sites: &mut HashMap<String, Site>,
         writes: &[Write],
-        actor: &str,
-        mut bytes: batch::BatchBytes,
+        decisions: Vec<Decision>,
+        (actor, now): (&str, i64),
         retired: &mut Vec<Retired>,
     ) -> Result<Vec<Applied>> {
-        let now = self.now();
-        let limit = self.options.max_doc_bytes;
-        // Documents per site, as the batch's earlier writes leave it (only counted with a
-        // quota).
-        let mut site_counts: HashMap<&str, u64> = HashMap::new();
-        let mut decisions = Vec::with_capacity(writes.len());
-        for (index, write) in writes.iter().enumerate() {
-            let key = write.key();
-            let current = Self::lookup(sites, key).map(Arc::as_ref);
-            let decision = batch::decide(index, write, current, actor, now, limit, &mut bytes)?;
-            if let Some(quota) = self.options.max_docs_per_site {
-                let count = self.site_count(sites, &mut site_counts, key.site());
-                let delta = decision.counter_delta();
-                if delta > 0 && *count >= quota {
-                    return Err(batch::failed(index, Error::QuotaExceeded { limit: quota }));
-                }
-                *count = count.saturating_add_signed(delta);
-            }
-            decisions.push(decision);
-        }
         let mut applied = Vec::with_capacity(writes.len());
         for (write, decision) in writes.iter().zip(decisions) {
             let key = write.key();
@@ -524,9 +621,11 @@ impl MemoryStore {
                     };
                     let document = Arc::new(document);
                     gone.entry = self.feed.stored(key, kind, &document);
-                    gone.document = self
-                        .collection_mut(sites, key)
-                        .set(self.defs(key.collection()), Arc::clone(&document));
+                    gone.document = self.collection_mut(sites, key).set(
+                        self.defs(key.collection()),
+                        Arc::clone(&document),
+                        None,
+                    );
                     Applied::Written(document)
                 }
                 Decision::Remove => {
@@ -548,19 +647,6 @@ impl MemoryStore {
         let identities = self.identities.lock();
         writes.iter().any(|write| {
             identities.written(write.key(), id) || identities.deleted(write.key(), id, now)
-        })
-    }
-
-    fn site_count<'a, 'c>(
-        &self,
-        sites: &HashMap<String, Site>,
-        counts: &'c mut HashMap<&'a str, u64>,
-        site: &'a str,
-    ) -> &'c mut u64 {
-        counts.entry(site).or_insert_with(|| {
-            sites
-                .get(site)
-                .map_or(0, |s| s.values().map(|c| c.len() as u64).sum())
         })
     }
 
@@ -588,29 +674,87 @@ impl MemoryStore {
         bytes: batch::BatchBytes,
         retired: &mut Vec<Retired>,
     ) -> Result<BatchDone> {
+        let (actor, now) = (origin.actor, self.now());
+        let plan = self.plan_batch(writes, actor, now, bytes);
         let mut sites = self.sites.write();
-        let Some(id) = origin.write_id else {
-            let applied = self.apply_batch(&mut sites, writes, origin.actor, bytes, retired)?;
-            return Ok(BatchDone::Applied(applied));
-        };
-        let now = self.now();
-        if self.batch_repeated(writes, id, now) {
-            let current = writes
-                .iter()
-                .map(|w| Self::lookup(&sites, w.key()).cloned());
-            return Ok(BatchDone::Repeated(current.collect()));
+        if let Some(id) = origin.write_id
+            && self.batch_repeated(writes, id, now)
+        {
+            return Ok(BatchDone::Repeated(Self::batch_base(&sites, writes)));
         }
-        let applied = self.apply_batch(&mut sites, writes, origin.actor, bytes, retired)?;
-        let mut identities = self.identities.lock();
-        for (write, outcome) in writes.iter().zip(&applied) {
-            match outcome {
-                Applied::Written(_) => identities.record_write(write.key(), id),
-                Applied::Deleted => identities.record_delete(write.key(), id, now),
-                Applied::Checked => {}
+        let decisions = match plan {
+            Some(plan) if Self::batch_unchanged(&sites, writes, &plan.base) => {
+                // Every write was decided without failing: a quota refusal is the first.
+                let mut quota = QuotaCount::new(self, &sites);
+                for (index, (write, decision)) in writes.iter().zip(&plan.decisions).enumerate() {
+                    quota.count(index, write, decision)?;
+                }
+                plan.decisions
+            }
+            // Another write got in between (or a write fails): decide under the lock.
+            _ => {
+                let base = Self::batch_base(&sites, writes);
+                self.decide_batch(writes, &base, (actor, now), bytes, Some(&sites))?
+            }
+        };
+        let applied = self.apply_batch(&mut sites, writes, decisions, (actor, now), retired)?;
+        if let Some(id) = origin.write_id {
+            let mut identities = self.identities.lock();
+            for (write, outcome) in writes.iter().zip(&applied) {
+                match outcome {
+                    Applied::Written(_) => identities.record_write(write.key(), id),
+                    Applied::Deleted => identities.record_delete(write.key(), id, now),
+                    Applied::Checked => {}
+                }
             }
         }
         Ok(BatchDone::Applied(applied))
     }
+}
+
+/// The per-site quota as a batch's writes, one after the other, would leave each site's
+/// count (nothing counted without a quota).
+struct QuotaCount<'a> {
+    quota: Option<u64>,
+    sites: &'a HashMap<String, Site>,
+    counts: HashMap<&'a str, u64>,
+}
+
+impl<'a> QuotaCount<'a> {
+    fn new(store: &MemoryStore, sites: &'a HashMap<String, Site>) -> Self {
+        QuotaCount {
+            quota: store.options.max_docs_per_site,
+            sites,
+            counts: HashMap::new(),
+        }
+    }
+
+    /// Counts the batch's write `index`, refusing it when it would create a document in a
+    /// full site.
+    fn count(&mut self, index: usize, write: &'a Write, decision: &Decision) -> Result<()> {
+        let Some(quota) = self.quota else {
+            return Ok(());
+        };
+        let site = write.key().site();
+        let sites = self.sites;
+        let count = self.counts.entry(site).or_insert_with(|| {
+            sites
+                .get(site)
+                .map_or(0, |s| s.values().map(|c| c.len() as u64).sum())
+        });
+        let delta = decision.counter_delta();
+        if delta > 0 && *count >= quota {
+            return Err(batch::failed(index, Error::QuotaExceeded { limit: quota }));
+        }
+        *count = count.saturating_add_signed(delta);
+        Ok(())
+    }
+}
+
+/// A batch's decisions and the documents at its keys they were made from.
+struct BatchPlan {
+    base: Vec<Option<Shared>>,
+    decisions: Vec<Decision>,
 }
 
 /// What a batch did under the write lock.
@@ -647,7 +791,11 @@ impl Driver for MemoryStore {
                 let doc = Arc::new(Document::first(key.id(), data, actor, now));
                 return self.insert_new(sites, key, doc, retired);
             };
-            let next = Arc::new(current.next(data, actor, now));
+            let doc = Arc::new(current.next(data, actor, now));
+            let next = Merged {
+                doc,
+                size_bound: None,
+            };
             Ok(self.replace(sites, key, next, retired))
         });
         written.map(Arc::unwrap_or_clone)
@@ -675,7 +823,9 @@ impl Driver for MemoryStore {
         let written = self.write_once(key, origin, |sites, retired| {
             let expected = Some(expected_version);
             self.change_existing(sites, key, expected, retired, |current| {
-                Ok(Arc::new(current.next(data, actor, now)))
+                let doc = Arc::new(current.doc.next(data, actor, now));
+                let size_bound = None;
+                Ok(Merged { doc, size_bound })
             })
         });
         written.map(Arc::unwrap_or_clone)
@@ -711,7 +861,7 @@ impl Driver for MemoryStore {
         }
         Ok(match compiled.id_order() {
             Some(descending) => evaluate_in_id_order(compiled, &docs.docs, descending),
-            None => compiled.evaluate(docs.docs.values().map(Arc::as_ref)),
+            None => compiled.evaluate(docs.documents()),
         })
     }
 
@@ -912,7 +1062,7 @@ fn evaluate_by_index(
     collection: &Collection,
 ) -> Page {
     let Some(position) = defs.iter().position(|d| d.name() == plan.index) else {
-        return query.evaluate(collection.docs.values().map(Arc::as_ref));
+        return query.evaluate(collection.documents());
     };
     let (def, map) = (&defs[position], &collection.indexes[position]);
     let mut kept: Vec<&Document> = Vec::new();
@@ -947,7 +1097,7 @@ fn evaluate_by_index(
 /// page holds was seen, so a page costs what it returns plus what the filter skipped.
 fn evaluate_in_id_order(
     query: &CompiledQuery,
-    docs: &BTreeMap<String, Shared>,
+    docs: &BTreeMap<String, Slot>,
     descending: bool,
 ) -> Page {
     let start = query.after().map(|position| position.id.as_str());
@@ -957,19 +1107,19 @@ fn evaluate_in_id_order(
     let candidates: Vec<&Document> = match (descending, start) {
         (false, Some(id)) => walk(
             docs.range::<str, _>((Bound::Excluded(id), Bound::Unbounded))
-                .map(|e| e.1.as_ref()),
+                .map(|e| e.1.doc.as_ref()),
             query,
             wanted,
         ),
-        (false, None) => walk(docs.values().map(Arc::as_ref), query, wanted),
+        (false, None) => walk(docs.values().map(|s| s.doc.as_ref()), query, wanted),
         (true, Some(id)) => walk(
             docs.range::<str, _>((Bound::Unbounded, Bound::Excluded(id)))
                 .rev()
-                .map(|e| e.1.as_ref()),
+                .map(|e| e.1.doc.as_ref()),
             query,
             wanted,
         ),
-        (true, None) => walk(docs.values().rev().map(Arc::as_ref), query, wanted),
+        (true, None) => walk(docs.values().rev().map(|s| s.doc.as_ref()), query, wanted),
     };
     query.evaluate(candidates)
 }
@@ -1026,6 +1176,45 @@ mod tests {
         );
         // The map, the log and the two handles here: the copy the call returned was its own.
         assert_eq!(Arc::strong_count(&stored), 4);
+    }
+
+    /// A merge adds the patch's size bound to the one remembered for the document instead of
+    /// walking the document again; once that sum passes the limit the result is measured, so
+    /// growing a document one update at a time still stops exactly at the limit.
+    #[tokio::test]
+    async fn remembered_size_bounds_still_refuse_at_the_limit() {
+        let limit = 400;
+        let store = MemoryStore::with_options(StoreOptions::default().with_max_doc_bytes(limit));
+        let key = Key::new("s", "c", "grows").unwrap();
+        let write = Origin::actor("ann");
+        store.create(&key, Data::new(), write).await.unwrap();
+        let mut refused = None;
+        for n in 0..100 {
+            let patch = serde_json::json!({ format!("k{n:02}"): "twenty characters..." });
+            let patch = docstore::object(patch).unwrap();
+            match store.update(&key, &patch, None, write).await {
+                Ok(_) => {
+                    let sites = store.sites.read();
+                    let slot = MemoryStore::lookup_slot(&sites, &key).unwrap();
+                    let size = docstore::document::data_size(&slot.doc.data);
+                    assert!(size <= limit, "{size}");
+                    if n == 0 {
+                        assert!(slot.size_bound.is_some_and(|b| b >= size), "remembered");
+                    }
+                }
+                Err(err) => {
+                    refused = Some(err);
+                    break;
+                }
+            }
+        }
+        assert!(
+            matches!(refused, Some(Error::TooLarge { .. })),
+            "{refused:?}"
+        );
+        let stored = store.get(&key).await.unwrap().unwrap();
+        let size = docstore::document::data_size(&stored.data);
+        assert!(size > limit - 30, "stopped at {size}, short of the limit");
     }
 
     /// Each store the suite asks for is a new, empty `MemoryStore`.
