@@ -31,7 +31,7 @@
 //! |---|---|
 //! | `memory:` | a new in-memory store |
 //! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it; `read_only=true` opens it for reading only (nothing in the file changes; a missing file is an empty store); `share_file=true` lets docstore keep its tables in a file that holds another program's (refused otherwise) |
-//! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact&counter_shards=32&index_partitions=8&feed_poll_ms=1000` | the DynamoDB table (`feed_poll_ms`: how often a change feed watcher polls DynamoDB Streams) |
+//! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact&counter_shards=32&collection_partitions=8&index_partitions=8&feed_poll_ms=1000` | the DynamoDB table (`feed_poll_ms`: how often a change feed watcher polls DynamoDB Streams) |
 //!
 //! Every URL also takes `max_doc_bytes` and `max_docs_per_site`. An unknown parameter,
 //! backend or malformed value is [`Error::InvalidArgument`] naming it.
@@ -149,6 +149,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 "connect_timeout_ms",
                 "counters",
                 "counter_shards",
+                "collection_partitions",
                 "index_partitions",
                 "trust_request_tokens",
                 "feed_poll_ms",
@@ -251,6 +252,9 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
             ("connect_timeout_ms", Some(d)) => d.connect_timeout_ms = number("connect_timeout_ms")?,
             ("feed_poll_ms", Some(d)) => d.feed_poll_ms = number("feed_poll_ms")?,
             ("counter_shards", Some(d)) => d.counter_shards = small_number("counter_shards")?,
+            ("collection_partitions", Some(d)) => {
+                d.collection_partitions = small_number("collection_partitions")?
+            }
             ("index_partitions", Some(d)) => d.index_partitions = small_number("index_partitions")?,
             ("trust_request_tokens", Some(d)) => {
                 d.trust_request_tokens = match value.as_ref() {

@@ -19,7 +19,8 @@
 use crate::attempts::Attempts;
 use crate::counters::{CounterShard, counter_update};
 use crate::history::Stored;
-use crate::item::{Item, check_item_size, data_text, document_pk, is_document, key_of};
+use crate::item::{Item, check_item_size, data_text, is_document, key_of};
+use crate::layout::Layout;
 use crate::send::{Expect, Guarded, TransactionFailure, transact_action};
 use crate::store::DynamoStore;
 use crate::writes::indexed_item;
@@ -116,12 +117,13 @@ impl DynamoStore {
     /// The documents at `keys` with their histories, in the keys' order: chunks of 100 keys,
     /// up to [`GETS_IN_FLIGHT`] of them at a time.
     pub(crate) async fn read_many(&self, keys: &[Key]) -> Result<Vec<Option<Stored>>> {
+        let layout = self.layout().await?;
         let mut found: HashMap<(String, String), Stored> = HashMap::with_capacity(keys.len());
         // The futures are made before the stream (not by a `map` closure inside it), which
         // keeps the whole future `Send` for `async_trait`.
         let reads: Vec<_> = keys
             .chunks(crate::batch_get::MAX_KEYS)
-            .map(|chunk| self.read_chunk(chunk))
+            .map(|chunk| self.read_chunk(chunk, layout))
             .collect();
         let mut chunks = futures_util::stream::iter(reads).buffer_unordered(GETS_IN_FLIGHT);
         while let Some(items) = chunks.next().await {
@@ -129,21 +131,19 @@ impl DynamoStore {
         }
         Ok(keys
             .iter()
-            .map(|key| {
-                found.remove(&(
-                    document_pk(key.site(), key.collection()),
-                    key.id().to_owned(),
-                ))
-            })
+            .map(|key| found.remove(&(layout.document_pk(key), key.id().to_owned())))
             .collect())
     }
 
     /// One consistent `BatchGetItem` of at most 100 keys: the documents found, by partition
     /// key and id.
-    async fn read_chunk(&self, chunk: &[Key]) -> Result<Vec<((String, String), Stored)>> {
-        let items = self
-            .batch_get(chunk.iter().map(key_of).collect(), "keys")
-            .await?;
+    async fn read_chunk(
+        &self,
+        chunk: &[Key],
+        layout: Layout,
+    ) -> Result<Vec<((String, String), Stored)>> {
+        let keys = chunk.iter().map(|key| key_of(key, layout)).collect();
+        let items = self.batch_get(keys, "keys").await?;
         items
             .iter()
             .filter(|item| is_document(item))
@@ -264,7 +264,8 @@ impl DynamoStore {
     ) -> Result<(Vec<Planned>, Vec<CounterMove>)> {
         let now = self.options.clock.now();
         let limit = self.options.max_doc_bytes;
-        let registry = self.registry().await?;
+        let shape = self.item_shape().await?;
+        let layout = shape.layout;
         let mut site_counts: HashMap<String, u64> = HashMap::new();
         let mut counters: Vec<CounterMove> = Vec::new();
         let mut planned = Vec::with_capacity(writes.len());
@@ -317,17 +318,17 @@ impl DynamoStore {
             let stamp = match write {
                 Write::DeleteIf { .. } => current
                     .as_ref()
-                    .map(|read| crate::stamps::stamp_item(key, read, actor, now, w)),
+                    .map(|read| crate::stamps::stamp_item(layout, key, read, actor, now, w)),
                 _ => None,
             };
             let (action, outcome, puts) = match (write, doc) {
                 (Write::DeleteIf { .. }, _) => (
-                    transact_action(&self.table, key, Guarded::Delete, expect)?,
+                    transact_action(&self.table, layout, key, Guarded::Delete, expect)?,
                     WriteOutcome::Deleted,
                     false,
                 ),
                 (Write::Check { .. }, _) => (
-                    transact_action(&self.table, key, Guarded::Check, expect)?,
+                    transact_action(&self.table, layout, key, Guarded::Check, expect)?,
                     WriteOutcome::Checked,
                     false,
                 ),
@@ -343,9 +344,9 @@ impl DynamoStore {
                         Some(read) if !matches!(expect, Expect::Absent) => read.next_history(w),
                         _ => vec![w.as_str().to_owned()],
                     };
-                    let item = indexed_item(&registry, key, &doc, &history).map_err(fail)?;
+                    let item = indexed_item(&shape, key, &doc, &history).map_err(fail)?;
                     (
-                        transact_action(&self.table, key, Guarded::Put(item), expect)?,
+                        transact_action(&self.table, layout, key, Guarded::Put(item), expect)?,
                         WriteOutcome::Written(doc),
                         true,
                     )
@@ -384,6 +385,7 @@ impl DynamoStore {
                 TransactWriteItem::builder()
                     .update(counter_update(
                         &self.table,
+                        self.layout().await?,
                         &moved.shard,
                         moved.delta,
                         Some(w),

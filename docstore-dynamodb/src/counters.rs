@@ -26,9 +26,8 @@
 //! and one short if not — the drift the contract accepts for fast counters.
 
 use crate::errors::{Failure, classify};
-use crate::item::{
-    COUNT, COUNTER_WRITE_ID, PK, SK, counters_pk, num, number, shard_of, string, text,
-};
+use crate::item::{COUNT, COUNTER_WRITE_ID, PK, SK, num, number, shard_of, string, text};
+use crate::layout::Layout;
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::types::{AttributeValue, Update};
@@ -55,6 +54,11 @@ pub(crate) struct CounterShard {
 }
 
 impl CounterShard {
+    /// The partition key of the shard in a table of `layout`.
+    pub fn partition_key(&self, layout: Layout) -> String {
+        layout.counter_pk(&self.site, self.shard)
+    }
+
     /// The sort key: the collection for shard 0, `<collection>#<shard>` for the others.
     pub fn sort_key(&self) -> String {
         match self.shard {
@@ -69,16 +73,25 @@ pub(crate) fn counted_collection(sort_key: &str) -> &str {
     sort_key.split_once('#').map_or(sort_key, |(name, _)| name)
 }
 
+/// The shard number of a counter item's sort key (0 for the item `sk = <collection>`).
+pub(crate) fn shard_number(sort_key: &str) -> u32 {
+    sort_key
+        .split_once('#')
+        .and_then(|(_, shard)| shard.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The counter update of `shard`: `ADD n :delta`, and the call's identity in exact mode.
 pub(crate) fn counter_update(
     table: &str,
+    layout: Layout,
     shard: &CounterShard,
     delta: i64,
     w: Option<&WriteId>,
 ) -> Result<Update> {
     let update = Update::builder()
         .table_name(table)
-        .key(PK, text(counters_pk(&shard.site)))
+        .key(PK, text(shard.partition_key(layout)))
         .key(SK, text(shard.sort_key()))
         .expression_attribute_names("#n", COUNT)
         .expression_attribute_values(":delta", num(delta));
@@ -106,13 +119,17 @@ impl DynamoStore {
     /// counter that could not be moved is logged (the documented drift of fast counters).
     pub(crate) async fn bump_counter(&self, key: &Key, delta: i64) {
         let shard = self.counter_shard(key);
+        // The document was just written, so the layout is known.
+        let Ok(layout) = self.layout().await else {
+            return;
+        };
         let mut backoff = self.backoff();
         for _ in 0..MAX_TRIES {
             let result = self
                 .client
                 .update_item()
                 .table_name(&self.table)
-                .key(PK, text(counters_pk(&shard.site)))
+                .key(PK, text(shard.partition_key(layout)))
                 .key(SK, text(shard.sort_key()))
                 .update_expression("ADD #n :delta")
                 .expression_attribute_names("#n", COUNT)
@@ -164,9 +181,24 @@ impl DynamoStore {
     }
 
     /// The sum of every collection's counter shards in `site` (below zero after drift), read
-    /// with one strongly consistent `Query` (more pages only past 1 MB of counters).
+    /// with one strongly consistent `Query` per counter partition, all at once (more pages
+    /// only past 1 MB of counters in a partition).
     pub(crate) async fn counter_sums(&self, site: &str) -> Result<BTreeMap<String, i64>> {
+        let pks = self.layout().await?.counter_pks(site);
+        let reads = pks.iter().map(|pk| self.counter_partition(pk));
         let mut sums = BTreeMap::new();
+        for partition in futures_util::future::try_join_all(reads).await? {
+            for (collection, n) in partition {
+                let sum: &mut i64 = sums.entry(collection).or_default();
+                *sum = sum.saturating_add(n);
+            }
+        }
+        Ok(sums)
+    }
+
+    /// The counter shards of one counter partition: collection and count of each.
+    async fn counter_partition(&self, pk: &str) -> Result<Vec<(String, i64)>> {
+        let mut shards = Vec::new();
         let mut start = None;
         loop {
             let page = self
@@ -176,22 +208,20 @@ impl DynamoStore {
                 .consistent_read(true)
                 .key_condition_expression("#pk = :pk")
                 .expression_attribute_names("#pk", PK)
-                .expression_attribute_values(":pk", text(counters_pk(site)))
+                .expression_attribute_values(":pk", text(pk))
                 .set_exclusive_start_key(start)
                 .send()
                 .await
                 .map_err(|e| self.error("Query", e))?;
             for item in page.items() {
                 let collection = counted_collection(string(item, SK)?);
-                let n: i64 = number(item, COUNT)?;
-                *sums.entry(collection.to_owned()).or_default() += n;
+                shards.push((collection.to_owned(), number(item, COUNT)?));
             }
             match page.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
+                _ => return Ok(shards),
             }
         }
-        Ok(sums)
     }
 
     /// The identity of the last create or delete that moved `shard` in exact mode.
@@ -200,7 +230,7 @@ impl DynamoStore {
             .client
             .get_item()
             .table_name(&self.table)
-            .key(PK, text(counters_pk(&shard.site)))
+            .key(PK, text(shard.partition_key(self.layout().await?)))
             .key(SK, text(shard.sort_key()))
             .consistent_read(true)
             .send()
@@ -230,6 +260,8 @@ mod tests {
         assert_eq!(shard(7).sort_key(), "tickets#7");
         assert_eq!(counted_collection("tickets"), "tickets");
         assert_eq!(counted_collection("tickets#7"), "tickets");
+        assert_eq!(shard_number("tickets#7"), 7);
+        assert_eq!(shard_number("tickets"), 0);
         assert_eq!(shard_of("anything", 1), 0);
     }
 

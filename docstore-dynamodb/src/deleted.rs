@@ -3,14 +3,15 @@
 //! that a repeated delete (see [`docstore::driver::Origin`]) is recognised and never removes
 //! a document created at the key since.
 //!
-//! The item: `pk` = `<site>#__deleted` (names starting `__` are reserved, so no collection
-//! has this partition), `sk` = `<collection>#<id>` (collection names hold no `#`), `wh` (L of
+//! The item: `pk` = `<site>#__deleted` with the id's partition suffix ([`crate::layout`];
+//! names starting `__` are reserved, so no collection has this partition), `sk` = `<collection>#<id>` (collection names hold no `#`), `wh` (L of
 //! S) the identities of the key's recorded deletes, newest first, `expires` (N, Unix seconds)
 //! for DynamoDB's time to live, which `create_table` enables. Reads ignore a record past
 //! `expires` (TTL deletes late), so the window is the same as on every backend:
 //! [`DELETE_IDS_KEPT_FOR`](docstore::identity::DELETE_IDS_KEPT_FOR).
 
 use crate::item::{Item, PK, SK, WRITE_HISTORY, num, text};
+use crate::layout::{DELETED, Layout};
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::types::AttributeValue;
 use docstore::identity::{DELETE_IDS_KEPT_FOR, WriteIds};
@@ -21,9 +22,9 @@ use std::collections::HashMap;
 pub(crate) const EXPIRES: &str = "expires";
 
 /// The key of the delete record of `key`.
-fn record_key(key: &Key) -> Item {
+fn record_key(layout: Layout, key: &Key) -> Item {
     HashMap::from([
-        (PK.to_owned(), text(format!("{}#__deleted", key.site()))),
+        (PK.to_owned(), text(layout.site_items_pk(DELETED, key))),
         (
             SK.to_owned(),
             text(format!("{}#{}", key.collection(), key.id())),
@@ -33,12 +34,18 @@ fn record_key(key: &Key) -> Item {
 
 /// The record the delete `id` of `key` writes at `now_nanos`: `id`, then the identities of
 /// the key's `earlier` recorded deletes.
-pub(crate) fn record_item(key: &Key, earlier: &WriteIds, id: &WriteId, now_nanos: i64) -> Item {
+pub(crate) fn record_item(
+    layout: Layout,
+    key: &Key,
+    earlier: &WriteIds,
+    id: &WriteId,
+    now_nanos: i64,
+) -> Item {
     let mut ids = WriteIds::default();
     ids.record(id);
     ids.extend_older(earlier);
     let expires = now_nanos / 1_000_000_000 + DELETE_IDS_KEPT_FOR.as_secs() as i64;
-    let mut item = record_key(key);
+    let mut item = record_key(layout, key);
     let list = ids.iter().map(|id| text(id.as_str())).collect();
     item.insert(WRITE_HISTORY.to_owned(), AttributeValue::L(list));
     item.insert(EXPIRES.to_owned(), num(expires));
@@ -49,11 +56,12 @@ impl DynamoStore {
     /// The identities of the recorded deletes of `key`, newest first (a strongly consistent
     /// read; empty without a record or past its window).
     pub(crate) async fn recorded_deletes(&self, key: &Key) -> Result<WriteIds> {
+        let layout = self.layout().await?;
         let output = self
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(record_key(key)))
+            .set_key(Some(record_key(layout, key)))
             .consistent_read(true)
             .send()
             .await

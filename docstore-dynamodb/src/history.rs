@@ -108,7 +108,13 @@ mod tests {
             version,
         };
         let history: Vec<String> = history.iter().map(|h| (*h).to_owned()).collect();
-        Stored::from_item(&document_item(&key, &doc, &history)).unwrap()
+        Stored::from_item(&document_item(
+            &key,
+            &doc,
+            &history,
+            crate::layout::Layout::SINGLE,
+        ))
+        .unwrap()
     }
 
     #[test]

@@ -5,6 +5,7 @@ use crate::index::{
     IndexState, MAX_SLOTS, REFRESH, REGISTRY_PK, TableIndex, gsi_name, gsi_pk, gsi_sk, stored_key,
 };
 use crate::item::{Item, PK, SK, VERSION, is_document, num, parse_document, string, text};
+use crate::layout::{Partition, parse_pk};
 use crate::store::DynamoStore;
 use crate::table_scan::TableScan;
 use aws_sdk_dynamodb::primitives::Blob;
@@ -255,13 +256,14 @@ impl DynamoStore {
         let Ok(pk) = string(item, PK) else {
             return Ok(false);
         };
-        let Some(site) = pk
-            .strip_suffix(collection)
-            .and_then(|rest| rest.strip_suffix('#'))
+        let Partition::Documents {
+            site,
+            collection: of,
+        } = parse_pk(pk)
         else {
             return Ok(false);
         };
-        if site.starts_with("__") || site.contains('#') || !is_document(item) {
+        if of != collection || !is_document(item) {
             return Ok(false);
         }
         let doc = parse_document(item)?;

@@ -2,6 +2,7 @@
 //! back from items, and item sizes.
 
 use crate::history::HISTORY_LEN;
+use crate::layout::Layout;
 use aws_sdk_dynamodb::types::AttributeValue;
 use docstore::{Data, Document, Error, Key, Result};
 use std::collections::HashMap;
@@ -9,7 +10,8 @@ use std::collections::HashMap;
 /// An item as the SDK holds it.
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
-/// Partition key (S): `<site>#<collection>` or `<site>#__collections`.
+/// Partition key (S): `<site>#<collection>`, `<site>#__collections` and others, each with a
+/// partition suffix (see [`crate::layout`]).
 pub(crate) const PK: &str = "pk";
 /// Sort key (S): the document id, or the collection name of a counter.
 pub(crate) const SK: &str = "sk";
@@ -52,7 +54,7 @@ const HISTORY_BYTES: usize = 3 + (HISTORY_LEN - 1) * (1 + WRITE_ID_BYTES);
 /// attribute names, the numbers, the full write history and two actors of the longest kind.
 pub const MAX_DOC_BYTES_LIMIT: usize = ITEM_LIMIT
     - item_overhead(
-        docstore::key::MAX_NAME_LEN * 2 + 1,
+        docstore::key::MAX_NAME_LEN * 2 + 1 + crate::layout::MAX_SUFFIX_BYTES,
         docstore::key::MAX_ID_BYTES,
         ACTOR_RESERVE,
         ACTOR_RESERVE,
@@ -86,19 +88,6 @@ pub(crate) const fn item_overhead(
         + HISTORY_BYTES
 }
 
-/// The partition key of a collection's documents.
-pub(crate) fn document_pk(site: &str, collection: &str) -> String {
-    format!("{site}#{collection}")
-}
-
-/// What follows the site in the partition key of its collection counters.
-pub(crate) const COUNTERS_SUFFIX: &str = "#__collections";
-
-/// The partition key of a site's collection counters.
-pub(crate) fn counters_pk(site: &str) -> String {
-    format!("{site}{COUNTERS_SUFFIX}")
-}
-
 /// The shard, in `0..shards`, that a document with this id belongs to wherever the layout
 /// spreads a collection over several items or partitions (counter shards, index partitions):
 /// FNV-1a of the id's bytes. Part of the table layout: it must never change.
@@ -111,13 +100,10 @@ pub(crate) fn shard_of(id: &str, shards: u32) -> u32 {
     (hash % u64::from(shards.max(1))) as u32
 }
 
-/// The primary key of a document.
-pub(crate) fn key_of(key: &Key) -> Item {
+/// The primary key of a document in a table of `layout`.
+pub(crate) fn key_of(key: &Key, layout: Layout) -> Item {
     HashMap::from([
-        (
-            PK.to_owned(),
-            AttributeValue::S(document_pk(key.site(), key.collection())),
-        ),
+        (PK.to_owned(), AttributeValue::S(layout.document_pk(key))),
         (SK.to_owned(), AttributeValue::S(key.id().to_owned())),
     ])
 }
@@ -139,8 +125,8 @@ pub(crate) fn data_text(data: &Data) -> String {
 
 /// The full item of `doc` at `key` with its write history (most recent first: `w`, then the
 /// earlier ones in `wh`).
-pub(crate) fn document_item(key: &Key, doc: &Document, history: &[String]) -> Item {
-    let mut item = key_of(key);
+pub(crate) fn document_item(key: &Key, doc: &Document, history: &[String], layout: Layout) -> Item {
+    let mut item = key_of(key, layout);
     item.insert(DATA.to_owned(), text(data_text(&doc.data)));
     item.insert(CREATED_AT.to_owned(), num(doc.created_at));
     item.insert(UPDATED_AT.to_owned(), num(doc.updated_at));
@@ -219,7 +205,9 @@ pub(crate) fn check_item_size(
 ) -> Result<()> {
     let size = data_len
         + item_overhead(
-            key.site().len() + 1 + key.collection().len(),
+            // The longest partition suffix, whatever the table's layout: the same limit on
+            // every table.
+            key.site().len() + 1 + key.collection().len() + crate::layout::MAX_SUFFIX_BYTES,
             key.id().len(),
             created_by,
             updated_by,
@@ -282,23 +270,23 @@ mod tests {
             version: u64::MAX,
         };
         let history = vec!["a".repeat(32), "b".repeat(32)];
-        let item = document_item(&key, &doc, &history);
+        let item = document_item(&key, &doc, &history, Layout::SINGLE);
         assert_eq!(string(&item, PK).unwrap(), "s#c");
         assert_eq!(parse_document(&item).unwrap(), doc);
         let stored = crate::history::Stored::from_item(&item).unwrap();
         assert_eq!(stored.history, history);
-        let item = document_item(&key, &doc, &history[..1]);
+        let item = document_item(&key, &doc, &history[..1], Layout::SINGLE);
         assert!(
             !item.contains_key(WRITE_HISTORY),
             "a creation has no earlier writes"
         );
-        let item = document_item(&key, &doc, &[]);
+        let item = document_item(&key, &doc, &[], Layout::SINGLE);
         assert_eq!(parse_document(&item).unwrap(), doc);
     }
 
     #[test]
     fn corrupt_items_are_backend_errors() {
-        let mut item = key_of(&Key::new("s", "c", "i").unwrap());
+        let mut item = key_of(&Key::new("s", "c", "i").unwrap(), Layout::SINGLE);
         item.insert(DATA.into(), text("[1]"));
         let err = parse_document(&item).unwrap_err();
         assert!(matches!(err, Error::Backend { .. }), "{err}");

@@ -1,8 +1,9 @@
 //! `recount`: a site's collections counted from its documents with a paginated Scan, compared
 //! with (and optionally written over) the counter shards under `<site>#__collections`.
 
-use crate::counters::counted_collection;
-use crate::item::{COUNT, PK, SK, counters_pk, num, number, string, text};
+use crate::counters::{counted_collection, shard_number};
+use crate::item::{COUNT, PK, SK, num, number, string, text};
+use crate::layout::{Layout, Partition, parse_pk};
 use crate::store::DynamoStore;
 use crate::table_scan::TableScan;
 use aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder;
@@ -56,7 +57,6 @@ impl DynamoStore {
         site: &str,
     ) -> Result<(BTreeMap<String, u64>, BTreeMap<String, SeenShards>)> {
         let prefix = format!("{site}#");
-        let counters_key = counters_pk(site);
         let mut documents: BTreeMap<String, u64> = BTreeMap::new();
         let mut shards: BTreeMap<String, SeenShards> = BTreeMap::new();
         let mut scan = TableScan::new(self, None);
@@ -71,19 +71,22 @@ impl DynamoStore {
         };
         while let Some(items) = scan.next_page(site_items).await? {
             for item in &items {
-                let pk = string(item, PK)?;
-                if pk == counters_key {
-                    let sort_key = string(item, SK)?;
-                    let n: i64 = number(item, COUNT)?;
-                    let seen = shards
-                        .entry(counted_collection(sort_key).to_owned())
-                        .or_default();
-                    seen.shards.push((sort_key.to_owned(), n));
-                } else if let Some(collection) = pk.strip_prefix(&prefix)
-                    // Reserved names are the backend's own partitions (delete records).
-                    && !collection.starts_with("__")
-                {
-                    *documents.entry(collection.to_owned()).or_default() += 1;
+                match parse_pk(string(item, PK)?) {
+                    Partition::Counters { site: of } if of == site => {
+                        let sort_key = string(item, SK)?;
+                        let n: i64 = number(item, COUNT)?;
+                        let seen = shards
+                            .entry(counted_collection(sort_key).to_owned())
+                            .or_default();
+                        seen.shards.push((sort_key.to_owned(), n));
+                    }
+                    Partition::Documents {
+                        site: of,
+                        collection,
+                    } if of == site => {
+                        *documents.entry(collection.to_owned()).or_default() += 1;
+                    }
+                    _ => {}
                 }
             }
             let read = scan.scanned();
@@ -101,17 +104,18 @@ impl DynamoStore {
         seen: Option<&SeenShards>,
         actual: u64,
     ) -> Result<()> {
+        let layout = self.layout().await?;
         let seen_shards = seen.map_or(&[][..], |seen| &seen.shards[..]);
         let mut actions = Vec::with_capacity(seen_shards.len() + 1);
         if !seen_shards
             .iter()
             .any(|(sort_key, _)| sort_key == collection)
         {
-            actions.push(self.set_shard(site, collection, None, actual)?);
+            actions.push(self.set_shard(layout, site, collection, None, actual)?);
         }
         for (sort_key, n) in seen_shards {
             let value = if sort_key == collection { actual } else { 0 };
-            actions.push(self.set_shard(site, sort_key, Some(*n), value)?);
+            actions.push(self.set_shard(layout, site, sort_key, Some(*n), value)?);
         }
         let sent = self
             .client
@@ -141,6 +145,7 @@ impl DynamoStore {
     /// Sets the shard item `sort_key` to `value` if it still holds `seen` (`None`: absent).
     fn set_shard(
         &self,
+        layout: Layout,
         site: &str,
         sort_key: &str,
         seen: Option<i64>,
@@ -148,7 +153,7 @@ impl DynamoStore {
     ) -> Result<TransactWriteItem> {
         let update = Update::builder()
             .table_name(&self.table)
-            .key(PK, text(counters_pk(site)))
+            .key(PK, text(layout.counter_pk(site, shard_number(sort_key))))
             .key(SK, text(sort_key))
             .update_expression("SET #n = :value")
             .expression_attribute_names("#n", COUNT)

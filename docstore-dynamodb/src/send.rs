@@ -7,6 +7,7 @@ use crate::counters::counter_update;
 use crate::errors::{Failure, classify};
 use crate::history::Stored;
 use crate::item::{CREATED_AT, Item, PK, UPDATED_AT, VERSION, is_document, key_of, num};
+use crate::layout::Layout;
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
@@ -137,6 +138,7 @@ impl DynamoStore {
 
     /// A lone PutItem or DeleteItem.
     async fn send_single(&self, key: &Key, action: &Action, expect: Expect<'_>) -> Result<Sent> {
+        let layout = self.layout().await?;
         let attempts = Attempts::default();
         let (condition, names, values) = condition(expect);
         let result = match action {
@@ -167,7 +169,7 @@ impl DynamoStore {
                 .client
                 .delete_item()
                 .table_name(&self.table)
-                .set_key(Some(key_of(key)))
+                .set_key(Some(key_of(key, layout)))
                 .condition_expression(condition)
                 .set_expression_attribute_names(Some(names))
                 .set_expression_attribute_values(values)
@@ -219,10 +221,11 @@ impl DynamoStore {
             Action::Put(item) => Guarded::Put(item.clone()),
             Action::Delete => Guarded::Delete,
         };
-        let mut actions = vec![transact_action(&self.table, key, guarded, expect)?];
+        let layout = self.layout().await?;
+        let mut actions = vec![transact_action(&self.table, layout, key, guarded, expect)?];
         if delta != 0 {
             let shard = self.counter_shard(key);
-            let counter = counter_update(&self.table, &shard, delta, Some(w))?;
+            let counter = counter_update(&self.table, layout, &shard, delta, Some(w))?;
             actions.push(TransactWriteItem::builder().update(counter).build());
         }
         for record in with {
@@ -350,6 +353,7 @@ pub(crate) enum Guarded {
 /// single transactional writes and `write_all`.
 pub(crate) fn transact_action(
     table: &str,
+    layout: Layout,
     key: &Key,
     guarded: Guarded,
     expect: Expect<'_>,
@@ -372,7 +376,7 @@ pub(crate) fn transact_action(
         Guarded::Delete => action.delete(
             Delete::builder()
                 .table_name(table)
-                .set_key(Some(key_of(key)))
+                .set_key(Some(key_of(key, layout)))
                 .condition_expression(condition)
                 .set_expression_attribute_names(Some(names))
                 .set_expression_attribute_values(values)
@@ -383,7 +387,7 @@ pub(crate) fn transact_action(
         Guarded::Check => action.condition_check(
             ConditionCheck::builder()
                 .table_name(table)
-                .set_key(Some(key_of(key)))
+                .set_key(Some(key_of(key, layout)))
                 .condition_expression(condition)
                 .set_expression_attribute_names(Some(names))
                 .set_expression_attribute_values(values)

@@ -4,7 +4,8 @@
 //! The layout keys every item by its site (`<site>#<collection>`, `<site>#__collections`,
 //! …) and keeps no list of sites, so no Query can find them: the table is scanned, keys only.
 
-use crate::item::{COUNT, COUNTERS_SUFFIX, Item, PK, SK, number, string};
+use crate::item::{COUNT, Item, PK, SK, number, string};
+use crate::layout::{Partition, parse_pk};
 use crate::store::DynamoStore;
 use crate::table_scan::TableScan;
 use aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder;
@@ -33,11 +34,12 @@ impl DynamoStore {
         };
         while let Some(items) = scan.next_page(keys_only).await? {
             for item in &items {
-                let pk = string(item, PK)?;
-                if let Some(site) = document_site(pk) {
-                    sites.insert(site.to_owned());
-                } else if let Some(site) = pk.strip_suffix(COUNTERS_SUFFIX) {
-                    counters.add(site, item)?;
+                match parse_pk(string(item, PK)?) {
+                    Partition::Documents { site, .. } => {
+                        sites.insert(site.to_owned());
+                    }
+                    Partition::Counters { site } => counters.add(site, item)?,
+                    Partition::Other => {}
                 }
             }
             tracing::info!(items_scanned = scan.scanned(), "sites: scanning the table");
@@ -45,15 +47,6 @@ impl DynamoStore {
         sites.extend(counters.sites_not_zero());
         Ok(sites.into_iter().collect())
     }
-}
-
-/// The site of a document item's partition key `<site>#<collection>`; `None` for the
-/// backend's own items (reserved names start with `__`: counters, delete records, index
-/// records).
-fn document_site(pk: &str) -> Option<&str> {
-    let (site, collection) = pk.split_once('#')?;
-    let reserved = site.starts_with("__") || collection.starts_with("__");
-    (!reserved).then_some(site)
 }
 
 /// The sums of collection counters' shards, by site and collection: a single shard may be
@@ -91,19 +84,9 @@ impl CounterSums {
 
 #[cfg(test)]
 mod tests {
-    use super::{CounterSums, document_site};
+    use super::CounterSums;
     use crate::item::{COUNT, Item, SK};
     use aws_sdk_dynamodb::types::AttributeValue;
-
-    #[test]
-    fn only_document_items_name_a_site() {
-        assert_eq!(document_site("acme#tickets"), Some("acme"));
-        assert_eq!(document_site("acme#__collections"), None);
-        assert_eq!(document_site("acme#__deleted"), None);
-        assert_eq!(document_site("acme#__removed"), None);
-        assert_eq!(document_site("__docstore#indexes"), None);
-        assert_eq!(document_site("no-separator"), None);
-    }
 
     #[test]
     fn a_collection_counter_not_summing_to_zero_names_its_site() {

@@ -3,8 +3,8 @@
 //! same `TransactWriteItems` as the delete (so a stamp exists exactly when its delete
 //! committed), and the change feed reads it back for the REMOVE.
 //!
-//! The item: `pk` = `<site>#__removed` (names starting `__` are reserved, so no collection
-//! has this partition), `sk` = `<collection>#<revision>#<id>` where `<revision>` is the
+//! The item: `pk` = `<site>#__removed` with the deleted id's partition suffix
+//! ([`crate::layout`]; names starting `__` are reserved, so no collection has this partition), `sk` = `<collection>#<revision>#<id>` where `<revision>` is the
 //! removed revision's write identity `w` (or `<version>.<created_at>` for an item written
 //! before every write set one) — collection names and revisions hold no `#`, so keys of
 //! different revisions never meet, and a revision is deleted at most once. Attributes: `by`
@@ -23,6 +23,7 @@
 use crate::batch_get::MAX_KEYS;
 use crate::history::Stored;
 use crate::item::{Item, PK, SK, num, number, string, text};
+use crate::layout::{Layout, REMOVED};
 use crate::store::DynamoStore;
 use docstore::{Key, Result, WriteId};
 use std::collections::HashMap;
@@ -48,13 +49,13 @@ pub(crate) struct Stamp {
 }
 
 /// The key of the stamp of the delete of `removed` at `key`.
-fn stamp_key(key: &Key, removed: &Stored) -> Item {
+fn stamp_key(layout: Layout, key: &Key, removed: &Stored) -> Item {
     let revision = match removed.history.first() {
         Some(w) => w.clone(),
         None => format!("{}.{}", removed.doc.version, removed.doc.created_at),
     };
     HashMap::from([
-        (PK.to_owned(), text(format!("{}#__removed", key.site()))),
+        (PK.to_owned(), text(layout.site_items_pk(REMOVED, key))),
         (
             SK.to_owned(),
             text(format!("{}#{revision}#{}", key.collection(), key.id())),
@@ -63,8 +64,15 @@ fn stamp_key(key: &Key, removed: &Stored) -> Item {
 }
 
 /// The stamp item of the delete `w` by `actor` at `now` (unix nanoseconds) of `removed`.
-pub(crate) fn stamp_item(key: &Key, removed: &Stored, actor: &str, now: i64, w: &WriteId) -> Item {
-    let mut item = stamp_key(key, removed);
+pub(crate) fn stamp_item(
+    layout: Layout,
+    key: &Key,
+    removed: &Stored,
+    actor: &str,
+    now: i64,
+    w: &WriteId,
+) -> Item {
+    let mut item = stamp_key(layout, key, removed);
     item.insert(BY.to_owned(), text(actor));
     item.insert(AT.to_owned(), num(now));
     item.insert(DELETER.to_owned(), text(w.as_str()));
@@ -79,11 +87,12 @@ impl DynamoStore {
     /// The stamp of the delete of `removed` at `key` (a strongly consistent read), `None`
     /// when no docstore delete removed it.
     pub(crate) async fn stamp(&self, key: &Key, removed: &Stored) -> Result<Option<Stamp>> {
+        let layout = self.layout().await?;
         let output = self
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(stamp_key(key, removed)))
+            .set_key(Some(stamp_key(layout, key, removed)))
             .consistent_read(true)
             .send()
             .await
@@ -104,7 +113,11 @@ impl DynamoStore {
     /// in consistent `BatchGetItem`s of 100 (a feed page reads them together instead of one
     /// `GetItem` per delete); `None` where no docstore delete left one.
     pub(crate) async fn stamps(&self, removed: &[(&Key, &Stored)]) -> Result<Vec<Option<Stamp>>> {
-        let keys: Vec<Item> = removed.iter().map(|(key, r)| stamp_key(key, r)).collect();
+        let layout = self.layout().await?;
+        let keys: Vec<Item> = removed
+            .iter()
+            .map(|(key, r)| stamp_key(layout, key, r))
+            .collect();
         // The same stamp asked twice in one request is refused: ask each once.
         let mut distinct = keys.clone();
         distinct.sort_by_key(item_id);

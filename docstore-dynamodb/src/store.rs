@@ -39,6 +39,11 @@ pub struct DynamoStore {
     pub(crate) counters: CounterMode,
     /// How many items each collection counter is spread over (see [`crate::counters`]).
     pub(crate) counter_shards: u32,
+    /// Over how many partition keys a table this store is the first to use spreads each
+    /// collection (see [`crate::layout`]).
+    pub(crate) collection_partitions: u32,
+    /// The layout of the table, once read (see [`crate::layout`]).
+    pub(crate) layout: Arc<tokio::sync::OnceCell<crate::layout::Layout>>,
     /// Over how many GSI partitions an index added by this store spreads its keys.
     pub(crate) index_partitions: u32,
     /// How long a call may go on trying again after throttling and conflicts.
@@ -182,6 +187,8 @@ impl DynamoStore {
             max_scan: config.max_scan,
             counters: config.counters,
             counter_shards: config.counter_shards,
+            collection_partitions: config.collection_partitions,
+            layout: Arc::default(),
             index_partitions: config.index_partitions,
             operation_timeout: Duration::from_millis(config.operation_timeout_ms),
             trust_request_tokens: config.trust_request_tokens,
@@ -240,6 +247,9 @@ impl DynamoStore {
         };
         self.wait_until_active(None).await?;
         if fresh {
+            // Recorded now rather than by the first call, so that the table's first request is
+            // not a `Scan`.
+            self.layout().await?;
             let now = self.options.clock.now();
             for (index, slot) in slots {
                 self.register(index, slot, IndexState::Built, now).await?;
@@ -380,6 +390,7 @@ fn check_settings(config: &DynamoDbConfig, options: &StoreOptions) -> Result<()>
     }
     for (name, value) in [
         ("counter_shards", config.counter_shards),
+        ("collection_partitions", config.collection_partitions),
         ("index_partitions", config.index_partitions),
     ] {
         if !(1..=MAX_COUNTER_SHARDS).contains(&value) {

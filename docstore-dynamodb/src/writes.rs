@@ -19,6 +19,7 @@
 use crate::history::Stored;
 use crate::index::Registry;
 use crate::item::{check_full_item, check_item_size, data_text, document_item};
+use crate::layout::Layout;
 use crate::send::{Action, Expect, Sent};
 use crate::stamps::stamp_item;
 use crate::store::DynamoStore;
@@ -26,6 +27,7 @@ use docstore::config::CounterMode;
 use docstore::document::check_size;
 use docstore::driver::Origin;
 use docstore::{Data, Document, Error, Key, Result, WriteId};
+use std::sync::Arc;
 
 /// What a conditional write does to the data it read.
 pub(crate) enum Edit<'a> {
@@ -117,8 +119,9 @@ impl DynamoStore {
             return Err(self.quota_error());
         }
         let w = identity(chosen);
-        let registry = self.registry().await?;
-        let action = Action::Put(indexed_item(&registry, key, doc, &[w.as_str().to_owned()])?);
+        let shape = self.item_shape().await?;
+        let first = [w.as_str().to_owned()];
+        let action = Action::Put(indexed_item(&shape, key, doc, &first)?);
         let mut backoff = self.backoff();
         loop {
             match self.send_write(key, &action, Expect::Absent, 1, &w).await? {
@@ -200,8 +203,8 @@ impl DynamoStore {
                 }
             };
             check_item_size(key, text.len(), doc.created_by.len(), actor.len())?;
-            let registry = self.registry().await?;
-            let action = Action::Put(indexed_item(&registry, key, &doc, &history)?);
+            let shape = self.item_shape().await?;
+            let action = Action::Put(indexed_item(&shape, key, &doc, &history)?);
             let expect = match &current {
                 None => Expect::Absent,
                 Some(read) => Expect::Revision(read),
@@ -278,9 +281,8 @@ impl DynamoStore {
             }
             seen = read.doc.version;
             let w = identity(chosen);
-            let registry = self.registry().await?;
-            let (doc, action) =
-                self.patched(&registry, key, &read, Edit::Merge(patch), actor, &w)?;
+            let shape = self.item_shape().await?;
+            let (doc, action) = self.patched(&shape, key, &read, Edit::Merge(patch), actor, &w)?;
             match self
                 .send_write(key, &action, Expect::Revision(&read), 0, &w)
                 .await?
@@ -344,8 +346,8 @@ impl DynamoStore {
             });
         }
         let w = identity(chosen);
-        let registry = self.registry().await?;
-        let (doc, action) = self.patched(&registry, key, &read, edit, actor, &w)?;
+        let shape = self.item_shape().await?;
+        let (doc, action) = self.patched(&shape, key, &read, edit, actor, &w)?;
         let mut backoff = self.backoff();
         loop {
             match self
@@ -433,9 +435,10 @@ impl DynamoStore {
             let delta = -1;
             let expect = Expect::Revision(&read);
             let now = self.options.clock.now();
-            let mut with = vec![stamp_item(key, &read, origin.actor, now, &w)];
+            let layout = self.layout().await?;
+            let mut with = vec![stamp_item(layout, key, &read, origin.actor, now, &w)];
             if let Some(recorded) = &recorded {
-                with.push(crate::deleted::record_item(key, recorded, &w, now));
+                with.push(crate::deleted::record_item(layout, key, recorded, &w, now));
             }
             // Exact counters move the counter in the delete's transaction; fast counters
             // right after it commits (`count_late`), never in the transaction, so deletes
@@ -540,7 +543,7 @@ impl DynamoStore {
     /// `read` with `edit` applied as the next revision by `actor` with write identity `w`.
     fn patched(
         &self,
-        registry: &Registry,
+        shape: &ItemShape,
         key: &Key,
         read: &Stored,
         edit: Edit<'_>,
@@ -557,7 +560,7 @@ impl DynamoStore {
             actor.len(),
         )?;
         let doc = current.next(data, actor, self.options.clock.now());
-        let item = indexed_item(registry, key, &doc, &read.next_history(w))?;
+        let item = indexed_item(shape, key, &doc, &read.next_history(w))?;
         Ok((doc, Action::Put(item)))
     }
 
@@ -626,16 +629,33 @@ fn repeats(chosen: Option<&WriteId>, read: &Stored) -> bool {
     chosen.is_some_and(|id| read.holds(id))
 }
 
+/// What a document's item is made of besides the document: the table's layout and the
+/// indexes its collection carries.
+pub(crate) struct ItemShape {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) layout: Layout,
+}
+
+impl DynamoStore {
+    /// The shape of the document items this store writes now.
+    pub(crate) async fn item_shape(&self) -> Result<ItemShape> {
+        Ok(ItemShape {
+            registry: self.registry().await?,
+            layout: self.layout().await?,
+        })
+    }
+}
+
 /// The item of `doc` with its history and the keys of every index of its collection,
 /// refused when it would not fit.
 pub(crate) fn indexed_item(
-    registry: &Registry,
+    shape: &ItemShape,
     key: &Key,
     doc: &Document,
     history: &[String],
 ) -> Result<crate::item::Item> {
-    let mut item = document_item(key, doc, history);
-    crate::index::add_index_keys(registry, key, doc, &mut item);
+    let mut item = document_item(key, doc, history, shape.layout);
+    crate::index::add_index_keys(&shape.registry, key, doc, &mut item);
     check_full_item(&item)?;
     Ok(item)
 }

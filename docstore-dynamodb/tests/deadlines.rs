@@ -24,7 +24,7 @@ fn black_hole() -> String {
     format!("http://{address}")
 }
 
-/// A listener that answers the store's read of the table's index records (with none) and
+/// A listener that answers the store's reads of the table's layout record and index records (with none) and
 /// never answers anything else: the write itself is what times out.
 fn black_hole_for_writes() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -55,12 +55,18 @@ fn black_hole_for_writes() -> String {
                     if reader.read_exact(&mut body).is_err() {
                         return;
                     }
-                    if !String::from_utf8_lossy(&body).contains("__docstore#indexes") {
+                    let body = String::from_utf8_lossy(&body);
+                    // The store's reads of its own records (the table's layout, its index
+                    // records) are answered; writes are not.
+                    let answer = if body.contains("__docstore#indexes") {
+                        r#"{"Count":0,"Items":[],"ScannedCount":0}"#
+                    } else if body.contains("__docstore#layout") {
+                        r#"{"Item":{"pk":{"S":"__docstore#layout"},"sk":{"S":"table"},"partitions":{"N":"8"}}}"#
+                    } else {
                         // Hold the connection, never answer.
                         std::thread::sleep(Duration::from_secs(3_600));
                         return;
-                    }
-                    let answer = r#"{"Count":0,"Items":[],"ScannedCount":0}"#;
+                    };
                     let response = format!(
                         "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\n\
                          content-length: {}\r\n\r\n{answer}",

@@ -105,7 +105,7 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
     ));
     let raw = emulator.client();
     let site = site("layout");
-    let pk = format!("{site}#tickets");
+    let pk = support::document_pk(&site, "tickets", "T-1");
     let key = Key::new(&site, "tickets", "T-1").unwrap();
 
     store
@@ -191,9 +191,14 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
     // A put that creates: created_* from this call, version 1, its own w.
     let other = Key::new(&site, "notes", "N-1").unwrap();
     store.put(&other, obj(json!({})), "erin").await.unwrap();
-    let item = raw_item(&raw, &table, &format!("{site}#notes"), "N-1")
-        .await
-        .unwrap();
+    let item = raw_item(
+        &raw,
+        &table,
+        &support::document_pk(&site, "notes", "N-1"),
+        "N-1",
+    )
+    .await
+    .unwrap();
     assert_eq!(item["created_by"], AttributeValue::S("erin".into()));
     assert_eq!(item["version"], AttributeValue::N("1".into()));
     assert_eq!(shape(&item)["w"], "S <w>");
@@ -202,12 +207,18 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
     // Counters: the layout's original attributes on the shard the document's id hashes to,
     // and `w`, the identity of the last create or delete that moved it in the same
     // transaction (exact counters).
-    let counters = format!("{site}#__collections");
     let (tickets, notes) = (
         counter_sort_key("tickets", "T-1"),
         counter_sort_key("notes", "N-1"),
     );
+    let counters_of = |id: &str| support::counter_pk(&site, support::layout_shard(id, 32));
+    let (tickets_pk, notes_pk) = (counters_of("T-1"), counters_of("N-1"));
     let counter = |n: &str, sort_key: &str| {
+        let counters = if sort_key == tickets {
+            &tickets_pk
+        } else {
+            &notes_pk
+        };
         expected(&[
             ("pk", &format!("S {counters}")),
             ("sk", &format!("S {sort_key}")),
@@ -216,17 +227,17 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
         ])
     };
     assert_eq!(
-        shape(&raw_item(&raw, &table, &counters, &tickets).await.unwrap()),
+        shape(&raw_item(&raw, &table, &tickets_pk, &tickets).await.unwrap()),
         counter("1", &tickets)
     );
     assert_eq!(
-        shape(&raw_item(&raw, &table, &counters, &notes).await.unwrap()),
+        shape(&raw_item(&raw, &table, &notes_pk, &notes).await.unwrap()),
         counter("1", &notes)
     );
     assert!(store.delete(&key).await.unwrap());
     assert!(raw_item(&raw, &table, &pk, "T-1").await.is_none());
     assert_eq!(
-        shape(&raw_item(&raw, &table, &counters, &tickets).await.unwrap()),
+        shape(&raw_item(&raw, &table, &tickets_pk, &tickets).await.unwrap()),
         counter("0", &tickets)
     );
     assert_eq!(
@@ -306,14 +317,12 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
         );
         store.delete_if(&key("a"), 4).await.unwrap();
         assert_eq!(requests.take_calls(), counts(deleted), "{mode:?} delete_if");
+        // One Query per counter partition.
+        let counter_reads = counts(&[("Query", support::PARTITIONS)]);
         store.collections(&site).await.unwrap();
-        assert_eq!(
-            requests.take_calls(),
-            counts(&[("Query", 1)]),
-            "collections"
-        );
+        assert_eq!(requests.take_calls(), counter_reads, "collections");
         store.count(&site).await.unwrap();
-        assert_eq!(requests.take_calls(), counts(&[("Query", 1)]), "count");
+        assert_eq!(requests.take_calls(), counter_reads, "count");
 
         let config = docstore::config::DynamoDbConfig {
             counters: mode,
@@ -330,7 +339,7 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
         );
         quota.create(&key("q"), obj(json!({})), "").await.unwrap();
         let mut expected = counts(counted);
-        expected.insert("Query".into(), 1);
+        expected.insert("Query".into(), support::PARTITIONS);
         assert_eq!(
             requests.take_calls(),
             expected,
@@ -339,11 +348,37 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
     }
 }
 
-async fn id_order_queries_read_only_the_pages_they_need(
+/// A table of one partition, made apart from the binary's shared one (whose collections are
+/// spread over [`support::PARTITIONS`]): the layout of a table written before partitions.
+async fn one_partition_table(emulator: Emulator) -> String {
+    static TABLES: [OnceCell<String>; 2] = [OnceCell::const_new(), OnceCell::const_new()];
+    let cell = &TABLES[usize::from(matches!(emulator, Emulator::Moto))];
+    cell.get_or_init(|| async {
+        let table = support::fresh_table("one");
+        let config = DynamoDbConfig {
+            collection_partitions: 1,
+            ..support::config_for(emulator, &table)
+        };
+        let store = DynamoStore::from_client(
+            emulator.client(),
+            emulator.streams(),
+            &config,
+            StoreOptions::default(),
+        )
+        .unwrap();
+        store.create_table().await.unwrap();
+        table
+    })
+    .await
+    .clone()
+}
+
+/// On one partition, a page in id order is one `Query` (two when a filter matches rarely).
+async fn id_order_queries_on_one_partition_read_only_the_pages_they_need(
     emulator: Emulator,
-    cell: &'static OnceCell<String>,
+    _cell: &'static OnceCell<String>,
 ) {
-    let table = ensure_table(cell, emulator, "table").await;
+    let table = one_partition_table(emulator).await;
     let requests = Requests::default();
     let client = emulator.client_with(|config| config.interceptor(requests.clone()));
     // max_scan 4: id-order queries are not bounded by it.
@@ -472,6 +507,179 @@ async fn id_order_queries_read_only_the_pages_they_need(
         .unwrap();
     assert_eq!(even.documents.len(), 15);
     assert!(even.next.is_none() && !even.exhausted_scan);
+}
+
+/// On a table of [`support::PARTITIONS`] partitions a query in id order reads every partition
+/// of the collection and merges them: pages in id order both ways, cursors, filters, `next`
+/// exact at the end, and a page costs one `Query` per partition when each partition's share
+/// holds it.
+async fn id_order_queries_merge_the_partitions(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    let table = ensure_table(cell, emulator, "table").await;
+    let requests = Requests::default();
+    let client = emulator.client_with(|config| config.interceptor(requests.clone()));
+    let store = Store::new(store_on(
+        client,
+        emulator.streams(),
+        &table,
+        4,
+        StoreOptions::default(),
+    ));
+    let site = site("merge");
+    let all: Vec<String> = (0..60).map(|i| format!("d{i:02}")).collect();
+    let used: std::collections::BTreeSet<u32> = all
+        .iter()
+        .map(|id| support::layout_shard(id, support::PARTITIONS))
+        .collect();
+    assert_eq!(
+        used.len() as u32,
+        support::PARTITIONS,
+        "every partition holds some"
+    );
+    for (i, id) in all.iter().enumerate() {
+        let key = Key::new(&site, "c", id).unwrap();
+        store
+            .create(&key, obj(json!({"even": i % 2 == 0})), "")
+            .await
+            .unwrap();
+    }
+    requests.take_calls();
+    let ids = |page: &docstore::Page| {
+        page.documents
+            .iter()
+            .map(|d| d.id.clone())
+            .collect::<Vec<_>>()
+    };
+
+    let mut seen = Vec::new();
+    let mut next = None;
+    loop {
+        let page = store
+            .query(&site, "c", &Query::new().limit(7).after(next))
+            .await
+            .unwrap();
+        seen.extend(ids(&page));
+        next = page.next;
+        if next.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, all, "every document once, in id order");
+    let first = store
+        .query(&site, "c", &Query::new().limit(5))
+        .await
+        .unwrap();
+    assert_eq!(ids(&first), all[..5]);
+    requests.take_calls();
+    store
+        .query(&site, "c", &Query::new().limit(5).after(first.next))
+        .await
+        .unwrap();
+    assert_eq!(
+        requests.take_calls(),
+        counts(&[("Query", support::PARTITIONS)]),
+        "a page: one request per partition"
+    );
+
+    let down = Query::new().order_by_desc("$id").limit(4);
+    let page = store.query(&site, "c", &down).await.unwrap();
+    assert_eq!(ids(&page), ["d59", "d58", "d57", "d56"]);
+    let page = store
+        .query(&site, "c", &down.clone().after(page.next))
+        .await
+        .unwrap();
+    assert_eq!(ids(&page), ["d55", "d54", "d53", "d52"]);
+
+    let odd = Query::new().filter(Filter::eq("even", false)).limit(40);
+    let page = store.query(&site, "c", &odd).await.unwrap();
+    assert_eq!(page.documents.len(), 30);
+    assert!(page.next.is_none(), "everything read: the page is the last");
+    let whole = store.query(&site, "c", &Query::new()).await.unwrap();
+    assert_eq!(ids(&whole), all);
+    assert!(whole.next.is_none());
+}
+
+/// The table's partition count is recorded by the first store to use an empty table, and a
+/// table holding items but no record — written before partitions — keeps one partition
+/// whatever later stores are configured with (docs/contract.md, "Partitions on DynamoDB").
+async fn a_table_written_before_partitions_keeps_one_partition(
+    emulator: Emulator,
+    _cell: &'static OnceCell<String>,
+) {
+    let table = support::fresh_table("legacy");
+    let with_partitions = |collection_partitions| {
+        let config = DynamoDbConfig {
+            collection_partitions,
+            ..support::config_for(emulator, &table)
+        };
+        DynamoStore::from_client(
+            emulator.client(),
+            emulator.streams(),
+            &config,
+            StoreOptions::default(),
+        )
+        .unwrap()
+    };
+    with_partitions(3).create_table().await.unwrap();
+    let raw = emulator.client();
+    let record = |name: &str, value: &str| (name.to_owned(), AttributeValue::S(value.into()));
+    let layout_key: HashMap<String, AttributeValue> =
+        [record("pk", "__docstore#layout"), record("sk", "table")].into();
+    let recorded = raw
+        .get_item()
+        .table_name(&table)
+        .set_key(Some(layout_key.clone()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        recorded.item.unwrap()["partitions"],
+        AttributeValue::N("3".into()),
+        "a new table records the creating store's count"
+    );
+    // Back to a table written before partitions: no record, one document of the old layout.
+    raw.delete_item()
+        .table_name(&table)
+        .set_key(Some(layout_key.clone()))
+        .send()
+        .await
+        .unwrap();
+    let site = site("legacy");
+    let old = with_partitions(1);
+    let old_store = Store::new(old);
+    let ids: Vec<String> = (0..12).map(|n| format!("o-{n}")).collect();
+    old_store
+        .create(&Key::new(&site, "c", &ids[0]).unwrap(), obj(json!({})), "")
+        .await
+        .unwrap();
+    raw.delete_item()
+        .table_name(&table)
+        .set_key(Some(layout_key))
+        .send()
+        .await
+        .unwrap();
+
+    let store = Store::new(with_partitions(8));
+    for id in &ids[1..] {
+        let key = Key::new(&site, "c", id).unwrap();
+        store.create(&key, obj(json!({})), "").await.unwrap();
+    }
+    for id in &ids {
+        assert!(
+            raw_item(&raw, &table, &format!("{site}#c"), id)
+                .await
+                .is_some(),
+            "{id} is under the one partition"
+        );
+        let key = Key::new(&site, "c", id).unwrap();
+        assert!(store.get(&key).await.unwrap().is_some());
+    }
+    let listed = store.query(&site, "c", &Query::new()).await.unwrap();
+    assert_eq!(listed.documents.len(), ids.len());
+    assert_eq!(store.count(&site).await.unwrap(), ids.len() as u64);
 }
 
 /// `ExclusiveStartKey` is the cursor's id, which need not exist any more.
@@ -725,31 +933,32 @@ async fn replace_counter(
     }
 }
 
-/// The counter shard items of `collection` in `site` (raw SDK, strongly consistent).
+/// The counter shard items of `collection` in `site`, in every counter partition (raw SDK,
+/// strongly consistent).
 async fn counter_shards(
     raw: &aws_sdk_dynamodb::Client,
     table: &str,
     site: &str,
     collection: &str,
 ) -> Vec<Item> {
-    let page = raw
-        .query()
-        .table_name(table)
-        .consistent_read(true)
-        .key_condition_expression("pk = :pk")
-        .expression_attribute_values(":pk", AttributeValue::S(format!("{site}#__collections")))
-        .send()
-        .await
-        .unwrap();
     let of_collection = |item: &Item| {
         let sort_key = item["sk"].as_s().unwrap();
         sort_key == collection || sort_key.starts_with(&format!("{collection}#"))
     };
-    page.items()
-        .iter()
-        .filter(|i| of_collection(i))
-        .cloned()
-        .collect()
+    let mut shards = Vec::new();
+    for pk in support::counter_pks(site) {
+        let page = raw
+            .query()
+            .table_name(table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", AttributeValue::S(pk))
+            .send()
+            .await
+            .unwrap();
+        shards.extend(page.items().iter().filter(|i| of_collection(i)).cloned());
+    }
+    shards
 }
 
 /// A collection's creates spread over its counter shards; a table written with one counter
@@ -1044,7 +1253,9 @@ on_both_emulators!(
     counters_spread_over_shards_and_an_unsharded_table_keeps_counting,
     sites_lists_a_counter_left_without_documents,
     each_call_costs_its_minimum,
-    id_order_queries_read_only_the_pages_they_need,
+    id_order_queries_on_one_partition_read_only_the_pages_they_need,
+    id_order_queries_merge_the_partitions,
+    a_table_written_before_partitions_keeps_one_partition,
     id_order_cursor_survives_deleting_its_document,
     max_scan_stops_other_orders_with_a_warning,
     scans_stop_after_64_mib,

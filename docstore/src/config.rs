@@ -223,6 +223,15 @@ pub struct DynamoDbConfig {
     /// and `collections` read them all in one query.
     #[serde(default = "default_counter_shards")]
     pub counter_shards: u32,
+    /// `database.dynamodb.collection_partitions`: over how many partition keys a table
+    /// spreads each collection's documents and counter shards, and each site's delete
+    /// records (default 8, at most 100). Fixed when the table is first used: recorded in the
+    /// table, which keeps it whatever a later store is configured with. One partition key takes
+    /// at most 1 000 write units per second, so one collection takes about 250 one-KB creates
+    /// per second per partition; a query in id order reads every partition, so a page costs
+    /// up to that many requests.
+    #[serde(default = "default_collection_partitions")]
+    pub collection_partitions: u32,
     /// `database.dynamodb.index_partitions`: over how many GSI partitions an index added
     /// from now on spreads its keys (default 8, at most 100; each index keeps the count it was
     /// added with). One partition key takes at most 1 000 write units per second, so an
@@ -282,6 +291,7 @@ impl DynamoDbConfig {
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             counters: CounterMode::Exact,
             counter_shards: DEFAULT_COUNTER_SHARDS,
+            collection_partitions: DEFAULT_COLLECTION_PARTITIONS,
             index_partitions: DEFAULT_INDEX_PARTITIONS,
             trust_request_tokens: true,
             feed_poll_ms: DEFAULT_FEED_POLL_MS,
@@ -340,6 +350,13 @@ pub const DEFAULT_COUNTER_SHARDS: u32 = 32;
 
 fn default_counter_shards() -> u32 {
     DEFAULT_COUNTER_SHARDS
+}
+
+/// The default of [`DynamoDbConfig::collection_partitions`].
+pub const DEFAULT_COLLECTION_PARTITIONS: u32 = 8;
+
+fn default_collection_partitions() -> u32 {
+    DEFAULT_COLLECTION_PARTITIONS
 }
 
 /// The default of [`DynamoDbConfig::index_partitions`].

@@ -6,11 +6,13 @@
 //! For each number of writers (16, 64, 256) three runs, each on a fresh table with one declared
 //! index (`by_status`, a field of 4 values) and a fresh model:
 //!
-//! - **before**: `counter_shards = 1, index_partitions = 1` — one counter item every create
-//!   writes, one GSI partition key value for the whole collection;
-//! - **after**: the defaults (32 counter shards, 8 index partitions);
+//! - **before**: `counter_shards = 1, collection_partitions = 1, index_partitions = 1` — one
+//!   counter item every create writes, one partition key for the collection's documents and
+//!   one GSI partition key value for the whole collection;
+//! - **after**: the defaults (32 counter shards, 8 collection partitions, 8 index partitions);
 //! - **raw PutItem**: the floor, one conditional `PutItem` per document of the very item the
-//!   store wrote (no counter, no transaction), through the same model.
+//!   store wrote, at the partition the store puts it in (no counter, no transaction), through
+//!   the same model.
 //!
 //! Each run: creates/s in DynamoDB seconds (the model's clock), throttles, transaction
 //! conflicts, p50/p99 latency, write units and requests per create, and — for the store —
@@ -141,6 +143,7 @@ fn config(layout: Layout, table: &str) -> DynamoDbConfig {
     match layout {
         Layout::Before => DynamoDbConfig {
             counter_shards: 1,
+            collection_partitions: 1,
             index_partitions: 1,
             ..config
         },
@@ -377,13 +380,22 @@ fn requests_since(report: &Report, earlier: &Report) -> (u64, u64, u64) {
 }
 
 /// The item of a raw PutItem: the store's item of document `w000-000000` as document `id`,
-/// its GSI partition key moved to `id`'s partition as the store does (FNV-1a of the id).
+/// its partition key and GSI partition key moved to `id`'s partitions as the store does
+/// (FNV-1a of the id).
 fn raw_item(
     template: &HashMap<String, AttributeValue>,
     id: &str,
 ) -> HashMap<String, AttributeValue> {
     let mut item = template.clone();
     item.insert("sk".into(), AttributeValue::S(id.to_owned()));
+    if let Some(AttributeValue::S(pk)) = item.get_mut("pk") {
+        // `<site>#<collection>`, then `#<partition>` past partition 0.
+        let base = pk.splitn(3, '#').take(2).collect::<Vec<_>>().join("#");
+        *pk = match shard(id, docstore::config::DEFAULT_COLLECTION_PARTITIONS) {
+            0 => base,
+            partition => format!("{base}#{partition}"),
+        };
+    }
     for (name, value) in item.iter_mut() {
         let is_gsi_pk = name.starts_with('g') && name.ends_with("pk");
         if let (true, AttributeValue::S(pk)) = (is_gsi_pk, value)

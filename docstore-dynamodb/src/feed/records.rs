@@ -87,12 +87,10 @@ fn document_key(item: Option<&Item>) -> Result<Option<Key>> {
     let (Ok(pk), Ok(id)) = (string(item, PK), string(item, SK)) else {
         return Ok(None);
     };
-    let Some((site, collection)) = pk.split_once('#') else {
+    let crate::layout::Partition::Documents { site, collection } = crate::layout::parse_pk(pk)
+    else {
         return Ok(None);
     };
-    if site.starts_with("__") || collection.starts_with("__") || collection.contains('#') {
-        return Ok(None);
-    }
     Key::new(site, collection, id)
         .map(Some)
         .map_err(|err| Error::Backend {

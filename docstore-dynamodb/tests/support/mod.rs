@@ -306,6 +306,41 @@ pub fn obj(value: serde_json::Value) -> docstore::Data {
     docstore::object(value).expect("an object")
 }
 
+/// The partitions of the test tables' collections (the default, recorded when a table is made).
+pub const PARTITIONS: u32 = docstore::config::DEFAULT_COLLECTION_PARTITIONS;
+
+/// The partition key of the document `id` of `collection` in a test table (docs/contract.md,
+/// "Partitions on DynamoDB"): partition 0 unsuffixed, the others `#<p>`.
+pub fn document_pk(site: &str, collection: &str, id: &str) -> String {
+    suffixed(format!("{site}#{collection}"), layout_shard(id, PARTITIONS))
+}
+
+/// The partition keys of every document of `collection` in a test table.
+pub fn document_pks(site: &str, collection: &str) -> Vec<String> {
+    (0..PARTITIONS)
+        .map(|partition| suffixed(format!("{site}#{collection}"), partition))
+        .collect()
+}
+
+/// The partition key of counter shard `shard` of `site`'s collections in a test table.
+pub fn counter_pk(site: &str, shard: u32) -> String {
+    suffixed(format!("{site}#__collections"), shard % PARTITIONS)
+}
+
+/// The partition keys of every counter shard of `site` in a test table.
+pub fn counter_pks(site: &str) -> Vec<String> {
+    (0..PARTITIONS)
+        .map(|shard| counter_pk(site, shard))
+        .collect()
+}
+
+fn suffixed(base: String, partition: u32) -> String {
+    match partition {
+        0 => base,
+        partition => format!("{base}#{partition}"),
+    }
+}
+
 /// The shard in `0..shards` of the document `id` wherever the layout spreads a collection
 /// (counter shards, index partitions): FNV-1a of the id (docstore-dynamodb's crate docs),
 /// computed here on its own so that a change to the layout's hash fails the tests.

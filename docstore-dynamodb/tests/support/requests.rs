@@ -26,13 +26,18 @@ impl Requests {
         std::mem::take(&mut *self.0.lock().unwrap())
     }
 
-    /// Like [`take`](Self::take), without the reads of the index records.
+    /// Like [`take`](Self::take), without the reads of the index records and of the layout
+    /// record (once per store).
     pub fn take_calls(&self) -> BTreeMap<String, u32> {
         let mut taken = self.take();
         taken.remove(INDEX_RECORDS);
+        taken.remove(LAYOUT_RECORD);
         taken
     }
 }
+
+/// How [`Requests`] names a store's read of the table's layout record.
+pub const LAYOUT_RECORD: &str = "layout record";
 
 impl Intercept for Requests {
     fn name(&self) -> &'static str {
@@ -54,6 +59,9 @@ impl Intercept for Requests {
         let body = context.request().body().bytes().unwrap_or_default();
         if operation == "Query" && body.windows(18).any(|w| w == b"__docstore#indexes") {
             operation = INDEX_RECORDS.to_owned();
+        }
+        if operation == "GetItem" && body.windows(17).any(|w| w == b"__docstore#layout") {
+            operation = LAYOUT_RECORD.to_owned();
         }
         *self.0.lock().unwrap().entry(operation).or_default() += 1;
         Ok(())
