@@ -140,7 +140,10 @@ async fn served_beyond_max_scan(emulator: Emulator) {
         .client()
         .get_item()
         .table_name(&table)
-        .key("pk", AttributeValue::S(support::document_pk(&site, "c", "d03")))
+        .key(
+            "pk",
+            AttributeValue::S(support::document_pk(&site, "c", "d03")),
+        )
         .key("sk", AttributeValue::S("d03".into()))
         .send()
         .await

@@ -22,8 +22,8 @@ mod ordering;
 mod path;
 mod text;
 
-pub use cursor::{Cursor, CursorPosition};
 pub(crate) use cursor::fingerprint;
+pub use cursor::{Cursor, CursorPosition};
 pub(crate) use eval::SortPosition;
 pub use eval::{CompiledFilter, CompiledQuery, MAX_FILTER_DEPTH, evaluate, matches};
 pub use ordering::{canonical_json, compare_numbers, compare_values, range_ordering, values_equal};
