@@ -270,6 +270,33 @@ pub(crate) fn insert(conn: &Connection, key: &Key, doc: &Document, text: &str) -
     }
 }
 
+/// Replaces the data of the stored document at `key` with `text` as its next version, written
+/// at `now` by `actor`, in one statement (the metadata it keeps are read by `RETURNING`, not
+/// before): the document without its data, or `None` when nothing was written (no document,
+/// or a version that cannot grow).
+pub(crate) fn overwrite(
+    conn: &Connection,
+    key: &Key,
+    text: &str,
+    now: i64,
+    actor: &str,
+) -> Result<Option<Document>, Fail> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE documents SET data = jsonb(?4), updated_at = max(updated_at, ?5), \
+         updated_by = ?6, version = version + 1 \
+         WHERE site = ?1 AND collection = ?2 AND id = ?3 \
+         AND version < 9223372036854775807 \
+         RETURNING created_at, updated_at, created_by, updated_by, version",
+    )?;
+    let row = stmt
+        .query_row(
+            params![key.site(), key.collection(), key.id(), text, now, actor],
+            |row| metadata(row, key, 0),
+        )
+        .optional()?;
+    row.map(checked).transpose()
+}
+
 /// Replaces the data and write metadata of an existing document.
 pub(crate) fn rewrite(
     conn: &Connection,

@@ -297,8 +297,9 @@ impl Inner {
         Ok(doc)
     }
 
-    /// Stores `text` at `key`, as the next version of the stored document (whose data is not
-    /// read) or as a new one; returns the document without its data (the caller has it).
+    /// Stores `text` at `key`, as the next version of the stored document (one `UPDATE`,
+    /// nothing read before it) or, when there is none, as a new one; returns the document
+    /// without its data (the caller has it).
     pub(crate) fn put(
         &self,
         conn: &Connection,
@@ -306,9 +307,17 @@ impl Inner {
         text: &str,
         actor: &str,
     ) -> Result<Document, Fail> {
-        match rows::load_metadata(conn, key)? {
-            Some(current) => self.replace(conn, key, current, Data::new(), text, actor),
+        if let Some(written) = rows::overwrite(conn, key, text, self.now(), actor)? {
+            self.log_stored(conn, key, ChangeKind::Updated)?;
+            return Ok(written);
+        }
+        match rows::version(conn, key)? {
             None => self.insert_new(conn, key, text, actor),
+            Some(current) => Err(Error::Backend {
+                message: format!("version {} does not fit SQLite's INTEGER", current + 1),
+                source: None,
+            }
+            .into()),
         }
     }
 
@@ -483,6 +492,13 @@ fn written(merged: rows::Merged) -> Result<Document> {
 impl Driver for SqliteStore {
     fn options(&self) -> &StoreOptions {
         &self.inner.options
+    }
+
+    /// Never: a write that ends `Unavailable` (busy, locked, an I/O failure) did not commit,
+    /// and an answer is never lost between SQLite and the caller, so the front end retries
+    /// it without an identity the caller did not give.
+    fn may_lose_answers(&self) -> bool {
+        false
     }
 
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {

@@ -61,6 +61,21 @@ async fn versions_beyond_i64_are_refused_by_restore() {
         ..doc
     };
     store.restore(&key, &doc).await.unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), Some(doc.clone()));
+
+    // A document at the last version cannot be written again: a precise error, no change.
+    let data = docstore::object(json!({"a": 1})).unwrap();
+    for result in [
+        store.put(&key, data.clone(), "c").await,
+        store.update(&key, &data, "c").await,
+    ] {
+        match result {
+            Err(Error::Backend { message, .. }) => {
+                assert!(message.contains("does not fit"), "{message}")
+            }
+            other => panic!("expected Backend, got {other:?}"),
+        }
+    }
     assert_eq!(store.get(&key).await.unwrap(), Some(doc));
 }
 
