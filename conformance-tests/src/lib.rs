@@ -341,6 +341,11 @@ macro_rules! __front_end_cases {
                 modify_applies_once_under_lost_answers,
                 a_client_key_is_a_write_identity,
             ],
+            retries: [
+                every_write_is_applied_once_under_throttling_and_lost_answers,
+                reads_streams_and_feeds_retry_unavailable,
+                a_call_retried_after_its_budget_with_the_error_identity_applies_once,
+            ],
         }
     };
 }

@@ -8,13 +8,13 @@
 //!
 //! It shows the shape of an app: its own `Ticket` type, one `Site` per request (the tenant
 //! and the user come from the request, and nothing reachable from the site can touch another
-//! tenant), `modify` for a read-change-write that retries on conflicts, a retry of a call
-//! that ended `Unavailable` made safe by a write identity, and a streamed listing.
+//! tenant), `modify` for a read-change-write that retries on conflicts, a write repeated
+//! with the identity its `Unavailable` carries (the store has retried it already), and a
+//! streamed listing.
 
-use docstore::{Collection, Error, Query, Site, Store, WriteCall, WriteId};
+use docstore::{Collection, Error, Query, Site, Store};
 use futures_util::TryStreamExt;
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
 
 /// What the app stores: its own type, no JSON maps in sight.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -41,26 +41,6 @@ fn tickets_for(store: &Store, tenant: &str, user: &str) -> docstore::Result<Coll
         .collection::<Ticket>("tickets")
 }
 
-/// Runs a write, and again while it ends `Unavailable` (a timeout, throttling: its answer was
-/// lost, so it may or may not have been applied), a few times with a growing pause. Every
-/// try carries the same write identity, so a try that was applied is recognised by the next:
-/// it answers with what the first one wrote instead of writing twice (or, for a `create`,
-/// answering `AlreadyExists` to its own write).
-async fn with_retries<'a, T: 'a>(
-    mut call: impl FnMut() -> WriteCall<'a, T>,
-) -> docstore::Result<T> {
-    let write_id = WriteId::random();
-    let mut pause = Duration::from_millis(50);
-    for _ in 0..3 {
-        match call().write_id(write_id.clone()).await {
-            Err(Error::Unavailable { .. }) => tokio::time::sleep(pause).await,
-            other => return other,
-        }
-        pause *= 2;
-    }
-    call().write_id(write_id).await
-}
-
 /// Opens a ticket unless it exists already (so running the example twice is fine).
 async fn open_ticket(
     tickets: &Collection<Ticket>,
@@ -74,7 +54,18 @@ async fn open_ticket(
         priority,
         assignee: None,
     };
-    match with_retries(|| tickets.create(id, &ticket)).await {
+    // The store retries `Unavailable` itself (a timeout, throttling), every try under one
+    // write identity. If its budget ends, the error carries that identity: the same call
+    // with it applies once, where a new call might answer `AlreadyExists` to its own write.
+    let mut created = tickets.create(id, &ticket).await;
+    if let Err(err @ Error::Unavailable { .. }) = &created {
+        let again = err
+            .write_id()
+            .cloned()
+            .expect("a write's Unavailable carries one");
+        created = tickets.create(id, &ticket).write_id(again).await;
+    }
+    match created {
         Ok(created) => println!("opened {id} (version {})", created.version),
         Err(Error::AlreadyExists) => println!("{id} exists already"),
         Err(err) => return Err(err),

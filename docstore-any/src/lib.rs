@@ -33,8 +33,10 @@
 //! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it; `read_only=true` opens it for reading only (nothing in the file changes; a missing file is an empty store); `share_file=true` lets docstore keep its tables in a file that holds another program's (refused otherwise) |
 //! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact&counter_shards=32&collection_partitions=8&index_partitions=8&feed_poll_ms=1000` | the DynamoDB table (`feed_poll_ms`: how often a change feed watcher polls DynamoDB Streams) |
 //!
-//! Every URL also takes `max_doc_bytes` and `max_docs_per_site`. An unknown parameter,
-//! backend or malformed value is [`Error::InvalidArgument`] naming it.
+//! Every URL also takes `max_doc_bytes`, `max_docs_per_site` and the retry policy's
+//! `retry.max_retries`, `retry.budget_ms`, `retry.init_backoff_ms`, `retry.max_backoff_ms`
+//! and `retry.base` (`[database.retry]`). An unknown parameter, backend or malformed value is
+//! [`Error::InvalidArgument`] naming it.
 //!
 //! ```
 //! let config = docstore_any::parse_url("dynamodb://docs?region=eu-west-1&max_scan=500").unwrap();
@@ -99,6 +101,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
         sqlite: None,
         dynamodb: None,
         indexes: docstore::IndexSet::default(),
+        retry: docstore::config::RetryConfig::default(),
     };
     let allowed: &[&str] = match scheme {
         "memory" => {
@@ -242,6 +245,17 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
             ("max_docs_per_site", _) => {
                 database.max_docs_per_site = Some(number("max_docs_per_site")?)
             }
+            ("retry.max_retries", _) => database.retry.max_retries = small_number(&name)?,
+            ("retry.budget_ms", _) => database.retry.budget_ms = number(&name)?,
+            ("retry.init_backoff_ms", _) => database.retry.init_backoff_ms = number(&name)?,
+            ("retry.max_backoff_ms", _) => database.retry.max_backoff_ms = number(&name)?,
+            ("retry.base", _) => {
+                database.retry.base = value.parse().map_err(|_| {
+                    Error::invalid(format!(
+                        "store URL parameter {name}={value:?} is not a number"
+                    ))
+                })?
+            }
             ("region", Some(d)) => d.region = Some(value.into_owned()),
             ("endpoint", Some(d)) => d.endpoint = Some(value.into_owned()),
             ("max_scan", Some(d)) => d.max_scan = number("max_scan")? as usize,
@@ -281,6 +295,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
             }
             (other, _) => {
                 let mut known = vec!["max_doc_bytes", "max_docs_per_site"];
+                known.extend(RETRY_PARAMETERS);
                 known.extend(allowed);
                 return Err(Error::invalid(format!(
                     "store URL parameter {other:?} is not known for {scheme}: (known: {})",
@@ -289,8 +304,18 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
             }
         }
     }
+    database.retry.check()?;
     Ok(database)
 }
+
+/// The URL parameters of `[database.retry]`, which every URL takes.
+const RETRY_PARAMETERS: [&str; 5] = [
+    "retry.max_retries",
+    "retry.budget_ms",
+    "retry.init_backoff_ms",
+    "retry.max_backoff_ms",
+    "retry.base",
+];
 
 #[cfg(not(all(feature = "memory", feature = "sqlite", feature = "dynamodb")))]
 fn disabled(backend: &str) -> Error {
@@ -442,6 +467,31 @@ mod tests {
         assert!(invalid("dynamodb://t?max_scan=ten").contains("max_scan"));
         assert!(invalid("memory:somewhere").contains("location"));
         assert!(invalid("dynamodb://t?max_scan=1&max_scan=2").contains("more than once"));
+    }
+
+    #[test]
+    fn every_url_takes_the_retry_policy() {
+        let url = "sqlite:a.db?retry.max_retries=2&retry.budget_ms=900&retry.init_backoff_ms=5\
+                   &retry.max_backoff_ms=40&retry.base=1.5";
+        let policy = parse_url(url).unwrap().store_options().retry;
+        assert_eq!(policy.max_retries, 2);
+        assert_eq!(policy.budget, std::time::Duration::from_millis(900));
+        assert_eq!(
+            policy.backoff.init_backoff,
+            std::time::Duration::from_millis(5)
+        );
+        assert_eq!(
+            policy.backoff.max_backoff,
+            std::time::Duration::from_millis(40)
+        );
+        assert_eq!(policy.backoff.base, 1.5);
+        let off = parse_url("dynamodb://t?retry.max_retries=0").unwrap();
+        assert!(!off.store_options().retry.retries());
+        assert_eq!(parse_url("memory:").unwrap().retry, Default::default());
+        assert!(invalid("memory:?retry.base=0.5").contains("retry.base"));
+        assert!(invalid("memory:?retry.base=x").contains("retry.base"));
+        assert!(invalid("memory:?retry.max_retries=-1").contains("retry.max_retries"));
+        assert!(invalid("memory:?retry.tries=1").contains("retry.budget_ms"));
     }
 
     #[cfg(all(feature = "memory", feature = "sqlite"))]

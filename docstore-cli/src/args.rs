@@ -90,7 +90,8 @@ pub struct Cli {
     pub time: TimeFormat,
 
     /// How long a SQLite store waits for a lock another process holds, in milliseconds,
-    /// before the command fails with exit code 9 (overrides busy_timeout_ms; default 5000).
+    /// before the command fails with exit code 9 (overrides busy_timeout_ms; default 5000;
+    /// also bounds the retries of a call, retry.budget_ms, so it bounds the whole wait).
     #[arg(long, global = true, value_name = "MS")]
     pub busy_timeout: Option<u64>,
 

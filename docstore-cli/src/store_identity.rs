@@ -30,11 +30,14 @@ fn shell_quoted(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// Sets how long SQLite waits for another process's lock (`--busy-timeout`, milliseconds);
-/// other backends have no such wait and are left as they are.
+/// Sets how long SQLite waits for another process's lock (`--busy-timeout`, milliseconds),
+/// in all: the store's retries of a call that stayed locked end within it too
+/// (`retry.budget_ms` at most `ms`). Other backends have no such wait and are left as they
+/// are.
 pub fn set_busy_timeout(database: &mut DatabaseConfig, busy_timeout_ms: Option<u64>) {
     if let (Some(ms), Some(sqlite)) = (busy_timeout_ms, &mut database.sqlite) {
         sqlite.busy_timeout_ms = ms;
+        database.retry.budget_ms = database.retry.budget_ms.min(ms);
     }
 }
 

@@ -3,45 +3,42 @@
 //! Throttling and transaction conflicts are DynamoDB saying "not now": a call tries again
 //! after a full-jitter wait (so that writers that collided do not collide again in step)
 //! until it succeeds or its deadline — the store's `operation_timeout_ms`, counted from the
-//! call's start — would pass during the next wait. Only then does it give up.
+//! call's start — would pass during the next wait. Only then does it give up (and the front
+//! end's retry policy takes over).
+//!
+//! The waits are the library's one backoff ([`docstore::retry::Backoff`]), with bounds of
+//! their own: a conflict clears in milliseconds, so the first wait is at most 4 ms and none
+//! more than 250 ms, where the front end's retries wait for an outage to pass.
 
+use docstore::retry::BackoffConfig;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// The first delay's upper bound.
-const BASE: Duration = Duration::from_millis(4);
-/// The largest delay's upper bound.
-const CAP: Duration = Duration::from_millis(250);
+/// The bounds of the waits between throttled or conflicting tries: from 4 ms, doubling, up
+/// to 250 ms.
+pub(crate) const CONFLICT_BACKOFF: BackoffConfig =
+    BackoffConfig::new(Duration::from_millis(4), Duration::from_millis(250), 2.0);
 
-/// Full-jitter exponential backoff: the n-th wait is uniform in `[0, min(CAP, BASE * 2^n))`.
+/// The waits of one call that must end by its deadline.
 #[derive(Debug)]
 pub(crate) struct Backoff {
-    tries: u32,
+    waits: docstore::retry::Backoff,
     deadline: Instant,
 }
 
 impl Backoff {
     /// A backoff before its first wait, for a call that must end by `deadline`.
     pub(crate) fn until(deadline: Instant) -> Self {
-        Backoff { tries: 0, deadline }
-    }
-
-    /// The bound of the next wait.
-    fn bound(&self) -> Duration {
-        BASE.saturating_mul(1 << self.tries.min(16)).min(CAP)
+        Backoff {
+            waits: docstore::retry::Backoff::new(CONFLICT_BACKOFF),
+            deadline,
+        }
     }
 
     /// Sleeps for the next jittered delay and says whether the call may try again: `false`
     /// (at once, without sleeping) when the deadline would pass before the next try.
     pub(crate) async fn wait(&mut self) -> bool {
-        let bound = self.bound().as_micros() as u64;
-        self.tries += 1;
-        let delay = Duration::from_micros(rand::random_range(0..bound.max(1)));
-        if Instant::now() + delay >= self.deadline {
-            return false;
-        }
-        tokio::time::sleep(delay).await;
-        true
+        self.waits.wait_until(self.deadline).await
     }
 }
 
@@ -51,12 +48,10 @@ mod tests {
 
     #[test]
     fn bounds_grow_then_cap() {
-        let mut backoff = Backoff::until(Instant::now());
-        assert_eq!(backoff.bound(), BASE);
-        backoff.tries = 3;
-        assert_eq!(backoff.bound(), BASE * 8);
-        backoff.tries = 40;
-        assert_eq!(backoff.bound(), CAP);
+        assert_eq!(CONFLICT_BACKOFF.bound(0), Duration::from_millis(4));
+        assert_eq!(CONFLICT_BACKOFF.bound(3), Duration::from_millis(32));
+        assert_eq!(CONFLICT_BACKOFF.bound(40), Duration::from_millis(250));
+        CONFLICT_BACKOFF.check("conflict backoff").unwrap();
     }
 
     #[tokio::test]
@@ -64,12 +59,10 @@ mod tests {
         let mut passed = Backoff::until(Instant::now());
         assert!(!passed.wait().await, "the deadline has passed");
         let mut ahead = Backoff::until(Instant::now() + Duration::from_secs(60));
-        assert!(ahead.wait().await, "the first wait is at most {BASE:?}");
-        // A wait that would end past the deadline is not slept.
-        let mut close = Backoff::until(Instant::now() + Duration::from_millis(50));
-        close.tries = 40;
-        let start = Instant::now();
+        assert!(ahead.wait().await, "the first wait is at most 4 ms");
+        // The waits stop once the next one would end past a deadline close ahead.
+        let mut close = Backoff::until(Instant::now() + Duration::from_millis(20));
         while close.wait().await {}
-        assert!(start.elapsed() < Duration::from_millis(50) + CAP);
+        assert!(!Backoff::until(Instant::now()).wait().await);
     }
 }

@@ -216,6 +216,7 @@ impl DynamoStore {
                                           may not have been applied"
                                     .into(),
                                 source: None,
+                                write_id: None,
                             });
                         }
                     }
@@ -233,11 +234,14 @@ impl DynamoStore {
                         return Ok(self.committed(planned, stamps.after).await);
                     }
                     return Err(match err {
-                        Error::Unavailable { message, source } => Error::Unavailable {
+                        Error::Unavailable {
+                            message, source, ..
+                        } => Error::Unavailable {
                             message: format!(
                                 "{message}; the batch may or may not have been applied"
                             ),
                             source,
+                            write_id: None,
                         },
                         other => other,
                     });
@@ -249,6 +253,7 @@ impl DynamoStore {
                       (operation_timeout_ms); nothing was written"
                 .into(),
             source: None,
+            write_id: None,
         })
     }
 

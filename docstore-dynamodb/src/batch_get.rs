@@ -62,6 +62,7 @@ impl DynamoStore {
                 self.table
             ),
             source: None,
+            write_id: None,
         }
     }
 }

@@ -321,6 +321,7 @@ impl DynamoStore {
                 index.map(|i| format!(" (index {i})")).unwrap_or_default()
             ),
             source: None,
+            write_id: None,
         })
     }
 

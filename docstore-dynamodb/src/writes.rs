@@ -663,9 +663,12 @@ pub(crate) fn indexed_item(
 /// `Unavailable` that says the write may have been applied.
 fn may_have_been_applied(err: Error) -> Error {
     match err {
-        Error::Unavailable { message, source } => Error::Unavailable {
+        Error::Unavailable {
+            message, source, ..
+        } => Error::Unavailable {
             message: format!("{message}; the write may or may not have been applied"),
             source,
+            write_id: None,
         },
         other => other,
     }
@@ -680,6 +683,7 @@ fn unknown_outcome(call: &str, key: &Key) -> Error {
              not have been applied; read the document to find out"
         ),
         source: None,
+        write_id: None,
     }
 }
 
@@ -690,5 +694,6 @@ fn busy(call: &str, key: &Key) -> Error {
              (operation_timeout_ms); nothing was written"
         ),
         source: None,
+        write_id: None,
     }
 }

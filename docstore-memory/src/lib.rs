@@ -770,6 +770,12 @@ impl Driver for MemoryStore {
         &self.options
     }
 
+    /// Never: a write commits under the lock or changes nothing, and its answer is handed
+    /// back in the same process.
+    fn may_lose_answers(&self) -> bool {
+        false
+    }
+
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
         let doc = Arc::new(Document::first(key.id(), data, origin.actor, self.now()));
         let written = self.write_once(key, origin, |sites, retired| {

@@ -15,6 +15,11 @@
 //! | [`ShortPage`](Fault::ShortPage) | a query page with fewer documents and a `next` cursor | — |
 //! | [`PartialPage`](Fault::PartialPage) | a query page marked partial (`exhausted_scan`); a stream's `Error::PartialAnswer` | — |
 //!
+//! The store over the wrapper retries what it injects as a store over a real backend does
+//! (`docs/contract.md`, "Retries"), under the inner store's retry policy or the wrapper's own
+//! ([`FaultyDriver::with_retry`]): the code under test sees a fault only when the store's
+//! retries did not get past it.
+//!
 //! A plan states faults by probability (per fault kind, per call kind, drawn from a seed), by
 //! position ("the third call", "the second `update_if`") or as a script; [`strategy`] generates
 //! scripts for proptest, which shrinks a failing one to its fewest faults. Every call, with
@@ -23,13 +28,16 @@
 //! history.
 //!
 //! ```
+//! use docstore::retry::{BackoffConfig, RetryPolicy};
 //! use docstore::{Error, Key, ManualClock, Store, StoreOptions};
 //! use docstore_memory::MemoryStore;
 //! use docstore_testing::{CallKind, Fault, FaultyDriver, Plan};
 //! use serde_json::json;
 //! use std::sync::Arc;
+//! use std::time::Duration;
 //!
-//! /// The code under test: adds one to a counter, retrying transient failures.
+//! /// The code under test: adds one to a counter, retrying transient failures — as a new
+//! /// call, without the identity the store's `Unavailable` carries.
 //! async fn increment(store: &Store, key: &Key) -> docstore::Result<()> {
 //!     loop {
 //!         let doc = store.get(key).await?.ok_or_else(|| Error::not_found(key))?;
@@ -44,17 +52,25 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> docstore::Result<()> {
-//! let clock = Arc::new(ManualClock::new(0));
-//! let inner = Store::new(MemoryStore::with_options(StoreOptions::default().with_clock(clock)));
+//! // The store retries a call twice itself (without waiting, as a test may).
+//! let retry = RetryPolicy::default()
+//!     .with_max_retries(2)
+//!     .with_backoff(BackoffConfig::new(Duration::ZERO, Duration::ZERO, 1.0));
+//! let options = StoreOptions::default().with_clock(Arc::new(ManualClock::new(0)));
+//! let inner = Store::new(MemoryStore::with_options(options.with_retry(retry)));
 //! let key = Key::new("acme", "counters", "c")?;
 //! inner.create(&key, docstore::object(json!({"n": 0}))?, "setup").await?;
 //!
-//! // The first update_if loses its answer: it was applied, the app saw Unavailable.
-//! let plan = Plan::new().on_nth(CallKind::UpdateIf, 1, Fault::LostAnswer);
+//! // The first update_if and the store's two retries of it lose their answers: the first
+//! // was applied, the app saw Unavailable.
+//! let plan = Plan::new()
+//!     .on_nth(CallKind::UpdateIf, 1, Fault::LostAnswer)
+//!     .on_nth(CallKind::UpdateIf, 2, Fault::LostAnswer)
+//!     .on_nth(CallKind::UpdateIf, 3, Fault::LostAnswer);
 //! let faulty = Arc::new(FaultyDriver::new(inner.clone(), plan));
 //! increment(&Store::from_driver(faulty.clone()), &key).await?;
 //!
-//! // The retry applied it a second time: the bug this crate is for.
+//! // The app's retry applied it a second time: the bug this crate is for.
 //! let n = &inner.get(&key).await?.unwrap().data["n"];
 //! assert_eq!(*n, json!(2), "history:\n{}", faulty.history());
 //! # Ok(())

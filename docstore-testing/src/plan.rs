@@ -42,6 +42,9 @@ pub enum CallKind {
     Count,
     /// [`Store::recount`](docstore::Store::recount).
     Recount,
+    /// A page of the change feed ([`Site::changes`](docstore::Site::changes), and every page
+    /// a `watch` reads).
+    Changes,
 }
 
 impl CallKind {
@@ -64,6 +67,7 @@ impl CallKind {
             CallKind::Collections => "collections",
             CallKind::Count => "count",
             CallKind::Recount => "recount",
+            CallKind::Changes => "changes",
         }
     }
 }

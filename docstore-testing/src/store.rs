@@ -30,14 +30,17 @@ pub const CONCURRENT_ACTOR: &str = "docstore-testing:concurrent-writer";
 /// they start; with the same plan and the same sequence of calls, the history is the same.
 ///
 /// ```
-/// use docstore::{Key, Store};
+/// use docstore::retry::RetryPolicy;
+/// use docstore::{Key, Store, StoreOptions};
 /// use docstore_memory::MemoryStore;
 /// use docstore_testing::{Fault, FaultyDriver, Plan};
 /// use std::sync::Arc;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> docstore::Result<()> {
-/// let inner = Store::new(MemoryStore::new());
+/// // Without the store's own retries, the caller sees the fault as injected.
+/// let options = StoreOptions::default().with_retry(RetryPolicy::NONE);
+/// let inner = Store::new(MemoryStore::with_options(options));
 /// let faulty = Arc::new(FaultyDriver::new(inner.clone(), Plan::new().on_call(1, Fault::LostAnswer)));
 /// let store = Store::from_driver(faulty.clone());
 ///
@@ -58,15 +61,28 @@ pub const CONCURRENT_ACTOR: &str = "docstore-testing:concurrent-writer";
 pub struct FaultyDriver {
     inner: Store,
     injector: Injector,
+    /// The inner store's options, with the retry policy of the store above the wrapper.
+    options: StoreOptions,
 }
 
 impl FaultyDriver {
-    /// Wraps the driver of `inner`, injecting the faults of `plan`.
+    /// Wraps the driver of `inner`, injecting the faults of `plan`. A store over the wrapper
+    /// retries as `inner` is configured to ([`StoreOptions::retry`]), so the code under test
+    /// sees a fault only when the store's retries did not get past it.
     pub fn new(inner: Store, plan: Plan) -> Self {
         FaultyDriver {
+            options: inner.options().clone(),
             inner,
             injector: Injector::new(plan),
         }
+    }
+
+    /// The same wrapper, its store retrying as `retry` says instead
+    /// ([`RetryPolicy::NONE`](docstore::retry::RetryPolicy::NONE): every injected
+    /// `Unavailable` reaches the caller).
+    pub fn with_retry(mut self, retry: docstore::retry::RetryPolicy) -> Self {
+        self.options = self.options.with_retry(retry);
+        self
     }
 
     /// The wrapped store: reads and writes through it bypass the plan and the history.
@@ -165,6 +181,7 @@ fn unavailable(what: &str) -> Error {
     Error::Unavailable {
         message: format!("injected fault: {what}"),
         source: None,
+        write_id: None,
     }
 }
 
@@ -190,7 +207,13 @@ fn versioned(writes: &[Write]) -> Vec<&Key> {
 #[async_trait]
 impl Driver for FaultyDriver {
     fn options(&self) -> &StoreOptions {
-        self.inner.driver().options()
+        &self.options
+    }
+
+    /// A lost answer is what the wrapper injects: the front end gives every write an
+    /// identity, so that its retries are recognised.
+    fn may_lose_answers(&self) -> bool {
+        true
     }
 
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
@@ -395,7 +418,12 @@ impl Driver for FaultyDriver {
         start: &FeedStart,
         limit: usize,
     ) -> Result<ChangePage> {
-        self.inner.driver().changes(scope, start, limit).await
+        let forward = || self.inner.driver().changes(scope, start, limit);
+        let target = summary::feed_scope(scope);
+        self.call(CallKind::Changes, target, &[], forward, |page| {
+            format!("{} changes", page.changes.len())
+        })
+        .await
     }
 
     async fn wait_for_changes(&self, after: &ChangeCursor) -> Result<()> {

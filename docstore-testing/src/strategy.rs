@@ -28,10 +28,13 @@ pub const FAULT_DENSITY: f64 = 0.25;
 pub const SCRIPT_CALLS: usize = 24;
 
 /// The longest run of one fault on consecutive calls in a [`plan`]. Runs are what retry
-/// loops get wrong: a client that resends a lost answer a few times with the same write
-/// identity and then retries without it applies twice only after several lost answers in a
-/// row (`Collection::modify` resends 3 times, so 4 in a row), which single faults at
-/// [`FAULT_DENSITY`] would almost never give.
+/// loops get wrong: the store retries a lost answer under one write identity until its
+/// retry budget ends, and an app that then retries without that identity applies twice only
+/// after more lost answers in a row than the budget holds (a store retrying 3 times: 4 in a
+/// row), which single faults at [`FAULT_DENSITY`] would almost never give. Give the store
+/// under test a budget of at most `MAX_RUN - 1` retries
+/// ([`RetryPolicy::with_max_retries`](docstore::retry::RetryPolicy::with_max_retries)) so
+/// that runs can exhaust it.
 pub const MAX_RUN: usize = 6;
 
 /// Any fault: unavailable, lost answer, concurrent write, short page, or latency of 1 to 50

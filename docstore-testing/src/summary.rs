@@ -21,6 +21,15 @@ pub(crate) fn path(key: &Key) -> String {
     format!("{}/{}/{}", key.site(), key.collection(), key.id())
 }
 
+/// The scope of a feed: `site/collection`, `site` or `*` (the whole store).
+pub(crate) fn feed_scope(scope: &docstore::feed::FeedScope) -> String {
+    match (scope.site_name(), scope.collection_name()) {
+        (Some(site), Some(collection)) => format!("{site}/{collection}"),
+        (Some(site), None) => site.to_owned(),
+        _ => "*".to_owned(),
+    }
+}
+
 /// `site/collection`, the page size and the position a cursor continues after.
 pub(crate) fn query_target(site: &str, collection: &str, query: &CompiledQuery) -> String {
     let mut target = format!("{site}/{collection}");

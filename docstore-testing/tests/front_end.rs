@@ -4,17 +4,20 @@
 
 mod support;
 
-use docstore::{Data, Error, Query, Store};
+use docstore::{Data, Error, Query, Store, WriteId};
 use docstore_testing::{CallKind, Fault, FaultyDriver, Plan};
 use futures_util::StreamExt;
 use serde_json::json;
 use std::sync::Arc;
-use support::{SITE, data, key, memory};
+use support::{SITE, data, immediate_retries, key, memory_retrying};
+
+/// How often the stores of these tests retry a call.
+const RETRIES: u32 = 3;
 
 /// A store over the wrapper, the wrapper (for its history) and the inner store, holding
-/// `acme/c/x` = `{"n": 0}`.
+/// `acme/c/x` = `{"n": 0}`; calls are retried [`RETRIES`] times.
 async fn setup(plan: Plan) -> (Store, Arc<FaultyDriver>, Store) {
-    let inner = memory();
+    let inner = memory_retrying(immediate_retries(RETRIES));
     inner
         .create(&key("c", "x"), data(0), "setup")
         .await
@@ -24,13 +27,23 @@ async fn setup(plan: Plan) -> (Store, Arc<FaultyDriver>, Store) {
 }
 
 async fn increment(store: &Store) -> docstore::Result<docstore::Versioned<Data>> {
+    increment_with(store, None).await
+}
+
+/// Adds one to `acme/c/x`, with the caller's identity when given.
+async fn increment_with(
+    store: &Store,
+    id: Option<WriteId>,
+) -> docstore::Result<docstore::Versioned<Data>> {
     let counters = store.site(SITE)?.collection::<Data>("c")?;
-    counters
-        .modify("x", |doc| {
-            let n = doc["n"].as_i64().unwrap();
-            doc.insert("n".into(), (n + 1).into());
-        })
-        .await
+    let call = counters.modify("x", |doc| {
+        let n = doc["n"].as_i64().unwrap();
+        doc.insert("n".into(), (n + 1).into());
+    });
+    match id {
+        Some(id) => call.write_id(id).await,
+        None => call.await,
+    }
 }
 
 fn replaces(faulty: &FaultyDriver) -> usize {
@@ -74,36 +87,67 @@ async fn modify_never_applies_twice_after_a_lost_answer() {
     assert_eq!((stored.version, &stored.data["n"]), (2, &json!(1)));
 }
 
-/// Every answer lost, the resends' too: `modify` gives up with `Unavailable` ("may have been
-/// applied") after `MODIFY_RESENDS`, and never writes a second time.
+/// Every answer lost, the retries' too: `modify` gives up with `Unavailable` ("may have been
+/// applied") when its retries run out, never writes a second time, and hands on the identity
+/// it used: the same `modify` with it, later, finds the change applied and applies nothing.
 #[tokio::test]
-async fn modify_says_unavailable_when_every_answer_is_lost() {
+async fn modify_says_unavailable_with_its_identity_when_every_answer_is_lost() {
     let mut plan = Plan::new();
-    for n in 1..=u64::from(docstore::front::MODIFY_RESENDS) + 1 {
+    for n in 1..=u64::from(RETRIES) + 1 {
         plan = plan.on_nth(CallKind::ReplaceIf, n, Fault::LostAnswer);
     }
     let (store, faulty, inner) = setup(plan).await;
     let answer = increment(&store).await;
-    assert!(
-        matches!(answer, Err(Error::Unavailable { .. })),
-        "{answer:?}"
-    );
+    let Err(err @ Error::Unavailable { .. }) = answer else {
+        panic!("{answer:?}");
+    };
     assert_eq!(replaces(&faulty), 4, "{}", faulty.history());
     let stored = inner.get(&key("c", "x")).await.unwrap().unwrap();
     assert_eq!((stored.version, &stored.data["n"]), (2, &json!(1)));
+
+    let id = err
+        .write_id()
+        .expect("a write's Unavailable carries its identity");
+    let again = increment_with(&store, Some(id.clone())).await.unwrap();
+    assert_eq!((again.version, &again.value["n"]), (2, &json!(1)));
+    let stored = inner.get(&key("c", "x")).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.version, &stored.data["n"]),
+        (2, &json!(1)),
+        "applied once"
+    );
 }
 
-/// The read before the write fails: nothing is written.
+/// Reads that fail are retried too, within the same call's budget: a `modify` whose every
+/// read fails gives up after [`RETRIES`] retries and writes nothing.
 #[tokio::test]
-async fn modify_writes_nothing_when_its_read_fails() {
+async fn modify_retries_its_reads_and_writes_nothing_when_they_all_fail() {
     let plan = Plan::new().on_nth(CallKind::Get, 1, Fault::Unavailable);
     let (store, faulty, inner) = setup(plan).await;
-    assert!(matches!(
-        increment(&store).await,
-        Err(Error::Unavailable { .. })
-    ));
+    let done = increment(&store).await.unwrap();
+    assert_eq!(done.version, 2, "{}", faulty.history());
+
+    let mut plan = Plan::new();
+    for n in 1..=u64::from(RETRIES) + 1 {
+        plan = plan.on_nth(CallKind::Get, n, Fault::Unavailable);
+    }
+    let (store, faulty, inner_too) = setup(plan).await;
+    let answer = increment(&store).await;
+    assert!(
+        matches!(&answer, Err(err @ Error::Unavailable { .. }) if err.write_id().is_some()),
+        "{answer:?}"
+    );
     assert_eq!(replaces(&faulty), 0);
-    assert_eq!(inner.get(&key("c", "x")).await.unwrap().unwrap().version, 1);
+    assert_eq!(
+        inner_too
+            .get(&key("c", "x"))
+            .await
+            .unwrap()
+            .unwrap()
+            .version,
+        1
+    );
+    drop(inner);
 }
 
 /// A page marked partial: the stream yields its documents, then `Error::PartialAnswer`,

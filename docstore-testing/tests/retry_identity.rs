@@ -1,11 +1,13 @@
 //! The default fault plan catches a retry that forgets the write identity.
 //!
-//! `Collection::modify` resends a write whose answer was lost a few times under one identity,
-//! then hands `Unavailable` on. An app that retries that `modify` as a new call (a fresh
-//! identity) applies its change twice when the first call's write was applied: only after
-//! several lost answers in a row, which is why [`strategy::plan`] scripts runs of faults. The
-//! same loop that keeps one identity for every try (`WriteId::from_key` of the request's key)
-//! passes every plan.
+//! `Collection::modify` retries a write whose answer was lost under one identity, within the
+//! store's retry budget, then hands `Unavailable` on with that identity. An app that retries
+//! that `modify` as a new call (a fresh identity) applies its change twice when the first
+//! call's write was applied: only after more lost answers in a row than the budget holds,
+//! which is why [`strategy::plan`] scripts runs of faults. The store here retries
+//! [`RETRIES`] times (a budget that a run of at most `strategy::MAX_RUN` faults can exhaust,
+//! as a run of timeouts exhausts a budget in seconds). The same loop that keeps one identity
+//! for every try (`WriteId::from_key` of the request's key) passes every plan.
 
 mod support;
 
@@ -13,7 +15,10 @@ use docstore::{Collection, Data, Error, WriteId};
 use docstore_testing::{CallKind, FaultyDriver, History, Plan, strategy};
 use proptest::test_runner::{RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use serde_json::json;
-use support::{SITE, cases, config, memory, runtime};
+use support::{SITE, cases, config, immediate_retries, memory_retrying, runtime};
+
+/// How often the store retries a call itself before it hands `Unavailable` on.
+const RETRIES: u32 = 3;
 
 /// How many increments a scenario makes, each a logical write retried until it succeeds.
 const INCREMENTS: i64 = 3;
@@ -57,7 +62,7 @@ async fn increment(
 /// [`INCREMENTS`] increments through a wrapper with `plan`: the history, and whether the
 /// counter ended at [`INCREMENTS`].
 async fn scenario(retry: Retry, plan: Plan) -> (History, Result<(), String>) {
-    let inner = memory();
+    let inner = memory_retrying(immediate_retries(RETRIES));
     let plain = inner
         .site(SITE)
         .unwrap()
@@ -113,7 +118,7 @@ fn the_default_plan_catches_a_retry_without_the_identity() {
     let (history, verdict) = runtime().block_on(scenario(Retry::WithoutIdentity, minimal.clone()));
     println!("{reason}\nminimal plan: {minimal}\nits history:\n{history}");
 
-    // Shrunk to one run: modify's write and its resends all lose their answers, the first
+    // Shrunk to one run: modify's write and its retries all lose their answers, the first
     // was applied, and the retry as a new call applies again.
     assert_eq!(
         verdict,
@@ -124,7 +129,8 @@ fn the_default_plan_catches_a_retry_without_the_identity() {
         "{history}"
     );
     let faulted: Vec<_> = history.faulted().collect();
-    let resends = docstore::front::MODIFY_RESENDS as usize;
+    let resends = RETRIES as usize;
+    const { assert!((RETRIES as usize) < strategy::MAX_RUN) };
     assert_eq!(faulted.len(), resends + 1, "{history}");
     assert!(
         faulted

@@ -19,8 +19,10 @@
 
 use crate::index::IndexSet;
 use crate::options::{DEFAULT_MAX_DOC_BYTES, StoreOptions};
+use crate::retry::{BackoffConfig, RetryPolicy};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The default number of items a DynamoDB query reads before it stops.
 pub const DEFAULT_MAX_SCAN: usize = 10_000;
@@ -64,6 +66,135 @@ pub struct DatabaseConfig {
     /// for descending), checked as a set when the config is read.
     #[serde(default, skip_serializing_if = "IndexSet::is_empty")]
     pub indexes: IndexSet,
+    /// `[database.retry]`: how every call retries `Unavailable` (default: up to 10 retries
+    /// within 5 seconds), checked when the config is read.
+    #[serde(
+        default,
+        skip_serializing_if = "RetryConfig::is_default",
+        deserialize_with = "checked_retry"
+    )]
+    pub retry: RetryConfig,
+}
+
+/// `database.retry.*`: the store's [`RetryPolicy`] (`docs/contract.md`, "Retries"), in
+/// whole milliseconds.
+///
+/// ```
+/// use docstore::config::Config;
+///
+/// let config: Config = serde_json::from_value(serde_json::json!({"database": {
+///     "backend": "memory",
+///     "retry": { "max_retries": 3, "budget_ms": 2000 }
+/// }})).unwrap();
+/// let policy = config.database.store_options().retry;
+/// assert_eq!(policy.max_retries, 3);
+/// assert_eq!(policy.budget, std::time::Duration::from_secs(2));
+/// assert_eq!(policy.backoff.init_backoff, std::time::Duration::from_millis(50)); // default
+/// // Bounds that cannot be followed are refused, naming the key.
+/// let bad = serde_json::from_value::<Config>(serde_json::json!({"database": {
+///     "backend": "memory", "retry": { "base": 0.5 }
+/// }}));
+/// assert!(bad.unwrap_err().to_string().contains("retry.base"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// `database.retry.max_retries`: retries after the first try, at most (default 10; 0
+    /// turns retrying off).
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// `database.retry.budget_ms`: the time from a call's start within which every wait must
+    /// end (default 5 000).
+    #[serde(default = "default_budget_ms")]
+    pub budget_ms: u64,
+    /// `database.retry.init_backoff_ms`: the bound of the first wait (default 50).
+    #[serde(default = "default_init_backoff_ms")]
+    pub init_backoff_ms: u64,
+    /// `database.retry.max_backoff_ms`: the largest bound of any wait (default 1 000).
+    #[serde(default = "default_max_backoff_ms")]
+    pub max_backoff_ms: u64,
+    /// `database.retry.base`: how much each bound grows over the previous one (default 2; at
+    /// least 1).
+    #[serde(default = "default_base")]
+    pub base: f64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig::from(&RetryPolicy::default())
+    }
+}
+
+impl From<&RetryPolicy> for RetryConfig {
+    fn from(policy: &RetryPolicy) -> Self {
+        RetryConfig {
+            max_retries: policy.max_retries,
+            budget_ms: millis(policy.budget),
+            init_backoff_ms: millis(policy.backoff.init_backoff),
+            max_backoff_ms: millis(policy.backoff.max_backoff),
+            base: policy.backoff.base,
+        }
+    }
+}
+
+impl RetryConfig {
+    /// These settings as a [`RetryPolicy`].
+    pub fn policy(&self) -> RetryPolicy {
+        let backoff = BackoffConfig::new(
+            Duration::from_millis(self.init_backoff_ms),
+            Duration::from_millis(self.max_backoff_ms),
+            self.base,
+        );
+        RetryPolicy::default()
+            .with_max_retries(self.max_retries)
+            .with_budget(Duration::from_millis(self.budget_ms))
+            .with_backoff(backoff)
+    }
+
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the key
+    /// (`retry.base`, ...) when the backoff bounds cannot be followed: a `base` below 1, or
+    /// `init_backoff_ms` above `max_backoff_ms`.
+    pub fn check(&self) -> crate::Result<()> {
+        self.policy().backoff.check("retry")?;
+        Ok(())
+    }
+
+    fn is_default(&self) -> bool {
+        *self == RetryConfig::default()
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Reads `[database.retry]` and refuses bounds that cannot be followed.
+fn checked_retry<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<RetryConfig, D::Error> {
+    let retry = RetryConfig::deserialize(deserializer)?;
+    retry.check().map_err(serde::de::Error::custom)?;
+    Ok(retry)
+}
+
+fn default_max_retries() -> u32 {
+    crate::retry::DEFAULT_MAX_RETRIES
+}
+
+fn default_budget_ms() -> u64 {
+    millis(crate::retry::DEFAULT_BUDGET)
+}
+
+fn default_init_backoff_ms() -> u64 {
+    millis(crate::retry::DEFAULT_INIT_BACKOFF)
+}
+
+fn default_max_backoff_ms() -> u64 {
+    millis(crate::retry::DEFAULT_MAX_BACKOFF)
+}
+
+fn default_base() -> f64 {
+    crate::retry::DEFAULT_BASE
 }
 
 /// The backends.
@@ -338,6 +469,7 @@ impl DatabaseConfig {
             .with_max_doc_bytes(self.max_doc_bytes)
             .with_max_docs_per_site(self.max_docs_per_site)
             .with_indexes(self.indexes.clone())
+            .with_retry(self.retry.policy())
     }
 }
 
@@ -402,6 +534,42 @@ mod tests {
         assert_eq!(config.database.max_doc_bytes, 390_000);
         assert_eq!(config.database.max_docs_per_site, None);
         assert_eq!(config.database.store_options().max_doc_bytes, 390_000);
+        assert_eq!(config.database.retry, RetryConfig::default());
+        assert_eq!(
+            config.database.store_options().retry,
+            RetryPolicy::default()
+        );
+    }
+
+    #[test]
+    fn retry_settings_are_read_checked_and_written_back() {
+        let read = |retry| {
+            serde_json::from_value::<Config>(
+                json!({"database": {"backend": "memory", "retry": retry}}),
+            )
+        };
+        let config = read(
+            json!({"max_retries": 0, "init_backoff_ms": 10, "max_backoff_ms": 10, "base": 1.0}),
+        )
+        .unwrap();
+        let policy = config.database.store_options().retry;
+        assert!(!policy.retries());
+        assert_eq!(policy.backoff.bound(5), Duration::from_millis(10));
+        let written = serde_json::to_value(&config).unwrap();
+        assert_eq!(written["database"]["retry"]["max_retries"], 0);
+        assert_eq!(serde_json::from_value::<Config>(written).unwrap(), config);
+        // The default is not written out.
+        let plain = read(json!({})).unwrap();
+        assert!(
+            serde_json::to_value(&plain).unwrap()["database"]
+                .get("retry")
+                .is_none()
+        );
+
+        let err = read(json!({"init_backoff_ms": 2000, "max_backoff_ms": 1000})).unwrap_err();
+        assert!(err.to_string().contains("retry.init_backoff"), "{err}");
+        let err = read(json!({"tries": 3})).unwrap_err();
+        assert!(err.to_string().contains("tries"), "{err}");
     }
 
     #[test]

@@ -353,6 +353,19 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     /// [`StoreOptions::max_doc_bytes`](crate::StoreOptions::max_doc_bytes).
     fn options(&self) -> &crate::StoreOptions;
 
+    /// Whether a write of this driver that ended [`Error::Unavailable`](crate::Error::Unavailable)
+    /// may have been applied — its answer lost on the way back (default `true`).
+    ///
+    /// The front end retries writes itself (`docs/contract.md`, "Retries"). When answers may
+    /// be lost, it sends every try of a write with one identity, so that a try whose answer
+    /// was lost is recognised by the next (what a caller identity costs the driver). A driver
+    /// whose `Unavailable` writes never took effect (an in-process store that rolled them back)
+    /// says `false`, and a write the caller gave no identity is then retried without one.
+    /// A wrapper that injects lost answers says `true`.
+    fn may_lose_answers(&self) -> bool {
+        true
+    }
+
     /// Creates a document at version 1; [`Error::AlreadyExists`](crate::Error::AlreadyExists)
     /// if the id is taken.
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document>;

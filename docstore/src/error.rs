@@ -1,5 +1,7 @@
 //! The one error type every backend returns.
 
+use crate::identity::WriteId;
+
 /// A boxed error that a backend wraps as the cause of [`Error::Unavailable`] or [`Error::Backend`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -57,7 +59,10 @@ pub enum Error {
         limit: u64,
     },
 
-    /// A transient failure (throttling, a timeout, I/O): the call may succeed when retried.
+    /// A transient failure (throttling, a timeout, I/O): the call may succeed when retried,
+    /// and a write may have been applied. The store has already retried the call under its
+    /// [`RetryPolicy`](crate::retry::RetryPolicy); a write's error carries the identity every
+    /// try used ([`write_id`](Error::write_id)): repeat the same call with it.
     #[error("backend unavailable: {message}")]
     Unavailable {
         /// What failed.
@@ -65,6 +70,9 @@ pub enum Error {
         /// The underlying error, when there is one.
         #[source]
         source: Option<BoxError>,
+        /// The write identity of a write call (`None` for reads and from drivers): give it
+        /// to the same call when repeating it ([`WriteCall::write_id`](crate::WriteCall::write_id)).
+        write_id: Option<WriteId>,
     },
 
     /// One write of an atomic batch ([`Store::write_all`](crate::Store::write_all)) failed,
@@ -261,6 +269,52 @@ impl Error {
         }
     }
 
+    /// The write identity a call that ended [`Error::Unavailable`] used: the one to give the
+    /// same call when it is repeated later ([`WriteCall::write_id`](crate::WriteCall::write_id)),
+    /// so that a try of it that was applied is recognised instead of applied again. Every
+    /// write call's `Unavailable` carries one (the caller's, or one the store drew for the
+    /// call); reads and other errors carry none.
+    ///
+    /// ```
+    /// use docstore::{Error, WriteId};
+    ///
+    /// # async fn demo(tickets: &docstore::Collection<docstore::Data>) -> docstore::Result<()> {
+    /// match tickets.modify("T-1", |t| { t.insert("seen".into(), true.into()); }).await {
+    ///     Err(err @ Error::Unavailable { .. }) => {
+    ///         // The store retried within its budget; keep the identity with the job, and
+    ///         // repeat the same call with it later: applied exactly once.
+    ///         let id: WriteId = err.write_id().expect("a write's Unavailable has one").clone();
+    ///         tickets.modify("T-1", |t| { t.insert("seen".into(), true.into()); })
+    ///             .write_id(id)
+    ///             .await?;
+    ///     }
+    ///     other => drop(other?),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn write_id(&self) -> Option<&WriteId> {
+        match self {
+            Error::Unavailable { write_id, .. } => write_id.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// This error, when it is [`Error::Unavailable`], carrying `id` as its
+    /// [`write_id`](Self::write_id).
+    pub(crate) fn with_write_id(self, id: WriteId) -> Self {
+        match self {
+            Error::Unavailable {
+                message, source, ..
+            } => Error::Unavailable {
+                message,
+                source,
+                write_id: Some(id),
+            },
+            other => other,
+        }
+    }
+
     /// An [`Error::InvalidArgument`] with the given message.
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())
@@ -271,6 +325,7 @@ impl Error {
         Error::Unavailable {
             message: message.into(),
             source: Some(source.into()),
+            write_id: None,
         }
     }
 

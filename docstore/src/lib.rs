@@ -66,6 +66,7 @@ pub mod key;
 mod options;
 mod patch;
 pub mod query;
+pub mod retry;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategies;
 

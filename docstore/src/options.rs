@@ -2,12 +2,14 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::index::IndexSet;
+use crate::retry::RetryPolicy;
 use std::sync::Arc;
 
 /// The default `max_doc_bytes`: what fits in one DynamoDB item with our attributes.
 pub const DEFAULT_MAX_DOC_BYTES: usize = 390_000;
 
-/// Settings shared by every backend: size limit, optional per-site quota and the clock.
+/// Settings shared by every backend: size limit, optional per-site quota, the clock, the
+/// declared indexes and how calls are retried.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -30,6 +32,10 @@ pub struct StoreOptions {
     pub clock: Arc<dyn Clock>,
     /// The declared indexes (default: none), checked when the set was built.
     pub indexes: IndexSet,
+    /// How every call is retried when it ends
+    /// [`Error::Unavailable`](crate::Error::Unavailable) (default: up to 10 retries within
+    /// 5 seconds; see [`RetryPolicy`]).
+    pub retry: RetryPolicy,
 }
 
 impl Default for StoreOptions {
@@ -39,6 +45,7 @@ impl Default for StoreOptions {
             max_docs_per_site: None,
             clock: Arc::new(SystemClock),
             indexes: IndexSet::default(),
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -68,6 +75,12 @@ impl StoreOptions {
     /// ```
     pub fn with_indexes(mut self, indexes: IndexSet) -> Self {
         self.indexes = indexes;
+        self
+    }
+
+    /// Sets how calls are retried ([`RetryPolicy::NONE`]: not at all).
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
         self
     }
 

@@ -24,6 +24,7 @@ pub mod pagination;
 pub mod patch;
 pub mod properties;
 pub mod restore;
+pub mod retries;
 pub mod sites;
 pub mod sorting;
 pub mod streams;

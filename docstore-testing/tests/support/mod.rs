@@ -3,22 +3,40 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
+use docstore::retry::{BackoffConfig, RetryPolicy};
 use docstore::{Data, Document, Key, ManualClock, Query, Store, StoreOptions, Write};
 use docstore_memory::MemoryStore;
 use docstore_testing::Outcome;
 use serde_json::json;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The site every test writes to.
 pub const SITE: &str = "acme";
 
 /// A memory store on a clock that stands still, so two stores given the same calls hold
-/// equal documents, timestamps included.
+/// equal documents, timestamps included; without retries, so the caller sees every fault
+/// the wrapper injects.
 pub fn memory() -> Store {
+    memory_retrying(RetryPolicy::NONE)
+}
+
+/// [`memory`], retrying as `retry` says.
+pub fn memory_retrying(retry: RetryPolicy) -> Store {
     let clock = Arc::new(ManualClock::new(1_000));
     Store::new(MemoryStore::with_options(
-        StoreOptions::default().with_clock(clock),
+        StoreOptions::default().with_clock(clock).with_retry(retry),
     ))
+}
+
+/// At most `max_retries` retries, without waiting between them (a test's time is not a
+/// web request's): a budget measured in tries.
+pub fn immediate_retries(max_retries: u32) -> RetryPolicy {
+    let no_wait = BackoffConfig::new(Duration::ZERO, Duration::ZERO, 1.0);
+    RetryPolicy::default()
+        .with_max_retries(max_retries)
+        .with_budget(Duration::from_secs(3600))
+        .with_backoff(no_wait)
 }
 
 /// `acme/<collection>/<id>`.

@@ -12,23 +12,27 @@ type Body<'a, R> = Box<dyn FnOnce(Option<WriteId>) -> BoxFuture<'a, Result<R>> +
 /// A write call, run by awaiting it: every write of [`Store`](crate::Store),
 /// [`Collection`](crate::Collection) and [`SiteBatch`](crate::SiteBatch) returns one.
 ///
-/// Awaited as it is, it writes as any call does. Given an identity first
-/// ([`write_id`](Self::write_id)), it is safe to repeat: an application that saw
-/// [`Error::Unavailable`](crate::Error::Unavailable) — the answer was lost, the write may or
-/// may not have been applied — makes the same call again with the same identity, and gets
-/// the first call's outcome instead of a second application, `AlreadyExists` or `NotFound`.
+/// Awaited, it runs under the store's [`RetryPolicy`](crate::retry::RetryPolicy): an
+/// [`Error::Unavailable`](crate::Error::Unavailable) is retried with every try carrying one
+/// write identity — the caller's, given with [`write_id`](Self::write_id), or one the store
+/// draws — so a try whose answer was lost is recognised by the next instead of applied twice.
+/// An `Unavailable` that still comes back means the budget ended and the write may or may not
+/// have been applied; it carries the identity ([`Error::write_id`](crate::Error::write_id)).
+/// The one correct way to try again later is the same call with that identity: it gets the
+/// first call's outcome instead of a second application, `AlreadyExists` or `NotFound`.
 ///
 /// ```
 /// use docstore::{Error, WriteId};
 ///
-/// # async fn demo(tickets: &docstore::Collection<docstore::Data>, ticket: &docstore::Data) -> docstore::Result<()> {
-/// // One identity per logical write, kept across its retries (in a job queue, say).
-/// let write_id = WriteId::random();
-/// let created = loop {
-///     match tickets.create("T-7", ticket).write_id(write_id.clone()).await {
-///         Err(Error::Unavailable { .. }) => continue, // back off, then the same call again
-///         other => break other?,
+/// # async fn demo(tickets: docstore::Collection<docstore::Data>, ticket: docstore::Data) -> docstore::Result<()> {
+/// let created = match tickets.create("T-7", &ticket).await {
+///     Err(err @ Error::Unavailable { .. }) => {
+///         // Keep the identity with the job; repeat the call with it, here in another task.
+///         let id: WriteId = err.write_id().cloned().expect("a write's Unavailable has one");
+///         let later = tokio::spawn(async move { tickets.create("T-7", &ticket).write_id(id).await });
+///         later.await.expect("the task ran")?
 ///     }
+///     other => other?,
 /// };
 /// assert_eq!(created.version, 1); // created once, however many tries it took
 /// # Ok(())

@@ -1,14 +1,15 @@
 //! Typed collections: an application's own serde types in, [`Versioned`] values out.
 
+use super::dispatch::{CallIdentity, Resendable};
 use super::feed::{ChangeStream, TypedChange, TypedChangePage};
 use super::{Site, WriteCall};
 use crate::document::{Data, Document};
 use crate::driver::Origin;
 use crate::driver::{Explain, Page};
 use crate::feed::{FeedScope, FeedStart};
-use crate::identity::WriteId;
 use crate::key::{Key, validate_collection};
 use crate::query::{Cursor, Filter, Query};
+use crate::retry::Retries;
 use crate::{Error, Result};
 use futures_core::Stream;
 use futures_util::{StreamExt, TryStreamExt};
@@ -22,10 +23,6 @@ use std::marker::PhantomData;
 /// [`Error::Conflict`]: every round that loses to another writer means that writer won, so
 /// with `n` writers on one document each call gets through within `n` rounds.
 pub const MODIFY_TRIES: u32 = 100;
-
-/// How often [`Collection::modify`] sends a write again, with the same identity, after it
-/// ended [`Error::Unavailable`] (its answer was lost), before it hands that error on.
-pub const MODIFY_RESENDS: u32 = 3;
 
 /// A stored value with its metadata: what a typed [`Collection`] reads and writes.
 #[derive(Clone, Debug, PartialEq)]
@@ -372,20 +369,33 @@ where
     /// — so an idempotent change ("close the ticket") repeated on a closed ticket costs one
     /// read.
     ///
-    /// Exactly one change is applied per call, lost answers included: every write of the
-    /// call carries one identity (the caller's, given with [`WriteCall::write_id`], or a
-    /// fresh one), and a write that ended [`Error::Unavailable`] is sent again with it, up to
-    /// [`MODIFY_RESENDS`] times, so a write that was applied is recognised instead of made
-    /// twice.
+    /// Exactly one change is applied per call, lost answers included: the whole call —
+    /// its reads and writes, every round — retries [`Error::Unavailable`] under one budget,
+    /// the store's [`RetryPolicy`](crate::retry::RetryPolicy), and every write of the call
+    /// carries one identity (the caller's, given with [`WriteCall::write_id`], or one drawn
+    /// for the call), so a write that was applied is recognised instead of made twice. When
+    /// the budget ends, the `Unavailable` carries that identity ([`Error::write_id`]): the
+    /// one correct way to try again later is the same `modify` with it, which applies the
+    /// change only if no try of the first call did. A new `modify` without it may apply the
+    /// change twice.
     ///
     /// ```
     /// # async fn demo(counters: &docstore::Collection<docstore::Data>) -> docstore::Result<()> {
-    /// let hits = counters
-    ///     .modify("home", |page| {
-    ///         let n = page.get("hits").and_then(|n| n.as_u64()).unwrap_or(0);
-    ///         page.insert("hits".into(), (n + 1).into());
-    ///     })
-    ///     .await?;
+    /// use docstore::Error;
+    ///
+    /// let add_hit = |page: &mut docstore::Data| {
+    ///     let n = page.get("hits").and_then(|n| n.as_u64()).unwrap_or(0);
+    ///     page.insert("hits".into(), (n + 1).into());
+    /// };
+    /// let hits = match counters.modify("home", add_hit).await {
+    ///     // The store's retries ran out: later (a queued job, say), the same call with the
+    ///     // identity it used counts the hit once, whichever of its tries were applied.
+    ///     Err(err @ Error::Unavailable { .. }) => {
+    ///         let id = err.write_id().cloned().expect("a write's Unavailable carries one");
+    ///         counters.modify("home", add_hit).write_id(id).await?
+    ///     }
+    ///     other => other?,
+    /// };
     /// # Ok(())
     /// # }
     /// ```
@@ -396,22 +406,29 @@ where
     ) -> WriteCall<'a, Versioned<T>> {
         let key = self.key(id);
         WriteCall::new(move |write_id| async move {
-            let write_id = write_id.unwrap_or_else(WriteId::random);
-            self.modify_with(&key?, change, &write_id).await
+            let dispatch = &self.store().driver;
+            let identity = dispatch.identity(write_id.as_ref());
+            let mut retries = dispatch.policy().start();
+            self.modify_with(&key?, change, &identity, &mut retries)
+                .await
+                .map_err(|err| identity.mark(err))
         })
     }
 
+    /// The rounds of `modify`, every read and write within `retries`.
     async fn modify_with(
         &self,
         key: &Key,
         mut change: impl FnMut(&mut T) + Send,
-        write_id: &WriteId,
+        identity: &CallIdentity<'_>,
+        retries: &mut Retries,
     ) -> Result<Versioned<T>> {
+        let dispatch = &self.store().driver;
+        let origin = identity.origin(self.actor());
         let mut current = 0;
         for _ in 0..MODIFY_TRIES {
-            let doc = self
-                .store()
-                .get(key)
+            let doc = dispatch
+                .read_within(retries, |driver| driver.get(key))
                 .await?
                 .ok_or_else(|| Error::not_found(key))?;
             let mut read = self.versioned(doc)?;
@@ -421,42 +438,19 @@ where
             if data == unchanged {
                 return Ok(read);
             }
-            match self
-                .resend_unavailable(key, data, read.version, write_id)
-                .await
-            {
+            self.store().check_written(&data, origin)?;
+            let mut data = Resendable::new(data, dispatch.policy());
+            let version = read.version;
+            let written = dispatch.write_within(retries, identity, |driver| {
+                driver.replace_if(key, data.next(), version, origin)
+            });
+            match written.await {
                 Ok(doc) => return self.versioned(doc),
                 Err(Error::Conflict { current: now }) => current = now,
                 Err(err) => return Err(err),
             }
         }
         Err(Error::Conflict { current })
-    }
-
-    /// `replace_if` with `write_id`, sent again with the same identity while it ends
-    /// [`Error::Unavailable`], at most [`MODIFY_RESENDS`] times more.
-    async fn resend_unavailable(
-        &self,
-        key: &Key,
-        data: Data,
-        version: u64,
-        write_id: &WriteId,
-    ) -> Result<Document> {
-        let origin = Origin {
-            actor: self.actor(),
-            write_id: Some(write_id),
-        };
-        let mut resends = 0;
-        loop {
-            let sent = self
-                .store()
-                .replace_if_with(key, data.clone(), version, origin)
-                .await;
-            match sent {
-                Err(Error::Unavailable { .. }) if resends < MODIFY_RESENDS => resends += 1,
-                other => return other,
-            }
-        }
     }
 
     /// Deletes the document `id`; `true` when there was one.

@@ -8,14 +8,15 @@
 
 mod call;
 mod collection;
+mod dispatch;
 mod feed;
 mod site;
 mod sorted;
 mod stream;
 
 pub use call::WriteCall;
+pub use collection::MODIFY_TRIES;
 pub use collection::{Collection, TypedPage, Versioned};
-pub use collection::{MODIFY_RESENDS, MODIFY_TRIES};
 pub use feed::{ChangeStream, TypedChange, TypedChangePage};
 pub use site::{Site, SiteBatch};
 pub use stream::{DEFAULT_STREAM_PAGE, DocumentStream};
@@ -26,6 +27,7 @@ use crate::driver::{Driver, Explain, Origin, Page, Recount, RecountMode};
 use crate::key::{Key, validate_site};
 use crate::query::Query;
 use crate::{Result, StoreOptions};
+use dispatch::{Dispatch, Resendable};
 use std::sync::Arc;
 
 /// A document store: the one handle an application holds, whatever the backend.
@@ -34,6 +36,10 @@ use std::sync::Arc;
 /// `open_url`, or wrap a driver with [`Store::new`]. Request handlers get a [`Site`]
 /// ([`Store::site`]), which cannot reach any other site; the untyped calls here, addressed by
 /// [`Key`] and site name, are for tools that work across sites (import, export, copy, fsck).
+///
+/// Every call retries [`Error::Unavailable`](crate::Error::Unavailable) itself under the
+/// store's [`RetryPolicy`](crate::retry::RetryPolicy) (`StoreOptions::retry`), a write under
+/// one write identity for all its tries; see [`WriteCall`] for repeating a write later.
 ///
 /// ```
 /// use docstore::{Key, Store};
@@ -47,25 +53,25 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Store {
-    driver: Arc<dyn Driver>,
+    driver: Dispatch,
 }
 
 impl Store {
     /// A store over `driver`.
     pub fn new(driver: impl Driver + 'static) -> Self {
-        Store {
-            driver: Arc::new(driver),
-        }
+        Store::from_driver(Arc::new(driver))
     }
 
     /// A store over a shared driver (one that wraps another, say).
     pub fn from_driver(driver: Arc<dyn Driver>) -> Self {
-        Store { driver }
+        Store {
+            driver: Dispatch::new(driver),
+        }
     }
 
     /// The driver underneath, for wrappers that stack another driver on it.
     pub fn driver(&self) -> &Arc<dyn Driver> {
-        &self.driver
+        self.driver.driver()
     }
 
     /// The options the store was opened with.
@@ -112,7 +118,13 @@ impl Store {
         origin: Origin<'_>,
     ) -> Result<Document> {
         self.check_written(&data, origin)?;
-        self.driver.create(key, data, origin).await
+        let identity = self.driver.identity(origin.write_id);
+        let origin = identity.origin(origin.actor);
+        let mut data = Resendable::new(data, self.driver.policy());
+        let written = self
+            .driver
+            .write(&identity, |driver| driver.create(key, data.next(), origin));
+        written.await
     }
 
     /// The checks of a write that stores `data` whole: its actor, then its size.
@@ -123,7 +135,7 @@ impl Store {
 
     /// Reads a document.
     pub async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        self.driver.get(key).await
+        self.driver.read(|driver| driver.get(key)).await
     }
 
     /// Creates or replaces a document; a replaced document keeps its `created_*` fields and
@@ -141,7 +153,13 @@ impl Store {
         origin: Origin<'_>,
     ) -> Result<Document> {
         self.check_written(&data, origin)?;
-        self.driver.put(key, data, origin).await
+        let identity = self.driver.identity(origin.write_id);
+        let origin = identity.origin(origin.actor);
+        let mut data = Resendable::new(data, self.driver.policy());
+        let written = self
+            .driver
+            .write(&identity, |driver| driver.put(key, data.next(), origin));
+        written.await
     }
 
     /// Applies an RFC 7386 merge patch (see [`merge_patch`](crate::merge_patch)), retrying
@@ -171,9 +189,12 @@ impl Store {
         // The patch's depth is not refused here: what counts is the merged result's, which
         // the driver checks (a patch one level too deep may merge into data that fits).
         validate_actor(origin.actor)?;
-        self.driver
-            .update(key, patch, expected_version, origin)
-            .await
+        let identity = self.driver.identity(origin.write_id);
+        let origin = identity.origin(origin.actor);
+        let written = self.driver.write(&identity, |driver| {
+            driver.update(key, patch, expected_version, origin)
+        });
+        written.await
     }
 
     /// Applies a merge patch if the document is still at `expected_version`;
@@ -216,9 +237,13 @@ impl Store {
         origin: Origin<'_>,
     ) -> Result<Document> {
         self.check_written(&data, origin)?;
-        self.driver
-            .replace_if(key, data, expected_version, origin)
-            .await
+        let identity = self.driver.identity(origin.write_id);
+        let origin = identity.origin(origin.actor);
+        let mut data = Resendable::new(data, self.driver.policy());
+        let written = self.driver.write(&identity, |driver| {
+            driver.replace_if(key, data.next(), expected_version, origin)
+        });
+        written.await
     }
 
     /// Deletes a document; `true` when there was one. The change feed reports the delete
@@ -247,7 +272,12 @@ impl Store {
         origin: Origin<'_>,
     ) -> Result<bool> {
         validate_actor(origin.actor)?;
-        self.driver.delete(key, expected_version, origin).await
+        let identity = self.driver.identity(origin.write_id);
+        let origin = identity.origin(origin.actor);
+        let written = self.driver.write(&identity, |driver| {
+            driver.delete(key, expected_version, origin)
+        });
+        written.await
     }
 
     /// Writes `document` exactly as given — data, timestamps, actors and version — when no
@@ -262,8 +292,12 @@ impl Store {
     pub fn restore<'a>(&'a self, key: &'a Key, document: &'a Document) -> WriteCall<'a, ()> {
         WriteCall::new(move |id| async move {
             check_restorable(key, document, self.max_doc_bytes())?;
-            let origin = Origin::with(&document.updated_by, &id);
-            self.driver.restore(key, document, origin).await
+            let identity = self.driver.identity(id.as_ref());
+            let origin = identity.origin(&document.updated_by);
+            let written = self
+                .driver
+                .write(&identity, |driver| driver.restore(key, document, origin));
+            written.await
         })
     }
 
@@ -272,7 +306,7 @@ impl Store {
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     pub async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         batch::check_distinct(keys, "key")?;
-        self.driver.get_many(keys).await
+        self.driver.read(|driver| driver.get_many(keys)).await
     }
 
     /// Applies a batch of writes atomically: all of them, or — when any fails — none. Returns
@@ -307,13 +341,22 @@ impl Store {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        self.driver.write_all(&batch, origin).await
+        let identity = self.driver.identity(origin.write_id);
+        let origin = identity.origin(origin.actor);
+        let written = self
+            .driver
+            .write(&identity, |driver| driver.write_all(&batch, origin));
+        written.await
     }
 
     /// Runs a query over one collection: one page, with the cursor of the next.
     pub async fn query(&self, site: &str, collection: &str, query: &Query) -> Result<Page> {
         let compiled = query.compile_for(site, collection)?;
-        self.driver.query(site, collection, &compiled).await
+        let compiled = &compiled;
+        let page = self
+            .driver
+            .read(|driver| driver.query(site, collection, compiled));
+        page.await
     }
 
     /// Every match of `query`, page by page (the query's `limit` is the page size), as a
@@ -327,15 +370,19 @@ impl Store {
     /// the answer is strongly consistent.
     pub async fn explain(&self, site: &str, collection: &str, query: &Query) -> Result<Explain> {
         let compiled = query.compile_for(site, collection)?;
-        let plan = self.driver.explain(site, collection, &compiled).await?;
-        Ok(plan.for_walk_of(&compiled))
+        let compiled = &compiled;
+        let plan = self
+            .driver
+            .read(|driver| driver.explain(site, collection, compiled))
+            .await?;
+        Ok(plan.for_walk_of(compiled))
     }
 
     /// The collections of a site holding at least one document, by name, with their counts
     /// (from the collection counters).
     pub async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
         validate_site(site)?;
-        self.driver.collections(site).await
+        self.driver.read(|driver| driver.collections(site)).await
     }
 
     /// The sites holding at least one document, by name: what a whole-store export or check
@@ -351,13 +398,13 @@ impl Store {
     /// # }
     /// ```
     pub async fn sites(&self) -> Result<Vec<String>> {
-        self.driver.sites().await
+        self.driver.read(|driver| driver.sites()).await
     }
 
     /// The number of documents in a site (from the collection counters).
     pub async fn count(&self, site: &str) -> Result<u64> {
         validate_site(site)?;
-        self.driver.count(site).await
+        self.driver.read(|driver| driver.count(site)).await
     }
 
     /// Counts a site's documents collection by collection — from the documents themselves,
@@ -368,6 +415,6 @@ impl Store {
     /// Reads the whole site, so it is a maintenance call (`docstore fsck`).
     pub async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
         validate_site(site)?;
-        self.driver.recount(site, mode).await
+        self.driver.read(|driver| driver.recount(site, mode)).await
     }
 }
