@@ -157,12 +157,20 @@ impl SqliteStore {
         if written.is_ok()
             && let Some(pruning) = self.inner.feed.write_committed()
         {
-            // The write stands whatever pruning does; a failed chunk is retried later.
-            let _ = blocking(move || {
+            // The write stands whatever pruning does; a failed chunk is retried later. With
+            // short commits a chunk is as short as a write (it never waits for another
+            // process's lock), so it runs where the write ran: handing the runtime's worker
+            // over (`block_in_place`) would cost a thread hop, and the other tasks' writes
+            // would wait for the chunk on that many more threads.
+            if on_this_thread {
                 crate::feed::prune_after_write(&pruning);
-                Ok(())
-            })
-            .await;
+            } else {
+                let _ = blocking(move || {
+                    crate::feed::prune_after_write(&pruning);
+                    Ok(())
+                })
+                .await;
+            }
         }
         written
     }
@@ -774,4 +782,47 @@ fn recount(conn: &Connection, site: &str, mode: RecountMode) -> Result<Recount, 
         collections,
         changes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docstore::{ManualClock, Store};
+    use std::time::Duration;
+
+    /// With short commits (`synchronous=NORMAL`) a write prunes on its own thread, where it
+    /// ran: the store's first write and every `PRUNE_EVERY_WRITES`th still remove the
+    /// expired changes though the pruning thread (its interval a day) never runs.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn writes_with_short_commits_prune_where_they_run() {
+        const HOUR_NS: i64 = 3600 * 1_000_000_000;
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(0));
+        let sqlite = SqliteOptions::default()
+            .with_durability(crate::Durability::Normal)
+            .with_feed_retention(Duration::from_secs(3600))
+            .with_feed_prune_interval(Duration::from_secs(24 * 3600));
+        let options = StoreOptions::default().with_clock(clock.clone());
+        let path = dir.path().join("p.db");
+        let store = Store::new(SqliteStore::open_with(&path, options, sqlite).unwrap());
+        let all = FeedScope::whole_store();
+        let changes = |store: &Store| {
+            let store = store.clone();
+            let all = all.clone();
+            async move { store.changes(&all, &FeedStart::Oldest, 1000).await.unwrap() }
+        };
+        let write = |n: u64| Key::new("s", "c", format!("{n}")).unwrap();
+        store.create(&write(0), Data::new(), "a").await.unwrap();
+        clock.advance(2 * HOUR_NS);
+        // Writes 1..64 prune nothing; the 64th after the first (write 64) prunes write 0's.
+        for n in 1..crate::feed::PRUNE_EVERY_WRITES {
+            store.create(&write(n), Data::new(), "a").await.unwrap();
+        }
+        assert_eq!(changes(&store).await.changes[0].key, write(0));
+        let last = crate::feed::PRUNE_EVERY_WRITES;
+        store.create(&write(last), Data::new(), "a").await.unwrap();
+        let kept = changes(&store).await.changes;
+        assert_eq!(kept[0].key, write(1), "the expired change is pruned");
+        assert_eq!(kept.len() as u64, last);
+    }
 }
