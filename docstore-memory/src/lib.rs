@@ -776,6 +776,12 @@ impl Driver for MemoryStore {
         false
     }
 
+    /// Never: there is nothing to wait for (no I/O, no other process), so a write's data is
+    /// not copied for a retry.
+    fn writes_may_be_unavailable(&self) -> bool {
+        false
+    }
+
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
         let doc = Arc::new(Document::first(key.id(), data, origin.actor, self.now()));
         let written = self.write_once(key, origin, |sites, retired| {

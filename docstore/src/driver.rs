@@ -366,6 +366,14 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
         true
     }
 
+    /// Whether a write of this driver can end [`Error::Unavailable`](crate::Error::Unavailable)
+    /// at all (default `true`). A driver that never can (an in-process store with nothing to
+    /// wait for) says `false`, and the front end then hands each write its data without
+    /// keeping a copy for a retry.
+    fn writes_may_be_unavailable(&self) -> bool {
+        true
+    }
+
     /// Creates a document at version 1; [`Error::AlreadyExists`](crate::Error::AlreadyExists)
     /// if the id is taken.
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document>;

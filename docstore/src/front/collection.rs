@@ -1,6 +1,6 @@
 //! Typed collections: an application's own serde types in, [`Versioned`] values out.
 
-use super::dispatch::{CallIdentity, Resendable};
+use super::dispatch::CallIdentity;
 use super::feed::{ChangeStream, TypedChange, TypedChangePage};
 use super::{Site, WriteCall};
 use crate::document::{Data, Document};
@@ -439,10 +439,9 @@ where
                 return Ok(read);
             }
             self.store().check_written(&data, origin)?;
-            let mut data = Resendable::new(data, dispatch.policy());
             let version = read.version;
-            let written = dispatch.write_within(retries, identity, |driver| {
-                driver.replace_if(key, data.next(), version, origin)
+            let written = dispatch.write_data_within(retries, identity, data, |driver, data| {
+                driver.replace_if(key, data, version, origin)
             });
             match written.await {
                 Ok(doc) => return self.versioned(doc),

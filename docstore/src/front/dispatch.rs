@@ -59,32 +59,6 @@ impl CallIdentity<'_> {
     }
 }
 
-/// A value a write sends with each try: moved into the only try when the policy allows no
-/// other, copied for each try otherwise.
-pub(crate) struct Resendable<T> {
-    value: Option<T>,
-    again: bool,
-}
-
-impl<T: Clone> Resendable<T> {
-    /// `value` for the tries of a call under `policy`.
-    pub(crate) fn new(value: T, policy: &RetryPolicy) -> Self {
-        Resendable {
-            value: Some(value),
-            again: policy.retries(),
-        }
-    }
-
-    /// The value for the next try.
-    pub(crate) fn next(&mut self) -> T {
-        match self.again {
-            true => self.value.clone(),
-            false => self.value.take(),
-        }
-        .expect("without retries a write is tried once")
-    }
-}
-
 impl Dispatch {
     pub(crate) fn new(driver: Arc<dyn Driver>) -> Self {
         Dispatch { driver }
@@ -161,6 +135,37 @@ impl Dispatch {
         self.read_within(retries, call)
             .await
             .map_err(|err| identity.mark(err))
+    }
+
+    /// [`write`](Self::write) of a call that hands the driver `data` by value: copied for
+    /// each try when another may follow, moved into the only try when none can (no retries,
+    /// or a driver whose writes never end `Unavailable`).
+    pub(crate) async fn write_data<'f, T: Clone, R>(
+        &'f self,
+        identity: &CallIdentity<'_>,
+        data: T,
+        call: impl FnMut(&'f dyn Driver, T) -> BoxFuture<'f, Result<R>>,
+    ) -> Result<R> {
+        let mut retries = self.policy().start();
+        self.write_data_within(&mut retries, identity, data, call)
+            .await
+    }
+
+    /// [`write_data`](Self::write_data) within `retries`, which a longer call (`modify`)
+    /// shares.
+    pub(crate) async fn write_data_within<'f, T: Clone, R>(
+        &'f self,
+        retries: &mut Retries,
+        identity: &CallIdentity<'_>,
+        data: T,
+        mut call: impl FnMut(&'f dyn Driver, T) -> BoxFuture<'f, Result<R>>,
+    ) -> Result<R> {
+        if self.policy().retries() && self.driver.writes_may_be_unavailable() {
+            let again = |driver| call(driver, data.clone());
+            return self.write_within(retries, identity, again).await;
+        }
+        let driver: &'f dyn Driver = &*self.driver;
+        call(driver, data).await.map_err(|err| identity.mark(err))
     }
 
     /// A page of the driver's feed, read again while it ends `Unavailable`.

@@ -27,7 +27,7 @@ use crate::driver::{Driver, Explain, Origin, Page, Recount, RecountMode};
 use crate::key::{Key, validate_site};
 use crate::query::Query;
 use crate::{Result, StoreOptions};
-use dispatch::{Dispatch, Resendable};
+use dispatch::Dispatch;
 use std::sync::Arc;
 
 /// A document store: the one handle an application holds, whatever the backend.
@@ -120,10 +120,9 @@ impl Store {
         self.check_written(&data, origin)?;
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor);
-        let mut data = Resendable::new(data, self.driver.policy());
-        let written = self
-            .driver
-            .write(&identity, |driver| driver.create(key, data.next(), origin));
+        let written = self.driver.write_data(&identity, data, |driver, data| {
+            driver.create(key, data, origin)
+        });
         written.await
     }
 
@@ -155,10 +154,9 @@ impl Store {
         self.check_written(&data, origin)?;
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor);
-        let mut data = Resendable::new(data, self.driver.policy());
-        let written = self
-            .driver
-            .write(&identity, |driver| driver.put(key, data.next(), origin));
+        let written = self.driver.write_data(&identity, data, |driver, data| {
+            driver.put(key, data, origin)
+        });
         written.await
     }
 
@@ -239,9 +237,8 @@ impl Store {
         self.check_written(&data, origin)?;
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor);
-        let mut data = Resendable::new(data, self.driver.policy());
-        let written = self.driver.write(&identity, |driver| {
-            driver.replace_if(key, data.next(), expected_version, origin)
+        let written = self.driver.write_data(&identity, data, |driver, data| {
+            driver.replace_if(key, data, expected_version, origin)
         });
         written.await
     }
