@@ -179,3 +179,24 @@ async fn a_partial_page_is_an_error_item_of_the_stream() {
         items[4]
     );
 }
+
+/// A store that retries nothing still gives a write one identity, sent with it, when its
+/// answer may be lost: the `Unavailable` hands it on, and the create repeated with it is
+/// recognised as its own instead of answering `AlreadyExists`.
+#[tokio::test]
+async fn without_retries_a_lost_write_still_carries_the_identity_it_sent() {
+    let inner = support::memory();
+    let plan = Plan::new().on_nth(CallKind::Create, 1, Fault::LostAnswer);
+    let faulty = Arc::new(FaultyDriver::new(inner.clone(), plan));
+    let store = Store::from_driver(faulty.clone());
+    let lost = store.create(&key("c", "n"), data(1), "app").await;
+    let Err(err @ Error::Unavailable { .. }) = lost else {
+        panic!("{lost:?}");
+    };
+    let id = err.write_id().expect("its identity").clone();
+    let again = store
+        .create(&key("c", "n"), data(1), "app")
+        .write_id(id)
+        .await;
+    assert_eq!(again.unwrap().version, 1, "{}", faulty.history());
+}

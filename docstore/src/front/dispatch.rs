@@ -23,7 +23,8 @@ pub(crate) struct Dispatch {
 pub(crate) enum CallIdentity<'a> {
     /// The caller's ([`WriteCall::write_id`](super::WriteCall::write_id)).
     Caller(&'a WriteId),
-    /// Drawn for this call, because the driver may lose a write's answer: sent with every try.
+    /// Drawn for this call, because the driver may lose a write's answer: sent with every try
+    /// (and handed to the caller with an `Unavailable`).
     Drawn(WriteId),
     /// None sent: the driver never applies a write that ends `Unavailable`
     /// ([`Driver::may_lose_answers`]), so a try without one is safe to repeat. An identity is
@@ -83,9 +84,9 @@ impl Dispatch {
     pub(crate) fn identity<'a>(&self, caller: Option<&'a WriteId>) -> CallIdentity<'a> {
         match caller {
             Some(id) => CallIdentity::Caller(id),
-            None if self.driver.may_lose_answers() && self.policy().retries() => {
-                CallIdentity::Drawn(WriteId::random())
-            }
+            // Drawn even when the policy retries nothing: the error hands it to the caller,
+            // whose repeat must find the try whose answer was lost.
+            None if self.driver.may_lose_answers() => CallIdentity::Drawn(WriteId::random()),
             None => CallIdentity::Unsent,
         }
     }
