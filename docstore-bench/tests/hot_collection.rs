@@ -1,4 +1,4 @@
-//! Runs the `hot_collection` bench small (4 writers, 2 s a run, no speed-up target) through
+//! Runs the `hot_collection` bench small (4 writers, 2 s a run, no speed targets) through
 //! dynoxide and checks what it prints: the three layouts' rows, `count()` equal to the
 //! documents stored for both store layouts, and a successful exit (its own checks passed).
 //! No timing thresholds.
@@ -16,6 +16,7 @@ fn a_small_run_counts_every_document_it_stores() {
     let output = Command::new(env!("CARGO_BIN_EXE_hot_collection"))
         .args(["--endpoint", &endpoint])
         .args(["--writers", "4", "--seconds", "2", "--min-speedup", "0"])
+        .args(["--min-floor-share", "0"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
