@@ -29,14 +29,20 @@
 //! ```
 //!
 //! ## Table layout
-//! One table, string partition key `pk` and string sort key `sk`:
+//! One table, string partition key `pk` and string sort key `sk`. Each collection is spread
+//! over the table's partitions (`database.dynamodb.collection_partitions`, default 8, recorded
+//! in the table under `pk = "__docstore#layout"` when it is first used): a partition key below
+//! ends with `#<p>` for the partition `p > 0` of the document id (partition 0 carries no
+//! suffix, so a table written before partitions has one); see `docs/contract.md`, "Partitions
+//! on DynamoDB".
 //! - documents: `pk = "<site>#<collection>"`, `sk = <id>`, `data` (S, the JSON text of the
 //!   data), `created_at` / `updated_at` (N, unix nanoseconds), `created_by` / `updated_by` (S),
 //!   `version` (N) — the layout's original attributes, unchanged — and the write history: `w` (S, the
 //!   random identity of the write call that produced this revision; the original layout set it for
 //!   `create` and `update_if`, every write sets it now) and `wh` (L of S, the identities of the
 //!   up to 15 writes before it, most recent first; absent after a creation);
-//! - counters, spread over shards: `pk = "<site>#__collections"`, `sk = <collection>` (shard
+//! - counters, spread over shards: `pk = "<site>#__collections"` (shard `s` in partition
+//!   `s mod P`), `sk = <collection>` (shard
 //!   0, the layout's original counter item) or `<collection>#<s>` (shard `s`), `n` (N), and,
 //!   with exact counters, `w` (S, the identity of the last create or delete that moved it). A
 //!   document's creates and deletes move the shard its id hashes to; a collection's count is
@@ -80,8 +86,8 @@
 //! transactions that overlap on an item are cancelled, so a single counter item would cap a
 //! collection's creates and deletes whatever the table's size. Each create or delete moves
 //! the shard chosen by a fixed hash of the document id (a resend moves the same shard), and
-//! `count` / `collections` read the site's shards in one strongly consistent `Query` — about
-//! 60 bytes a shard, so a collection's 32 shards cost one read unit. A shard may go below
+//! `count` / `collections` read the site's shards with one strongly consistent `Query` per
+//! partition, all at once — about 60 bytes a shard, so each costs about one read unit. A shard may go below
 //! zero; only the sum counts, and a sum below zero (drift) reads as 0 and is repaired by
 //! `recount`. A table written with one counter item per collection needs no migration: that
 //! item is shard 0, its count stays in the sum, and later creates and deletes spread over the
