@@ -10,7 +10,8 @@
 //! `expires` (TTL deletes late), so the window is the same as on every backend:
 //! [`DELETE_IDS_KEPT_FOR`](docstore::identity::DELETE_IDS_KEPT_FOR).
 
-use crate::item::{Item, PK, SK, WRITE_HISTORY, num, text};
+use crate::history::Stored;
+use crate::item::{Item, PK, SK, WRITE_HISTORY, is_document, key_of, num, text};
 use crate::layout::{DELETED, Layout};
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -71,6 +72,35 @@ impl DynamoStore {
             Some(item) if !expired(&item, now_secs) => ids_of(&item),
             _ => WriteIds::default(),
         })
+    }
+}
+
+impl DynamoStore {
+    /// The document at `key` with its write history, and the identities of the key's
+    /// recorded deletes (as [`recorded_deletes`](Self::recorded_deletes)), read together in
+    /// one strongly consistent `BatchGetItem`.
+    pub(crate) async fn read_with_deletes(&self, key: &Key) -> Result<(Option<Stored>, WriteIds)> {
+        let layout = self.layout().await?;
+        let record = record_key(layout, key);
+        let record_pk = record.get(PK).cloned();
+        let items = self
+            .batch_get(
+                vec![key_of(key, layout), record],
+                "document and delete record",
+            )
+            .await?;
+        let now_secs = self.options.clock.now() / 1_000_000_000;
+        let mut read = (None, WriteIds::default());
+        for item in items {
+            if item.get(PK) == record_pk.as_ref() {
+                if !expired(&item, now_secs) {
+                    read.1 = ids_of(&item);
+                }
+            } else if is_document(&item) {
+                read.0 = Some(Stored::from_item(&item)?);
+            }
+        }
+        Ok(read)
     }
 }
 

@@ -397,9 +397,11 @@ impl DynamoStore {
     /// gone and another incarnation stands at the key, that one was created after this call's
     /// delete could have happened, and the call reports that there was nothing to delete.
     ///
-    /// A delete with a caller identity (`chosen`) first reads the key's delete record: one
-    /// holding the identity means an earlier call did this delete (`Ok(true)`, nothing
-    /// removed); otherwise the delete is sent with its record in one transaction. Every
+    /// A delete with an identity (`chosen`: the caller's, or the one the store drew for the
+    /// call's retries) first reads the document and the key's delete record together, in one
+    /// `BatchGetItem`: a record holding the identity means an earlier try did this delete
+    /// (`Ok(true)`, nothing removed); otherwise the delete is sent with its record in one
+    /// transaction. Every
     /// delete is one transaction with its stamp (the actor and time the change feed shows,
     /// [`crate::stamps`]); exact counters move the counter in it, fast counters right after.
     pub(crate) async fn delete_document(
@@ -409,19 +411,23 @@ impl DynamoStore {
         origin: Origin<'_>,
     ) -> Result<bool> {
         let chosen = origin.write_id;
-        let recorded = match chosen {
+        let (mut first_read, recorded) = match chosen {
             Some(id) => {
-                let recorded = self.recorded_deletes(key).await?;
+                let (read, recorded) = self.read_with_deletes(key).await?;
                 if recorded.holds(id) {
                     return Ok(true);
                 }
-                Some(recorded)
+                (Some(read), Some(recorded))
             }
-            None => None,
+            None => (None, None),
         };
         let mut backoff = self.backoff();
         loop {
-            let Some(read) = self.read(key).await? else {
+            let read = match first_read.take() {
+                Some(read) => read,
+                None => self.read(key).await?,
+            };
+            let Some(read) = read else {
                 return Ok(false);
             };
             if let Some(expected) = expected_version
