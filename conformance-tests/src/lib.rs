@@ -82,8 +82,8 @@ pub struct Capabilities {
     /// changes are ordered.
     pub feed_commit_order: bool,
     /// Every update's and delete's change carries the document before it
-    /// ([`docstore::Change::previous`]: DynamoDB, from the stream's old image). When false
-    /// the backend gives none.
+    /// ([`docstore::Change::previous`]: DynamoDB, from the stream's old image; memory; SQLite
+    /// with `feed_previous` on). When false the backend gives none.
     pub feed_previous: bool,
 }
 

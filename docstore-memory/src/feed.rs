@@ -5,8 +5,13 @@
 //! An entry holds the document it logs by [`Arc`], the very value the store's map holds (a
 //! write replaces a document with a new one rather than changing it in place), so the log
 //! costs an entry's few fields per change, not a copy of the document; a read copies what it
-//! returns. Its memory is bounded by the retention: the documents of the last `retention`
-//! changes, most of them the stored ones.
+//! returns. An entry also holds the version its write replaced or removed (again the `Arc`
+//! the map held, so [`Change::previous`] costs no copy and no time on the write path). Its
+//! memory is bounded by the retention: the documents of the last `retention` changes, most
+//! of them the stored ones. Keeping previous versions adds at most one document per key
+//! changed within the window (the version before that key's oldest logged change: every
+//! later previous version is an earlier entry's document anyway), so at most `retention`
+//! more documents, each within the document size limit.
 //!
 //! A cursor is `memory:INSTANCE.POSITION`: positions count from 1 in one store's log, and the
 //! instance (random per store) tells a cursor of another store — of an earlier process, say —
@@ -40,6 +45,9 @@ struct Entry {
     version: u64,
     /// Shared with the store's map while it is the stored version.
     document: Option<Arc<Document>>,
+    /// The version the write replaced or removed (`None` for a create): the same `Arc` the
+    /// map held until this write, so keeping it copies nothing.
+    previous: Option<Arc<Document>>,
     time: i64,
     actor: String,
 }
@@ -87,15 +95,16 @@ impl Feed {
         }
     }
 
-    /// Appends the change of a write that left `document` at `key` (shared, not copied).
-    /// Called under the store's write lock; what fell out of the log is the caller's to drop
-    /// after it.
+    /// Appends the change of a write that left `document` at `key` in place of `previous`
+    /// (both shared, not copied). Called under the store's write lock; what fell out of the
+    /// log is the caller's to drop after it.
     #[must_use = "drop the evicted entry after releasing the write lock"]
     pub(crate) fn stored(
         &self,
         key: &Key,
         kind: ChangeKind,
         document: &Arc<Document>,
+        previous: Option<&Arc<Document>>,
     ) -> Option<Evicted> {
         self.append(Entry {
             position: 0,
@@ -105,15 +114,17 @@ impl Feed {
             time: document.updated_at,
             actor: document.updated_by.clone(),
             document: Some(Arc::clone(document)),
+            previous: previous.cloned(),
         })
     }
 
-    /// Appends the change of a delete of `key` at `version`. Called under the write lock.
+    /// Appends the change of a delete of `key` that removed `removed` (shared, not copied).
+    /// Called under the write lock.
     #[must_use = "drop the evicted entry after releasing the write lock"]
     pub(crate) fn deleted(
         &self,
         key: &Key,
-        version: u64,
+        removed: &Arc<Document>,
         time: i64,
         actor: &str,
     ) -> Option<Evicted> {
@@ -121,8 +132,9 @@ impl Feed {
             position: 0,
             key: key.clone(),
             kind: ChangeKind::Deleted,
-            version,
+            version: removed.version,
             document: None,
+            previous: Some(Arc::clone(removed)),
             time,
             actor: actor.to_owned(),
         })
@@ -205,7 +217,7 @@ impl Feed {
             time: entry.time,
             actor: entry.actor.clone(),
             cursor: self.cursor(entry.position),
-            previous: None,
+            previous: entry.previous.as_deref().cloned(),
         }
     }
 
@@ -214,6 +226,13 @@ impl Feed {
     pub(crate) fn documents(&self) -> Vec<Option<Arc<Document>>> {
         let log = self.log.lock();
         log.entries.iter().map(|e| e.document.clone()).collect()
+    }
+
+    /// The previous versions the log holds, oldest first (`None` for a create).
+    #[cfg(test)]
+    pub(crate) fn previous_documents(&self) -> Vec<Option<Arc<Document>>> {
+        let log = self.log.lock();
+        log.entries.iter().map(|e| e.previous.clone()).collect()
     }
 
     fn cursor(&self, position: u64) -> ChangeCursor {

@@ -276,7 +276,7 @@ impl MemoryStore {
             return Err(Error::AlreadyExists);
         }
         self.check_quota(site)?;
-        retired.entry = self.feed.stored(key, ChangeKind::Created, &doc);
+        retired.entry = self.feed.stored(key, ChangeKind::Created, &doc, None);
         self.collection_mut(sites, key)
             .set(self.defs(key.collection()), Arc::clone(&doc), None);
         Ok(doc)
@@ -291,12 +291,15 @@ impl MemoryStore {
         next: Merged,
         retired: &mut Retired,
     ) -> Shared {
-        retired.entry = self.feed.stored(key, ChangeKind::Updated, &next.doc);
-        retired.document = self.collection_mut(sites, key).set(
+        let previous = self.collection_mut(sites, key).set(
             self.defs(key.collection()),
             Arc::clone(&next.doc),
             next.size_bound,
         );
+        retired.entry = self
+            .feed
+            .stored(key, ChangeKind::Updated, &next.doc, previous.as_ref());
+        retired.document = previous;
         next.doc
     }
 
@@ -500,12 +503,13 @@ impl MemoryStore {
                 current: current.version,
             });
         }
-        let version = current.version;
         retired.document = collection.remove(self.defs(key.collection()), key.id());
         if collection.is_empty() {
             site.remove(key.collection());
         }
-        retired.entry = self.feed.deleted(key, version, now, origin.actor);
+        if let Some(removed) = &retired.document {
+            retired.entry = self.feed.deleted(key, removed, now, origin.actor);
+        }
         self.forget_removed(key, origin.write_id, now);
         Ok(true)
     }
@@ -620,17 +624,18 @@ impl MemoryStore {
                         ChangeKind::Updated
                     };
                     let document = Arc::new(document);
-                    gone.entry = self.feed.stored(key, kind, &document);
                     gone.document = self.collection_mut(sites, key).set(
                         self.defs(key.collection()),
                         Arc::clone(&document),
                         None,
                     );
+                    let previous = gone.document.as_ref();
+                    gone.entry = self.feed.stored(key, kind, &document, previous);
                     Applied::Written(document)
                 }
                 Decision::Remove => {
                     if let Some(removed) = self.remove_unchecked(sites, key) {
-                        gone.entry = self.feed.deleted(key, removed.version, now, actor);
+                        gone.entry = self.feed.deleted(key, &removed, now, actor);
                         gone.document = Some(removed);
                     }
                     Applied::Deleted
@@ -1190,6 +1195,33 @@ mod tests {
         assert_eq!(Arc::strong_count(&stored), 4);
     }
 
+    /// The previous version a change carries is the very document the map held before the
+    /// write (and the earlier change logged), not a copy: for an update, a put, a delete and
+    /// a batch's write alike.
+    #[tokio::test]
+    async fn the_log_shares_the_previous_versions() {
+        let store = MemoryStore::new();
+        let key = Key::new("s", "c", "a").unwrap();
+        let data = |n: i64| docstore::object(serde_json::json!({ "n": n })).unwrap();
+        let write = Origin::actor("ann");
+        store.create(&key, data(1), write).await.unwrap();
+        store.update(&key, &data(2), None, write).await.unwrap();
+        store.put(&key, data(3), write).await.unwrap();
+        let replace = [Write::put(key.clone(), data(4))];
+        let batch = CheckedBatch::check(&replace, store.options.max_doc_bytes).unwrap();
+        store.write_all(&batch, write).await.unwrap();
+        store.delete(&key, None, write).await.unwrap();
+
+        let (documents, previous) = (store.feed.documents(), store.feed.previous_documents());
+        assert_eq!(previous.len(), 5);
+        assert!(previous[0].is_none(), "a create has no previous version");
+        for (n, previous) in previous.iter().enumerate().skip(1) {
+            let (previous, before) = (previous.as_ref().unwrap(), documents[n - 1].as_ref());
+            assert!(Arc::ptr_eq(previous, before.unwrap()), "change {n} shares");
+            assert_eq!(previous.data["n"], serde_json::json!(n), "change {n}");
+        }
+    }
+
     /// A merge adds the patch's size bound to the one remembered for the document instead of
     /// walking the document again; once that sum passes the limit the result is measured, so
     /// growing a document one update at a time still stops exactly at the limit.
@@ -1239,7 +1271,9 @@ mod tests {
         }
 
         fn capabilities(&self) -> conformance_tests::Capabilities {
-            conformance_tests::Capabilities::default().with_secondary_indexes(true)
+            conformance_tests::Capabilities::default()
+                .with_secondary_indexes(true)
+                .with_feed_previous(true)
         }
 
         /// A store keeping one change, past which the first of two writes falls.

@@ -6,7 +6,9 @@
 use crate::Harness;
 use crate::support::{Ctx, obj};
 use docstore::feed::FeedScope;
-use docstore::{Change, ChangeCursor, ChangeKind, Document, Error, FeedStart, Key, Site, Store};
+use docstore::{
+    Change, ChangeCursor, ChangeKind, Document, Error, FeedStart, Key, Site, Store, Write,
+};
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -406,40 +408,48 @@ pub async fn an_undecodable_change_carries_its_cursor(h: &dyn Harness) {
     assert_eq!(changes[1].cursor, good.cursor);
 }
 
-/// Where the backend keeps it ([`Capabilities::feed_previous`](crate::Capabilities)), an
-/// update's change carries the version it replaced and a delete's the document it removed; a
-/// create's carries none, and a typed change decodes it. Elsewhere no change carries one.
+/// Where the backend keeps it ([`Capabilities::feed_previous`](crate::Capabilities)), every
+/// write that replaces or removes a document carries what it replaced — an update, a put, a
+/// batch's update, a delete, a batch's delete — and a create carries none; a typed change
+/// decodes it. Elsewhere no change carries one.
 pub async fn changes_carry_the_previous_value_where_kept(h: &dyn Harness) {
     let ctx = Ctx::new(h, "feed-previous").await;
     let site = ctx.store.site(&ctx.site).unwrap();
     let start = site.changes(&FeedStart::Now, 1).await.unwrap().next;
     let typed = site.collection::<serde_json::Value>("c").unwrap();
     let typed_start = typed.changes(&FeedStart::Now, 1).await.unwrap().next;
-    let key = ctx.key("c", "a");
-    let v1 = ctx
-        .store
-        .create(&key, obj(json!({"n": 1})), "")
+    let (key, other) = (ctx.key("c", "a"), ctx.key("c", "b"));
+    let store = &ctx.store;
+    let v1 = store.create(&key, obj(json!({"n": 1})), "").await.unwrap();
+    let v2 = store.update(&key, &obj(json!({"n": 2})), "").await;
+    let v2 = v2.unwrap();
+    let v3 = store.put(&key, obj(json!({"n": 3})), "").await.unwrap();
+    let batch = [Write::update_if(key.clone(), obj(json!({"n": 4})), 3)];
+    let outcomes = store.write_all(&batch, "").await.unwrap();
+    let docstore::WriteOutcome::Written(v4) = outcomes[0].clone() else {
+        panic!("{outcomes:?}")
+    };
+    store.delete(&key).await.unwrap();
+    let b1 = store
+        .create(&other, obj(json!({"m": 1})), "")
         .await
         .unwrap();
-    let v2 = ctx
-        .store
-        .update(&key, &obj(json!({"n": 2})), "")
-        .await
-        .unwrap();
-    ctx.store.delete(&key).await.unwrap();
+    let batch = [Write::delete_if(other.clone(), 1)];
+    store.write_all(&batch, "").await.unwrap();
     let read = site
         .watch(FeedStart::After(start.clone()))
-        .take(3)
+        .take(7)
         .try_collect::<Vec<_>>();
     let changes = tokio::time::timeout(PATIENCE, read).await.unwrap().unwrap();
     let previous: Vec<Option<Document>> = changes.iter().map(|c| c.previous.clone()).collect();
     if h.capabilities().feed_previous {
-        assert_eq!(previous, [None, Some(v1.clone()), Some(v2)]);
+        let expected = [None, Some(v1), Some(v2), Some(v3), Some(v4), None, Some(b1)];
+        assert_eq!(previous, expected);
         let read = typed.watch(FeedStart::After(typed_start)).take(2);
         let typed_changes = read.try_collect::<Vec<_>>().await.unwrap();
         let before = typed_changes[1].previous.as_ref().unwrap();
         assert_eq!((before.version, &before.value), (1, &json!({"n": 1})));
     } else {
-        assert_eq!(previous, [None, None, None]);
+        assert_eq!(previous, [None, None, None, None, None, None, None]);
     }
 }
