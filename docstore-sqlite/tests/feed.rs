@@ -150,7 +150,16 @@ async fn every_committed_write_is_one_change_and_refusals_none() {
     let other = store.site("globex").unwrap();
     let empty = other.changes(&FeedStart::Oldest, 100).await.unwrap();
     assert!(empty.changes.is_empty() && empty.caught_up);
-    assert_eq!(empty.next, changes.last().unwrap().cursor);
+    // Its cursor (bound to globex) is past every change so far: resumed, it shows only what
+    // globex writes next.
+    let later = Key::new("globex", "t", "g").unwrap();
+    store.create(&later, data(json!({})), "gil").await.unwrap();
+    let next = other
+        .changes(&FeedStart::After(empty.next.clone()), 100)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = next.changes.iter().map(|c| c.key.id()).collect();
+    assert_eq!(ids, ["g"]);
 }
 
 /// Group commit: 16 concurrent writers on a `Full` store (so writes queue and commit
