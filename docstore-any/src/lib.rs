@@ -30,7 +30,7 @@
 //! | URL | backend |
 //! |---|---|
 //! | `memory:` | a new in-memory store |
-//! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it; `read_only=true` opens it for reading only (nothing in the file changes; a missing file is an empty store); `share_file=true` lets docstore keep its tables in a file that holds another program's (refused otherwise) |
+//! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_previous=true` records each change's previous value, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it; `read_only=true` opens it for reading only (nothing in the file changes; a missing file is an empty store); `share_file=true` lets docstore keep its tables in a file that holds another program's (refused otherwise) |
 //! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact&counter_shards=32&collection_partitions=8&index_partitions=8&feed_poll_ms=1000` | the DynamoDB table (`feed_poll_ms`: how often a change feed watcher polls DynamoDB Streams) |
 //!
 //! Every URL also takes `max_doc_bytes`, `max_docs_per_site` and the retry policy's
@@ -125,6 +125,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 "synchronous",
                 "busy_timeout_ms",
                 "feed",
+                "feed_previous",
                 "feed_retention_hours",
                 "feed_poll_ms",
                 "read_only",
@@ -219,6 +220,10 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                             )));
                         }
                     };
+                    continue;
+                }
+                "feed_previous" => {
+                    sqlite.feed_previous = boolean("feed_previous")?;
                     continue;
                 }
                 "feed_retention_hours" => {
@@ -349,6 +354,7 @@ fn open_sqlite(config: &SqliteConfig, options: docstore::StoreOptions) -> Result
         })
         .with_busy_timeout(std::time::Duration::from_millis(config.busy_timeout_ms))
         .with_feed(config.feed)
+        .with_feed_previous(config.feed_previous)
         .with_feed_retention(std::time::Duration::from_secs(
             config.feed_retention_hours.saturating_mul(SECONDS_PER_HOUR),
         ))
@@ -430,6 +436,10 @@ mod tests {
             (true, 168, 200)
         );
         assert!(invalid("sqlite:x.db?feed=maybe").contains("feed"));
+        assert!(!absolute.feed_previous);
+        let previous = parse_url("sqlite:x.db?feed_previous=true").unwrap().sqlite;
+        assert!(previous.unwrap().feed_previous);
+        assert!(invalid("sqlite:x.db?feed_previous=yes").contains("feed_previous"));
         let sharing = parse_url("sqlite:x.db?read_only=true&share_file=true")
             .unwrap()
             .sqlite

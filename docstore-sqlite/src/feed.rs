@@ -1,4 +1,6 @@
-//! The change feed in SQLite (schema version 4): table `changes`, one row per committed
+//! The change feed in SQLite (schema version 4; the `previous` column, version 6, holds
+//! the document a write replaced or removed when [`SqliteOptions::feed_previous`] is on):
+//! table `changes`, one row per committed
 //! write, inserted by the write itself inside its transaction (or its group commit's
 //! savepoint), so a committed write always has its change and a refused or rolled-back one
 //! never does, whichever process wrote it.
@@ -22,6 +24,7 @@
 //!   so a cursor before it is told [`Error::CursorExpired`] exactly.
 //!
 //! [`SqliteOptions::feed_retention`]: crate::SqliteOptions::feed_retention
+//! [`SqliteOptions::feed_previous`]: crate::SqliteOptions::feed_previous
 
 use crate::error::{Fail, corrupt};
 use docstore::feed::{Change, ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
@@ -58,6 +61,9 @@ pub(crate) const PRUNE_EVERY_WRITES: u64 = 64;
 #[derive(Debug)]
 pub(crate) struct Feed {
     pub(crate) enabled: bool,
+    /// Whether changes record the document a write replaced or removed (the feed on and
+    /// [`SqliteOptions::feed_previous`](crate::SqliteOptions::feed_previous)).
+    pub(crate) previous: bool,
     /// The file's id (table `feed`), read at open.
     file_id: String,
     pub(crate) poll_interval: Duration,
@@ -75,9 +81,14 @@ struct Pruning {
 }
 
 impl Feed {
-    pub(crate) fn new(enabled: bool, file_id: String, poll_interval: Duration) -> Self {
+    pub(crate) fn new(
+        (enabled, previous): (bool, bool),
+        file_id: String,
+        poll_interval: Duration,
+    ) -> Self {
         Feed {
             enabled,
+            previous: enabled && previous,
             file_id,
             poll_interval,
             pruning: OnceLock::new(),
@@ -190,7 +201,7 @@ impl Feed {
     ) -> Result<Vec<Change>, Fail> {
         let mut stmt = conn.prepare_cached(
             "SELECT position, site, collection, id, kind, version, json(data), created_at, \
-             created_by, time, actor FROM changes \
+             created_by, time, actor, json(previous) FROM changes \
              WHERE position > ?1 AND position <= ?2 \
              AND (?3 IS NULL OR site = ?3) AND (?4 IS NULL OR collection = ?4) \
              ORDER BY position LIMIT ?5",
@@ -222,8 +233,12 @@ impl Feed {
             u64::try_from(row.get::<_, i64>(5)?).map_err(|_| corrupt("negative change version"))?;
         let (time, actor): (i64, String) = (row.get(9)?, row.get(10)?);
         let cursor = self.cursor(position);
+        let previous = previous_document(&id, row.get(11)?)?;
         let kind = match kind.as_str() {
-            "deleted" => return Ok(Change::deleted(key, version, time, actor, cursor)),
+            "deleted" => {
+                let change = Change::deleted(key, version, time, actor, cursor);
+                return Ok(change.with_previous(previous));
+            }
             "created" => ChangeKind::Created,
             "updated" => ChangeKind::Updated,
             other => return Err(corrupt(format!("change kind {other:?}")).into()),
@@ -240,7 +255,52 @@ impl Feed {
             updated_by: actor,
             version,
         };
-        Ok(Change::stored(key, kind, document, cursor))
+        Ok(Change::stored(key, kind, document, cursor).with_previous(previous))
+    }
+}
+
+/// A change row's `previous` column as JSON text: the document `id` had before the write.
+#[derive(serde::Deserialize)]
+struct PreviousRow {
+    data: Data,
+    created_at: i64,
+    created_by: String,
+    updated_at: i64,
+    updated_by: String,
+    version: u64,
+}
+
+/// The document of a change row's `previous` column (`None` when the row has none).
+fn previous_document(id: &str, text: Option<String>) -> Result<Option<Document>, Fail> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let row: PreviousRow = serde_json::from_str(&text)
+        .map_err(|err| corrupt(format!("change previous value: {err}")))?;
+    Ok(Some(Document {
+        id: id.to_owned(),
+        data: row.data,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        created_by: row.created_by,
+        updated_by: row.updated_by,
+        version: row.version,
+    }))
+}
+
+/// The document at `key` as a change's `previous` column holds it (one JSONB object: the
+/// data as stored, not parsed, and the metadata), read inside the write's transaction just
+/// before the write replaces or removes it; `None` when there is none.
+pub(crate) fn previous(conn: &Connection, key: &Key) -> Result<Option<Vec<u8>>, Fail> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT jsonb_object('data', data, 'created_at', created_at, 'created_by', \
+         created_by, 'updated_at', updated_at, 'updated_by', updated_by, 'version', version) \
+         FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3",
+    )?;
+    let mut rows = stmt.query(params![key.site(), key.collection(), key.id()])?;
+    match rows.next()? {
+        Some(row) => Ok(Some(row.get(0)?)),
+        None => Ok(None),
     }
 }
 
@@ -277,51 +337,61 @@ pub(crate) fn head(conn: &Connection) -> Result<u64, Fail> {
     Ok(bounds(conn)?.1)
 }
 
-/// Records the change of the write that just left the document at `key` (its row holds
-/// the document as written: copied, data as JSONB, without parsing it again). Inside the
-/// write's transaction.
+/// Records the change of the write that just left the document at `key` in place of
+/// `previous` ([`previous`]'s value; `None` for a create or with the option off). Its row
+/// holds the document as written: copied, data as JSONB, without parsing it again. Inside
+/// the write's transaction.
 pub(crate) fn log_stored(
     conn: &Connection,
     key: &Key,
     kind: ChangeKind,
     logged_at: i64,
+    previous: Option<&[u8]>,
 ) -> Result<(), Fail> {
     let mut stmt = conn.prepare_cached(
         "INSERT INTO changes (site, collection, id, kind, version, data, created_at, \
-         created_by, time, actor, logged_at) \
+         created_by, time, actor, logged_at, previous) \
          SELECT site, collection, id, ?4, version, data, created_at, created_by, updated_at, \
-         updated_by, ?5 FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3",
+         updated_by, ?5, ?6 FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3",
     )?;
     stmt.execute(params![
         key.site(),
         key.collection(),
         key.id(),
         kind.as_str(),
-        logged_at
+        logged_at,
+        previous
     ])?;
     Ok(())
 }
 
-/// Records the delete of `key` at `version`, at `time` by `actor`. Inside the delete's
-/// transaction.
+/// The change a delete records: the removed version, the delete's time and actor, and the
+/// removed document ([`previous`]'s value) when the option is on.
+pub(crate) struct Deletion<'a> {
+    pub(crate) version: i64,
+    pub(crate) time: i64,
+    pub(crate) actor: &'a str,
+    pub(crate) previous: Option<&'a [u8]>,
+}
+
+/// Records the delete of `key`. Inside the delete's transaction.
 pub(crate) fn log_deleted(
     conn: &Connection,
     key: &Key,
-    version: i64,
-    time: i64,
-    actor: &str,
+    deletion: &Deletion<'_>,
 ) -> Result<(), Fail> {
     let mut stmt = conn.prepare_cached(
-        "INSERT INTO changes (site, collection, id, kind, version, time, actor, logged_at) \
-         VALUES (?1, ?2, ?3, 'deleted', ?4, ?5, ?6, ?5)",
+        "INSERT INTO changes (site, collection, id, kind, version, time, actor, logged_at, \
+         previous) VALUES (?1, ?2, ?3, 'deleted', ?4, ?5, ?6, ?5, ?7)",
     )?;
     stmt.execute(params![
         key.site(),
         key.collection(),
         key.id(),
-        version,
-        time,
-        actor
+        deletion.version,
+        deletion.time,
+        deletion.actor,
+        deletion.previous
     ])?;
     Ok(())
 }

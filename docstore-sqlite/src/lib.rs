@@ -166,7 +166,11 @@
 //!   version 3 starts with an empty feed: writes from before the migration are not in it.
 //!   [`SqliteOptions::feed`] turns the feed off (no change rows written; reads are an
 //!   error): every process writing a file should agree, since the feed misses the writes
-//!   of processes with it off. Written in the write path rather than by triggers on
+//!   of processes with it off. [`SqliteOptions::feed_previous`] (off by default) also
+//!   keeps, in the change row's `previous` column (schema version 6), the document an
+//!   update, put or delete replaced or removed, read in the write's transaction just before
+//!   it ([`docstore::Change::previous`]); it costs those writes a read and a change row
+//!   twice the size, so it is opt-in. Written in the write path rather than by triggers on
 //!   `documents`: both measured the same (a delete's trigger could not know its time and
 //!   actor), and the write path leaves the feed per store and `documents` writable from a
 //!   plain `sqlite3` shell.

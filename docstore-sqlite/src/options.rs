@@ -78,6 +78,13 @@ pub struct SqliteOptions {
     /// Every process writing a file should use the same setting: the feed of a file misses
     /// the writes of processes that have it off.
     pub feed: bool,
+    /// Whether each change of a write that replaces or removes a document also records the
+    /// document as it was ([`docstore::Change::previous`]; default false, and nothing
+    /// without [`SqliteOptions::feed`]). The cost falls on every update, put and delete:
+    /// one more indexed read of the document in the write's transaction and a change row
+    /// twice the size (`docs/benchmarks.md`, "Change feed"). Changes written without it
+    /// (by this store before, or by another process with it off) carry no previous value.
+    pub feed_previous: bool,
     /// How long changes are kept (default [`DEFAULT_FEED_RETENTION`], 7 days): older ones are
     /// pruned right after the commit of a store's first write and of every 64th (one chunk
     /// of at most 1 000 changes: a file written only by short processes, such as CLI
@@ -111,6 +118,7 @@ impl Default for SqliteOptions {
             read_only: false,
             share_file: false,
             feed: true,
+            feed_previous: false,
             feed_retention: DEFAULT_FEED_RETENTION,
             feed_prune_interval: DEFAULT_FEED_PRUNE_INTERVAL,
             feed_poll_interval: DEFAULT_FEED_POLL_INTERVAL,
@@ -153,6 +161,12 @@ impl SqliteOptions {
     /// Turns the change feed on or off (see [`SqliteOptions::feed`]).
     pub fn with_feed(mut self, feed: bool) -> Self {
         self.feed = feed;
+        self
+    }
+
+    /// Records previous values in the change feed (see [`SqliteOptions::feed_previous`]).
+    pub fn with_feed_previous(mut self, previous: bool) -> Self {
+        self.feed_previous = previous;
         self
     }
 

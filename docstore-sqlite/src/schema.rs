@@ -5,10 +5,10 @@ use crate::options::{Durability, SqliteOptions};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this library writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 5;
+pub(crate) const SCHEMA_VERSION: i64 = 6;
 
 /// Migration `n` (1-based) takes a database from version `n - 1` to `n`.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     // Version 1: one row per document, the keys as the primary key, the data as SQLite's binary
     // JSON (JSONB keeps every number and string literal as the text serde_json wrote, so
     // `json(data)` gives that text back verbatim, and queries navigate it without parsing),
@@ -133,6 +133,11 @@ const MIGRATIONS: [&str; 5] = [
     // of its own: each recorded index's trigger is rebuilt from its fields
     // (`crate::index::migrate_update_triggers`, run after this step).
     "",
+    // Version 6: a change's previous value (`SqliteOptions::feed_previous`): the document
+    // the write replaced or removed, as one JSONB object (`data` and the metadata), NULL
+    // for a create and whenever the writer had the option off. Nullable, so adding it
+    // rewrites no row.
+    "ALTER TABLE changes ADD COLUMN previous BLOB;",
 ];
 
 /// The version whose migration rebuilds the index update triggers.

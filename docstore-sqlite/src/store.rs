@@ -93,7 +93,11 @@ impl SqliteStore {
             Ok((indexes, crate::feed::file_id(conn)?))
         })?;
         let sqlite = conns.options().clone();
-        let feed = Feed::new(sqlite.feed, file_id, sqlite.feed_poll_interval);
+        let feed = Feed::new(
+            (sqlite.feed, sqlite.feed_previous),
+            file_id,
+            sqlite.feed_poll_interval,
+        );
         if let (true, Some(writer)) = (sqlite.feed, conns.writer_when_writable()) {
             feed.start_pruning(PruneSettings {
                 writer,
@@ -246,12 +250,28 @@ impl Inner {
         self.options.clock.now()
     }
 
-    /// Records the change of the write that just left the document at `key` (feed on).
-    fn log_stored(&self, conn: &Connection, key: &Key, kind: ChangeKind) -> Result<(), Fail> {
+    /// Records the change of the write that just left the document at `key` in place of
+    /// `previous` ([`Inner::previous`]) (feed on).
+    fn log_stored(
+        &self,
+        conn: &Connection,
+        key: &Key,
+        kind: ChangeKind,
+        previous: Option<&[u8]>,
+    ) -> Result<(), Fail> {
         if !self.feed.enabled {
             return Ok(());
         }
-        crate::feed::log_stored(conn, key, kind, self.now())
+        crate::feed::log_stored(conn, key, kind, self.now(), previous)
+    }
+
+    /// The document at `key` as the change of a write about to replace or remove it keeps
+    /// it: read only with [`SqliteOptions::feed_previous`] on, `None` otherwise.
+    fn previous(&self, conn: &Connection, key: &Key) -> Result<Option<Vec<u8>>, Fail> {
+        if !self.feed.previous {
+            return Ok(None);
+        }
+        crate::feed::previous(conn, key)
     }
 
     /// Deletes the document at `key`, recording the change (at `now`, by `actor`); whether
@@ -263,11 +283,19 @@ impl Inner {
         actor: &str,
         now: i64,
     ) -> Result<bool, Fail> {
+        let previous = self.previous(conn, key)?;
         let Some(version) = rows::remove(conn, key)? else {
             return Ok(false);
         };
         if self.feed.enabled {
-            crate::feed::log_deleted(conn, key, version, now, actor)?;
+            let previous = previous.as_deref();
+            let deletion = crate::feed::Deletion {
+                version,
+                time: now,
+                actor,
+                previous,
+            };
+            crate::feed::log_deleted(conn, key, &deletion)?;
         }
         Ok(true)
     }
@@ -301,7 +329,7 @@ impl Inner {
         self.check_quota(conn, key.site())?;
         let doc = Document::first(key.id(), Data::new(), actor, self.now());
         rows::insert(conn, key, &doc, text)?;
-        self.log_stored(conn, key, ChangeKind::Created)?;
+        self.log_stored(conn, key, ChangeKind::Created, None)?;
         Ok(doc)
     }
 
@@ -315,8 +343,9 @@ impl Inner {
         text: &str,
         actor: &str,
     ) -> Result<Document, Fail> {
+        let previous = self.previous(conn, key)?;
         if let Some(written) = rows::overwrite(conn, key, text, self.now(), actor)? {
-            self.log_stored(conn, key, ChangeKind::Updated)?;
+            self.log_stored(conn, key, ChangeKind::Updated, previous.as_deref())?;
             return Ok(written);
         }
         match rows::version(conn, key)? {
@@ -340,7 +369,7 @@ impl Inner {
         self.check_absent(conn, key)?;
         self.check_quota(conn, key.site())?;
         rows::insert(conn, key, metadata, text)?;
-        self.log_stored(conn, key, ChangeKind::Created)
+        self.log_stored(conn, key, ChangeKind::Created, None)
     }
 
     /// Writes `data` as the next version of `current`.
@@ -355,8 +384,9 @@ impl Inner {
     ) -> Result<Document, Fail> {
         current.data = data;
         current.stamp_next(actor, self.now());
+        let previous = self.previous(conn, key)?;
         rows::rewrite(conn, key, &current, text)?;
-        self.log_stored(conn, key, ChangeKind::Updated)?;
+        self.log_stored(conn, key, ChangeKind::Updated, previous.as_deref())?;
         Ok(current)
     }
 
@@ -377,6 +407,7 @@ impl Inner {
             }
         };
         let limit = self.options.max_doc_bytes;
+        let previous = self.previous(conn, key)?;
         match rows::merge(conn, key, text, expected_version, self.now(), actor)? {
             // Written, and undone with the transaction (or the write's savepoint).
             Some(merged) if merged.size() > limit => Err(Error::TooLarge {
@@ -385,7 +416,7 @@ impl Inner {
             }
             .into()),
             Some(merged) => {
-                self.log_stored(conn, key, ChangeKind::Updated)?;
+                self.log_stored(conn, key, ChangeKind::Updated, previous.as_deref())?;
                 Ok(merged)
             }
             None => match rows::version(conn, key)? {

@@ -37,7 +37,9 @@ mod indexed {
 }
 
 /// The suite again with `synchronous=NORMAL`, where writes run on the calling thread
-/// instead of through the writer thread (own shared file).
+/// instead of through the writer thread (own shared file), and with `feed_previous` on, so
+/// every change of the suite also records the document before it (the other harnesses keep
+/// the default, off, and check that no change carries one).
 mod normal_durability {
     use super::*;
     use docstore_sqlite::{Durability, SqliteOptions};
@@ -54,12 +56,16 @@ mod normal_durability {
     #[async_trait]
     impl conformance_tests::Harness for NormalHarness {
         async fn open(&self, options: StoreOptions) -> Store {
-            let sqlite = SqliteOptions::default().with_durability(Durability::Normal);
+            let sqlite = SqliteOptions::default()
+                .with_durability(Durability::Normal)
+                .with_feed_previous(true);
             Store::new(SqliteStore::open_with(file(), options, sqlite).expect("open the store"))
         }
 
         fn capabilities(&self) -> conformance_tests::Capabilities {
-            conformance_tests::Capabilities::default().with_secondary_indexes(true)
+            conformance_tests::Capabilities::default()
+                .with_secondary_indexes(true)
+                .with_feed_previous(true)
         }
 
         /// The SQL is the FULL harness's, which runs every property case; a quarter here

@@ -308,6 +308,46 @@ async fn a_version_3_file_migrates_with_an_empty_feed() {
     );
 }
 
+/// A version-5 file (before previous values) migrates keeping its changes, which carry no
+/// previous value; with `feed_previous` on, a later update and delete carry the document
+/// before them (written by the version-5 file's own change, so read from the document row,
+/// not the log), and a store with it off writes none.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_version_5_file_migrates_and_feed_previous_records_the_document_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v5.db");
+    let k = key("p", "doc");
+    let created = {
+        let store = Store::new(SqliteStore::open(&db).unwrap());
+        store
+            .create(&k, data(json!({"n": 1.50})), "a")
+            .await
+            .unwrap()
+    };
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("ALTER TABLE changes DROP COLUMN previous; PRAGMA user_version = 5;")
+        .unwrap();
+    drop(conn);
+    let on = SqliteOptions::default().with_feed_previous(true);
+    let store = Store::new(SqliteStore::open_with(&db, StoreOptions::default(), on).unwrap());
+    let updated = store.update(&k, &data(json!({"m": 2})), "b").await.unwrap();
+    store.delete(&k).await.unwrap();
+    drop(store);
+    let store = Store::new(SqliteStore::open(&db).unwrap());
+    store.create(&k, data(json!({})), "c").await.unwrap();
+    store.put(&k, data(json!({"x": 1})), "c").await.unwrap();
+    let previous: Vec<_> = all_changes(&store)
+        .await
+        .into_iter()
+        .map(|c| c.previous)
+        .collect();
+    assert_eq!(
+        previous,
+        [None, Some(created), Some(updated), None, None],
+        "the migrated change, the option's update and delete, then a store with it off"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn feed_off_writes_no_changes_and_reads_say_so() {
     let dir = tempfile::tempdir().unwrap();

@@ -241,6 +241,11 @@ pub struct SqliteConfig {
     /// the file should say the same, or the feed misses the writes of those with it off).
     #[serde(default = "default_true")]
     pub feed: bool,
+    /// `database.sqlite.feed_previous`: whether each change of an update, put or delete also
+    /// records the document before it, `Change::previous` (default `false`: it costs every
+    /// such write a read and a larger change row; `docs/benchmarks.md`, "Change feed").
+    #[serde(default)]
+    pub feed_previous: bool,
     /// `database.sqlite.feed_retention_hours`: how long changes are kept before pruning
     /// (default 168, 7 days); a cursor older than that is `CursorExpired`.
     #[serde(default = "default_sqlite_feed_retention_hours")]
@@ -294,6 +299,7 @@ impl SqliteConfig {
             synchronous: Synchronous::default(),
             busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
             feed: true,
+            feed_previous: false,
             feed_retention_hours: DEFAULT_SQLITE_FEED_RETENTION_HOURS,
             feed_poll_ms: DEFAULT_SQLITE_FEED_POLL_MS,
             read_only: false,

@@ -79,8 +79,8 @@ pub struct Change {
     /// The document as it was before the write, metadata included, where the backend keeps
     /// it: for an update, the version it replaced; for a delete, the document it removed;
     /// `None` for a create, a snapshot's document and a backend or store that does not
-    /// record it (`docs/contract.md`, "Change feed": DynamoDB always, memory and SQLite
-    /// when asked to).
+    /// record it (`docs/contract.md`, "Change feed": DynamoDB and memory always, SQLite
+    /// with `feed_previous` on).
     pub previous: Option<Document>,
 }
 

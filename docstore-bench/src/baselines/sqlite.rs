@@ -20,9 +20,10 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use std::path::Path;
 use std::time::Duration;
 
-/// docstore-sqlite's schema, versions 1 to 5 (`docstore-sqlite/src/schema.rs`), verbatim
+/// docstore-sqlite's schema, versions 1 to 6 (`docstore-sqlite/src/schema.rs`), verbatim
 /// (version 5 only rebuilds index triggers; no index is declared in the benchmark, so no
-/// index trigger exists on either side).
+/// index trigger exists on either side; version 6's `previous` column is NULL on both
+/// sides: docstore-sqlite fills it only with `feed_previous`, off in the benchmark).
 pub const SCHEMA: &str = r#"
     CREATE TABLE documents (
         site       TEXT    NOT NULL,
@@ -113,10 +114,12 @@ pub const SCHEMA: &str = r#"
 
     INSERT INTO feed (singleton, file_id, pruned_through)
         VALUES (1, lower(hex(randomblob(8))), 0);
+
+    ALTER TABLE changes ADD COLUMN previous BLOB;
 "#;
 
 /// The schema version [`SCHEMA`] is (docstore-sqlite's `PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 /// The change row of a write that just left the document at the key `?1, ?2, ?3`: the
 /// document's row copied (its data as stored, not converted again), `?4` the kind.

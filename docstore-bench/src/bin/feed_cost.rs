@@ -15,6 +15,10 @@
 //!    in a second store on the same file (another process's view: found by polling, 200 ms by
 //!    default); on DynamoDB a second store on the table, polling Streams every second.
 //!
+//! 6. **Previous values** (`SqliteOptions::feed_previous`): the same creates and updates with
+//!    the feed on, the option off and on, for both durabilities (`--only-previous` runs this
+//!    section alone).
+//!
 //! DynamoDB runs only with an endpoint (`--dynamodb-endpoint`, or
 //! `DOCSTORE_DYNOXIDE_ENDPOINT` as `scripts/with-dynamodb-emulators` sets it).
 //!
@@ -64,6 +68,9 @@ struct Args {
     /// Writes whose watch latency is measured on DynamoDB (each waits for a poll).
     #[arg(long, default_value_t = 40)]
     dynamodb_watched: usize,
+    /// Runs only the cost of previous values (section 6).
+    #[arg(long)]
+    only_previous: bool,
 }
 
 /// A backend whose feed is read and watched.
@@ -112,6 +119,15 @@ fn open(path: &Path, durability: Durability, feed: bool, indexes: Vec<Index>) ->
     let sqlite = SqliteOptions::default()
         .with_durability(durability)
         .with_feed(feed);
+    Store::new(SqliteStore::open_with(path, options, sqlite).expect("open"))
+}
+
+/// A store with the feed on and `feed_previous` as given, no index.
+fn open_previous(path: &Path, durability: Durability, previous: bool) -> Store {
+    let sqlite = SqliteOptions::default()
+        .with_durability(durability)
+        .with_feed_previous(previous);
+    let options = StoreOptions::default();
     Store::new(SqliteStore::open_with(path, options, sqlite).expect("open"))
 }
 
@@ -176,6 +192,33 @@ async fn feed_write_cost(args: &Args) {
     ] {
         let [off, on] = alternate(args.runs, |feed, path| async move {
             let store = open(&path, durability, feed, Vec::new());
+            write_costs(&store, COLLECTION, writes).await
+        })
+        .await;
+        for (call, off, on) in [("create", off.0, on.0), ("update", off.1, on.1)] {
+            println!(
+                "| {name} | {call} | {off:.1} | {on:.1} | {:.2}x |",
+                on / off
+            );
+        }
+    }
+}
+
+/// What recording previous values costs a write (feed on either way): an update reads the
+/// document before it and its change row holds both versions; a create has none to read.
+async fn previous_write_cost(args: &Args) {
+    println!(
+        "## Write cost of previous values (feed on; mean µs per call, median of {} runs)",
+        args.runs
+    );
+    println!("| durability | call | feed_previous off | on | on / off |");
+    println!("|---|---|--:|--:|--:|");
+    for (name, durability, writes) in [
+        ("NORMAL", Durability::Normal, args.normal_writes),
+        ("FULL", Durability::Full, args.full_writes),
+    ] {
+        let [off, on] = alternate(args.runs, |previous, path| async move {
+            let store = open_previous(&path, durability, previous);
             write_costs(&store, COLLECTION, writes).await
         })
         .await;
@@ -511,7 +554,12 @@ async fn dynamo_watch_latency(args: &Args) {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args = Args::parse();
+    if args.only_previous {
+        previous_write_cost(&args).await;
+        return;
+    }
     feed_write_cost(&args).await;
+    previous_write_cost(&args).await;
     raw_sqlite_floor(&args);
     index_update_cost(&args).await;
     read_throughput(&args).await;
