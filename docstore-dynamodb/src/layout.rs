@@ -162,6 +162,15 @@ impl DynamoStore {
             .copied()
     }
 
+    /// Records this store's layout in a table it has just created (nothing else can be in
+    /// it yet): no read first.
+    pub(crate) async fn record_new_layout(&self) -> Result<Layout> {
+        self.layout
+            .get_or_try_init(|| self.record_layout())
+            .await
+            .copied()
+    }
+
     /// Reads the layout record; records this store's when there is none and the table is
     /// empty; [`Layout::SINGLE`] otherwise.
     async fn settle_layout(&self) -> Result<Layout> {
@@ -171,6 +180,11 @@ impl DynamoStore {
         if !self.table_is_empty().await? {
             return Ok(Layout::SINGLE);
         }
+        self.record_layout().await
+    }
+
+    /// Writes this store's layout record unless the table has one; the table's layout.
+    async fn record_layout(&self) -> Result<Layout> {
         let chosen = Layout {
             partitions: self.collection_partitions,
         };

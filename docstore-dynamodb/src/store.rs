@@ -247,9 +247,9 @@ impl DynamoStore {
         };
         self.wait_until_active(None).await?;
         if fresh {
-            // Recorded now rather than by the first call, so that the table's first request is
-            // not a `Scan`.
-            self.layout().await?;
+            // Recorded now rather than by the first call, which would look whether the table
+            // is empty first.
+            self.record_new_layout().await?;
             let now = self.options.clock.now();
             for (index, slot) in slots {
                 self.register(index, slot, IndexState::Built, now).await?;
