@@ -82,8 +82,10 @@ pub struct SqliteOptions {
     /// document as it was ([`docstore::Change::previous`]; default false, and nothing
     /// without [`SqliteOptions::feed`]). The cost falls on every update, put and delete:
     /// one more indexed read of the document in the write's transaction and a change row
-    /// twice the size (`docs/benchmarks.md`, "Change feed"). Changes written without it
-    /// (by this store before, or by another process with it off) carry no previous value.
+    /// twice the size: 1.2-1.3x a ~1 KB update with [`Durability::Normal`], within noise
+    /// with [`Durability::Full`] (`docs/benchmarks.md`, "Change feed"). Changes written
+    /// without it (by this store before, or by another process with it off) carry no
+    /// previous value.
     pub feed_previous: bool,
     /// How long changes are kept (default [`DEFAULT_FEED_RETENTION`], 7 days): older ones are
     /// pruned right after the commit of a store's first write and of every 64th (one chunk
