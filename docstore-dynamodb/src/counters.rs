@@ -226,22 +226,18 @@ impl DynamoStore {
 
     /// The identity of the last create or delete that moved `shard` in exact mode.
     pub(crate) async fn counter_write_id(&self, shard: &CounterShard) -> Result<Option<String>> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(PK, text(shard.partition_key(self.layout().await?)))
-            .key(SK, text(shard.sort_key()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| self.error("GetItem", e))?;
-        Ok(
-            match output.item.as_ref().and_then(|i| i.get(COUNTER_WRITE_ID)) {
-                Some(AttributeValue::S(w)) => Some(w.clone()),
-                _ => None,
-            },
-        )
+        let key = std::collections::HashMap::from([
+            (
+                PK.to_owned(),
+                text(shard.partition_key(self.layout().await?)),
+            ),
+            (SK.to_owned(), text(shard.sort_key())),
+        ]);
+        let item = self.consistent_get(key).await?;
+        Ok(match item.as_ref().and_then(|i| i.get(COUNTER_WRITE_ID)) {
+            Some(AttributeValue::S(w)) => Some(w.clone()),
+            _ => None,
+        })
     }
 }
 

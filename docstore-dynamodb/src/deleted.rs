@@ -58,17 +58,9 @@ impl DynamoStore {
     /// read; empty without a record or past its window).
     pub(crate) async fn recorded_deletes(&self, key: &Key) -> Result<WriteIds> {
         let layout = self.layout().await?;
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(record_key(layout, key)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| self.error("GetItem", e))?;
+        let record = self.consistent_get(record_key(layout, key)).await?;
         let now_secs = self.options.clock.now() / 1_000_000_000;
-        Ok(match output.item {
+        Ok(match record {
             Some(item) if !expired(&item, now_secs) => ids_of(&item),
             _ => WriteIds::default(),
         })

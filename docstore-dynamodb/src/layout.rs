@@ -29,6 +29,7 @@ use crate::item::{PK, SK, num, number, shard_of, text};
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use docstore::{Key, Result};
+use std::collections::HashMap;
 
 /// The partition key of the layout record.
 const LAYOUT_PK: &str = "__docstore#layout";
@@ -216,17 +217,11 @@ impl DynamoStore {
 
     /// The recorded layout, if any.
     async fn read_layout(&self) -> Result<Option<Layout>> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(PK, text(LAYOUT_PK))
-            .key(SK, text(LAYOUT_SK))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| self.error("GetItem", e))?;
-        let Some(item) = output.item else {
+        let key = HashMap::from([
+            (PK.to_owned(), text(LAYOUT_PK)),
+            (SK.to_owned(), text(LAYOUT_SK)),
+        ]);
+        let Some(item) = self.consistent_get(key).await? else {
             return Ok(None);
         };
         let partitions: u32 = number(&item, PARTITIONS)?;

@@ -17,19 +17,24 @@ pub const PARTIAL_ANSWER_TARGET: &str = "docstore_dynamodb::partial_answer";
 const FIRST_FILTERED_PAGE: usize = 16;
 
 impl DynamoStore {
-    /// One strongly consistent GetItem: the document with its write history.
-    pub(crate) async fn read(&self, key: &Key) -> Result<Option<Stored>> {
-        let layout = self.layout().await?;
+    /// One strongly consistent `GetItem` of the item at `key` (a primary key).
+    pub(crate) async fn consistent_get(&self, key: Item) -> Result<Option<Item>> {
         let output = self
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(key_of(key, layout)))
+            .set_key(Some(key))
             .consistent_read(true)
             .send()
             .await
             .map_err(|e| self.error("GetItem", e))?;
-        match output.item {
+        Ok(output.item)
+    }
+
+    /// One strongly consistent GetItem: the document with its write history.
+    pub(crate) async fn read(&self, key: &Key) -> Result<Option<Stored>> {
+        let layout = self.layout().await?;
+        match self.consistent_get(key_of(key, layout)).await? {
             Some(item) if is_document(&item) => Ok(Some(Stored::from_item(&item)?)),
             _ => Ok(None),
         }

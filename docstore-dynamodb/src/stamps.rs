@@ -88,16 +88,7 @@ impl DynamoStore {
     /// when no docstore delete removed it.
     pub(crate) async fn stamp(&self, key: &Key, removed: &Stored) -> Result<Option<Stamp>> {
         let layout = self.layout().await?;
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(stamp_key(layout, key, removed)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| self.error("GetItem", e))?;
-        let Some(item) = output.item else {
+        let Some(item) = self.consistent_get(stamp_key(layout, key, removed)).await? else {
             return Ok(None);
         };
         Ok(Some(Stamp {
