@@ -85,6 +85,16 @@ pub struct Capabilities {
     /// ([`docstore::Change::previous`]: DynamoDB, from the stream's old image; memory; SQLite
     /// with `feed_previous` on). When false the backend gives none.
     pub feed_previous: bool,
+    /// The backend enforces unique indexes (`docs/contract.md`, "Unique indexes"). A backend
+    /// that cannot yet must refuse to open a store declaring one (`InvalidArgument`), never
+    /// accept it unenforced; its harness says false and its own tests check the refusal, and
+    /// the `unique` family checks nothing there.
+    pub unique_indexes: bool,
+    /// The backend keeps document expiry (`docs/contract.md`, "Expiry";
+    /// [`Driver::supports_expiry`](docstore::driver::Driver::supports_expiry)). A backend
+    /// that does not yet refuses every write giving one; the `expiry` family checks that
+    /// refusal there instead.
+    pub expiry: bool,
 }
 
 impl Default for Capabilities {
@@ -94,6 +104,8 @@ impl Default for Capabilities {
             secondary_indexes: false,
             feed_commit_order: true,
             feed_previous: false,
+            unique_indexes: true,
+            expiry: true,
         }
     }
 }
@@ -114,6 +126,18 @@ impl Capabilities {
     /// Sets [`Capabilities::feed_previous`].
     pub fn with_feed_previous(mut self, gives: bool) -> Self {
         self.feed_previous = gives;
+        self
+    }
+
+    /// Sets [`Capabilities::unique_indexes`].
+    pub fn with_unique_indexes(mut self, enforced: bool) -> Self {
+        self.unique_indexes = enforced;
+        self
+    }
+
+    /// Sets [`Capabilities::expiry`].
+    pub fn with_expiry(mut self, kept: bool) -> Self {
+        self.expiry = kept;
         self
     }
 
@@ -340,6 +364,25 @@ macro_rules! __front_end_cases {
                 a_repeated_batch_answers_as_the_first,
                 modify_applies_once_under_lost_answers,
                 a_client_key_is_a_write_identity,
+            ],
+            // Its cases declare their own unique indexes, so the index suite would run them
+            // unchanged a second time: stamped once, here.
+            unique: [
+                a_held_value_is_refused_on_every_write_path,
+                missing_and_null_values_are_not_constrained,
+                values_are_kept_rewritten_and_released,
+                values_are_per_site_and_collection_and_equal_by_value,
+                batches_judge_claims_as_they_leave_the_documents,
+                racing_claims_have_one_holder,
+                a_resent_claim_is_not_refused,
+            ],
+            // Its cases run on a manual clock of their own: stamped once, here.
+            expiry: [
+                an_expired_document_reads_as_deleted,
+                writes_find_an_expired_key_empty,
+                writes_keep_set_and_default_the_expiry,
+                each_expiry_is_one_change_on_the_feed,
+                an_expired_document_frees_its_unique_values,
             ],
             retries: [
                 every_write_is_applied_once_under_throttling_and_lost_answers,

@@ -102,6 +102,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
         dynamodb: None,
         indexes: docstore::IndexSet::default(),
         retry: docstore::config::RetryConfig::default(),
+        expiry: Vec::new(),
     };
     let allowed: &[&str] = match scheme {
         "memory" => {

@@ -294,6 +294,7 @@ mod tests {
         let mut matched = 0;
         for n in 0..5_000 {
             let doc = Document {
+                expires_at: None,
                 id: id(n),
                 data: document(n, 0),
                 created_at: 0,

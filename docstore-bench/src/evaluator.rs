@@ -92,6 +92,7 @@ fn compare(
 pub fn run(count: usize) -> BenchResult<Vec<Comparison>> {
     let docs: Vec<Document> = (0..count)
         .map(|n| Document {
+            expires_at: None,
             id: data::id(n),
             data: data::document(n, 0),
             created_at: 0,
@@ -163,6 +164,7 @@ mod tests {
     fn hand_written_filters_are_the_reference() {
         for n in 0..3_000 {
             let doc = Document {
+                expires_at: None,
                 id: data::id(n),
                 data: data::document(n, 0),
                 created_at: 0,

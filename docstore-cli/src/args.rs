@@ -190,6 +190,10 @@ pub enum Command {
         /// The data: a JSON object, @FILE to read it from a file, or - (or @-) for standard
         /// input, which is also read when DATA is absent and standard input is not a terminal.
         data: Option<String>,
+        /// The document expires this many seconds after the write (printed as
+        /// "expires_at"): from then on it reads as deleted.
+        #[arg(long, value_name = "SECONDS")]
+        expires_after: Option<u64>,
     },
     /// Create or replace a document.
     Put {
@@ -199,6 +203,9 @@ pub enum Command {
         id: String,
         /// The data: a JSON object, @FILE, or - / @- for standard input (see `create`).
         data: Option<String>,
+        /// The document expires this many seconds after the write (see `create`).
+        #[arg(long, value_name = "SECONDS")]
+        expires_after: Option<u64>,
     },
     /// Apply a JSON merge patch (RFC 7386), retrying on concurrent writes.
     Update {
@@ -378,12 +385,15 @@ pub enum Command {
         #[arg(long)]
         until_idle: bool,
     },
-    /// Check the site's collection counters against its documents and print every difference
-    /// as a JSON line ({"site", "collection", "counter", "documents", "repaired"}); exit code 12
-    /// when there were differences and --repair was not given. Without --site (and
-    /// $DOCSTORE_SITE) every site of the store is checked.
+    /// Check the site's collection counters and unique indexes against its documents and
+    /// print every difference as a JSON line ({"site", "collection", "counter", "documents",
+    /// "repaired"} for a counter; {"site", "collection", "unique_index", "problem": "missing" |
+    /// "orphan" | "shared", "ids", "repaired"} for a unique index); exit code 12 when a
+    /// difference stands (documents sharing a unique value are never repaired). Without
+    /// --site (and $DOCSTORE_SITE) every site of the store is checked.
     Fsck {
-        /// Set every differing counter to the true number of documents.
+        /// Set every differing counter to the true number of documents and write the missing
+        /// unique-index records (DynamoDB guards), delete the left-over ones.
         #[arg(long)]
         repair: bool,
     },
@@ -456,6 +466,12 @@ pub enum IndexAction {
         collection: String,
         /// The index name.
         name: String,
+        /// At most one document of a site's collection may hold each value of its fields
+        /// (documents missing one, or holding null, are not constrained); refused, naming
+        /// up to 10 pairs, when documents already share a value (on DynamoDB by `index
+        /// build`, which then leaves the index building).
+        #[arg(long)]
+        unique: bool,
         /// Its fields, most significant first, `-` for descending (`status -$updated_at`);
         /// when none are given, the declaration of that name in --config.
         #[arg(allow_hyphen_values = true, trailing_var_arg = true)]

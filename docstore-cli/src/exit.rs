@@ -19,8 +19,9 @@ Exit codes:
   9   backend unavailable (transient; worth retrying)
   10  import/copy finished but skipped some documents or lines (see \"skipped\")
   11  partial answer: the store stopped reading early (exhausted_scan); see --allow-partial
-  12  fsck found counters that disagree with the documents (and --repair was not given)
+  12  fsck found counters or unique indexes that disagree with the documents and stand
   13  the change cursor is older than what the store keeps of its feed (resync, then --from now)
+  14  unique value taken: another document holds the value of a unique index
   130 interrupted (Ctrl-C) during import, copy, export or index build: it says what is done;
       run it again to resume
 A closed pipe (e.g. `docstore export | head -1`) ends the command quietly with 0; a standard
@@ -50,10 +51,12 @@ pub const UNAVAILABLE: i32 = 9;
 pub const SKIPPED: i32 = 10;
 /// The store stopped reading early and the answer is partial.
 pub const PARTIAL_ANSWER: i32 = 11;
-/// `fsck` found counters that disagree with the documents.
+/// `fsck` found counters or unique indexes that disagree with the documents, not repaired.
 pub const COUNTERS_DIFFER: i32 = 12;
 /// The change cursor is older than what the store keeps of its feed.
 pub const CURSOR_EXPIRED: i32 = 13;
+/// Another document holds the value of a unique index the write gives its document.
+pub const UNIQUE_VIOLATION: i32 = 14;
 /// An `import`, `copy` (with `--follow` too, before or after following), `export` or
 /// `index build` stopped by Ctrl-C (128 + SIGINT, as shells report it).
 pub const INTERRUPTED: i32 = 130;
@@ -119,6 +122,7 @@ pub fn code_of(err: &Error) -> i32 {
         ErrorKind::NotFound => NOT_FOUND,
         ErrorKind::AlreadyExists => ALREADY_EXISTS,
         ErrorKind::Conflict => CONFLICT,
+        ErrorKind::UniqueViolation => UNIQUE_VIOLATION,
         ErrorKind::InvalidArgument => INVALID_ARGUMENT,
         ErrorKind::TooLarge => TOO_LARGE,
         ErrorKind::QuotaExceeded => QUOTA_EXCEEDED,

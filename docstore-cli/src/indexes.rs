@@ -52,6 +52,7 @@ pub async fn run(
         IndexAction::Add {
             collection,
             name,
+            unique,
             fields,
         } => {
             let index = if fields.is_empty() {
@@ -67,8 +68,15 @@ pub async fn run(
                         ))
                     })?
             } else {
-                Index::parse(collection.clone(), name.clone(), fields.iter())?
+                let index = Index::parse(collection.clone(), name.clone(), fields.iter())?;
+                if *unique { index.unique() } else { index }
             };
+            if *unique && !index.unique {
+                return Err(CliError::invalid(format!(
+                    "index add --unique: `{name}` is declared in --config without `unique = true`"
+                )));
+            }
+            index.validate()?;
             let added = store.add_index(&index).await?;
             let message = added_message(&added.index, added.slot, added.state, store_flags);
             eprintln!("{message}");

@@ -236,6 +236,7 @@ mod tests {
     #[test]
     fn a_list_ended_by_an_error_is_still_one_json_object() {
         let document = Document {
+            expires_at: None,
             id: "a".into(),
             data: docstore::object(serde_json::json!({"x": 1})).unwrap(),
             created_at: 1,

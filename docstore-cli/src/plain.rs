@@ -128,6 +128,7 @@ impl<'r> PlainInput<'r> {
             .map_err(|err| format!("id {id:?} (field {:?}): {err}", self.target.id_field))?;
         let now = now_nanos();
         let document = Document {
+            expires_at: None,
             id: key.id().to_owned(),
             data,
             created_at: now,

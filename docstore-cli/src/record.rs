@@ -31,6 +31,23 @@ pub struct Record {
     pub updated_by: String,
     /// The version.
     pub version: u64,
+    /// When the document expires, unix nanoseconds; absent when it never does.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_timestamp"
+    )]
+    pub expires_at: Option<i64>,
+}
+
+/// An optional timestamp: absent, `null`, integer nanoseconds or an RFC 3339 string.
+fn optional_timestamp<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+    match Option::<serde_json::Value>::deserialize(deserializer)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => crate::timefmt::from_json(&value)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
 }
 
 /// A timestamp: integer nanoseconds or an RFC 3339 string.
@@ -52,6 +69,7 @@ impl Record {
             created_by: document.created_by,
             updated_by: document.updated_by,
             version: document.version,
+            expires_at: document.expires_at,
         }
     }
 
@@ -71,6 +89,7 @@ impl Record {
             created_by: &self.created_by,
             updated_by: &self.updated_by,
             version: self.version,
+            expires_at: self.expires_at.map(stamp),
         };
         serde_json::to_string(&line).expect("records serialize")
     }
@@ -79,6 +98,7 @@ impl Record {
     pub fn into_parts(self) -> docstore::Result<(Key, Document)> {
         let key = Key::new(self.site, self.collection, self.id.clone())?;
         let document = Document {
+            expires_at: self.expires_at,
             id: self.id,
             data: self.data,
             created_at: self.created_at,
@@ -103,4 +123,6 @@ struct RecordLine<'r> {
     created_by: &'r str,
     updated_by: &'r str,
     version: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_at: Option<Value>,
 }

@@ -89,11 +89,11 @@ async fn execute(
             collection,
             id,
             data,
+            expires_after,
         } => {
             let key = key(&collection, &id)?;
             let data = json_object(data, "DATA", "create")?;
-            let document = store
-                .create(&key, data, actor)
+            let document = expiring(store.create(&key, data, actor), expires_after)
                 .await
                 .map_err(|e| in_key(e, &key))?;
             out.document(&document)?;
@@ -102,11 +102,11 @@ async fn execute(
             collection,
             id,
             data,
+            expires_after,
         } => {
             let key = key(&collection, &id)?;
             let data = json_object(data, "DATA", "put")?;
-            let document = store
-                .put(&key, data, actor)
+            let document = expiring(store.put(&key, data, actor), expires_after)
                 .await
                 .map_err(|e| in_key(e, &key))?;
             out.document(&document)?;
@@ -1072,6 +1072,17 @@ async fn create_table(config: &Config, out: &mut Out) -> Result<(), CliError> {
     };
     out.value(&json!({ "table": table, "status": status }))?;
     out.flush()
+}
+
+/// `call`, expiring `seconds` after the write when `--expires-after` was given.
+fn expiring<'a, R: 'a>(
+    call: docstore::WriteCall<'a, R>,
+    seconds: Option<u64>,
+) -> docstore::WriteCall<'a, R> {
+    match seconds {
+        Some(seconds) => call.expires_after(std::time::Duration::from_secs(seconds)),
+        None => call,
+    }
 }
 
 #[cfg(test)]

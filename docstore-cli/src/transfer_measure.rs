@@ -31,6 +31,7 @@ fn lines_with_body(n: usize, repeats: impl Fn(usize) -> usize) -> Vec<u8> {
         }))
         .unwrap();
         let document = Document {
+            expires_at: None,
             id: format!("doc-{i:07}"),
             data,
             created_at: 1_700_000_000_000_000_000 + i as i64,

@@ -223,6 +223,12 @@ impl Driver for Watch {
     async fn wait_for_changes(&self, after: &docstore::ChangeCursor) -> docstore::Result<()> {
         self.inner.driver().wait_for_changes(after).await
     }
+    async fn sweep_expired(&self, limit: usize) -> docstore::Result<usize> {
+        self.inner.driver().sweep_expired(limit).await
+    }
+    fn supports_expiry(&self) -> bool {
+        self.inner.driver().supports_expiry()
+    }
 }
 
 /// A document line of site `s`, collection `c`.
@@ -230,6 +236,7 @@ fn line(id: &str, version: u64, updated_at: i64, body: usize) -> String {
     let data =
         docstore::object(serde_json::json!({ "body": "x".repeat(body), "v": version })).unwrap();
     let document = Document {
+        expires_at: None,
         id: id.to_owned(),
         data,
         created_at: 1_699_999_999_999_999_000,

@@ -5,7 +5,7 @@ use crate::exit::{self, CliError};
 use crate::output::Out;
 use crate::timefmt::TimeFormat;
 use crate::transfer;
-use docstore::{RecountMode, Store};
+use docstore::{RecountMode, Store, UniqueProblem};
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -41,11 +41,17 @@ struct Checked {
     sites: usize,
     collections: usize,
     differ: usize,
+    /// Unique-index problems found (repaired ones included).
+    unique: usize,
+    /// Unique-index problems that stand after the run (all of them without `--repair`;
+    /// documents sharing a value with it).
+    unique_left: usize,
 }
 
-/// `fsck`: checks the counters of `site`, or of every site of the store when `None`; prints
-/// each difference as a JSON line and a summary on standard error; exit code 12 when counters
-/// differed and `repair` is false.
+/// `fsck`: checks the counters and the unique indexes of `site`, or of every site of the
+/// store when `None`; prints each difference as a JSON line and a summary on standard error;
+/// exit code 12 when something differed and was not repaired (documents sharing a unique
+/// value are never repaired).
 pub async fn fsck(
     store: &Store,
     site: Option<&str>,
@@ -66,14 +72,30 @@ pub async fn fsck(
     };
     let differ = checked.differ;
     eprintln!(
-        "{scope}{} collections with documents; {differ} counters differed{}",
+        "{scope}{} collections with documents; {differ} counters differed{}; {} unique-index \
+         problems, {} left",
         checked.collections,
         if repair && differ > 0 {
             " and were repaired"
         } else {
             ""
-        }
+        },
+        checked.unique,
+        checked.unique_left,
     );
+    if checked.unique_left > 0 {
+        out.flush()?;
+        let fix = if repair {
+            "documents sharing a unique value are never repaired: change or delete all but one"
+        } else {
+            "`docstore fsck --repair` repairs the missing and left-over records; documents \
+             sharing a value are never repaired"
+        };
+        return Err(CliError::new(
+            exit::COUNTERS_DIFFER,
+            format!("{} unique-index problems stand; {fix}", checked.unique_left),
+        ));
+    }
     if differ > 0 && !repair {
         out.flush()?;
         return Err(CliError::new(
@@ -110,8 +132,43 @@ async fn check_site(
             "repaired": repair,
         }))?;
     }
+    for problem in &recount.unique {
+        let repaired = repair && problem.is_repairable();
+        out.line(&unique_line(site, problem, repaired))?;
+        checked.unique += 1;
+        checked.unique_left += usize::from(!repaired);
+    }
     checked.sites += 1;
     checked.collections += recount.collections.len();
     checked.differ += recount.changes.len();
     Ok(())
+}
+
+/// The JSON line of one unique-index problem.
+fn unique_line(site: &str, problem: &UniqueProblem, repaired: bool) -> serde_json::Value {
+    let (collection, index, problem_name, ids) = match problem {
+        UniqueProblem::Missing {
+            collection,
+            index,
+            id,
+        } => (collection, index, "missing", vec![id]),
+        UniqueProblem::Orphan {
+            collection,
+            index,
+            holder,
+        } => (collection, index, "orphan", vec![holder]),
+        UniqueProblem::Shared {
+            collection,
+            index,
+            ids,
+        } => (collection, index, "shared", ids.iter().collect()),
+    };
+    json!({
+        "site": site,
+        "collection": collection,
+        "unique_index": index,
+        "problem": problem_name,
+        "ids": ids,
+        "repaired": repaired,
+    })
 }

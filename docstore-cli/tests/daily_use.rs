@@ -475,3 +475,103 @@ fn a_list_is_json_lines_on_a_terminal_too() {
     assert_eq!(lines.len(), 2, "{shown}");
     assert_eq!(lines[0]["name"], "by_n");
 }
+
+/// A unique index on the command line: a create taking a held value is exit 14 naming the
+/// holder and writes nothing; documents sharing a value through a hand edit of the file are a
+/// `shared` line of `fsck`, exit 12, also after `--repair` (never repaired).
+#[test]
+fn a_unique_index_refuses_a_held_value_and_fsck_reports_shared_values() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.path("app.toml");
+    std::fs::write(
+        &config,
+        "[database]\nbackend = \"sqlite\"\n[database.sqlite]\npath = \"app.db\"\n\
+         [[database.indexes]]\ncollection = \"users\"\nname = \"by_email\"\n\
+         fields = [\"email\"]\nunique = true\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let run = |args: &[&str], code: i32| {
+        let mut all = vec!["--config", config.as_str()];
+        all.extend_from_slice(args);
+        sandbox.run(&all, code)
+    };
+    run(&["create", "users", "a", r#"{"email":"x"}"#], 0);
+    let refused = run(&["create", "users", "b", r#"{"email":"x"}"#], 14);
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        message.contains("by_email") && message.contains("document a"),
+        "{message}"
+    );
+    run(&["get", "users", "b"], 3);
+    run(&["create", "users", "b", r#"{"email":"y"}"#], 0);
+    run(&["fsck"], 0);
+
+    let conn = rusqlite::Connection::open(sandbox.path("app.db")).unwrap();
+    // Both rows made to hold "x" behind the store's back: the index table says so too.
+    let entry_of_a: Vec<u8> = conn
+        .query_row(
+            "SELECT entry_key FROM index_entries WHERE entry_id = 'a'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut entry_of_b = entry_of_a[..entry_of_a.len() - 3].to_vec(); // claim + string tag
+    entry_of_b.extend_from_slice(b"b\0\0");
+    conn.execute(
+        "UPDATE index_entries SET entry_key = ?1 WHERE entry_id = 'b'",
+        [entry_of_b],
+    )
+    .unwrap();
+    drop(conn);
+    for args in [&["fsck"][..], &["fsck", "--repair"]] {
+        let output = run(args, 12);
+        let line: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(
+            line,
+            serde_json::json!({"site": "s", "collection": "users", "unique_index": "by_email",
+                               "problem": "shared", "ids": ["a", "b"], "repaired": false})
+        );
+    }
+}
+
+/// `create --expires-after` prints the document's expiry where the backend keeps one
+/// (memory), and is refused without writing where it does not yet (SQLite, exit 6).
+#[test]
+fn expires_after_sets_the_expiry_or_is_refused() {
+    let sandbox = Sandbox::new();
+    let created = json(&sandbox.run(
+        &[
+            "--store",
+            "memory:",
+            "create",
+            "sessions",
+            "s",
+            "{}",
+            "--expires-after",
+            "60",
+        ],
+        0,
+    ));
+    let expires_at = created["expires_at"].as_i64().expect("an expiry");
+    let created_at = created["created_at"].as_i64().unwrap();
+    assert_eq!(expires_at - created_at, 60_000_000_000);
+    let store = sandbox.sqlite("s.db");
+    let refused = sandbox.run(
+        &[
+            "--store",
+            &store,
+            "create",
+            "sessions",
+            "s",
+            "{}",
+            "--expires-after",
+            "60",
+        ],
+        6,
+    );
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("expiry"), "{message}");
+    sandbox.run(&["--store", &store, "create", "sessions", "t", "{}"], 0);
+    sandbox.run(&["--store", &store, "get", "sessions", "s"], 3);
+}

@@ -18,16 +18,21 @@
 
 use crate::attempts::Attempts;
 use crate::counters::{CounterShard, counter_update};
+use crate::guards::{ClaimChange, Foreign, GuardAction, GuardVerdict, guard_actions};
 use crate::history::Stored;
 use crate::item::{Item, check_item_size, data_text, is_document, key_of};
 use crate::layout::Layout;
-use crate::send::{Expect, Guarded, TransactionFailure, transact_action};
+use crate::send::{Expect, Guarded, RefusedGuard, TransactionFailure, transact_action};
 use crate::store::DynamoStore;
-use crate::writes::indexed_item;
+use crate::writes::{ItemShape, indexed_item};
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use docstore::batch::{self, BatchBytes, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::config::CounterMode;
 use docstore::driver::Origin;
+use docstore::index::{
+    CompiledIndex,
+    unique::{self, BatchWrite},
+};
 use docstore::{Document, Error, Key, Result, WriteId};
 use futures_util::StreamExt;
 use std::collections::HashMap;
@@ -86,9 +91,42 @@ impl Stamps {
     }
 }
 
+/// A batch as decided: its writes, the unique-index guards they claim and give up
+/// ([`crate::guards`]) and the counter moves.
+struct PlannedBatch {
+    planned: Vec<Planned>,
+    guards: Vec<GuardAction>,
+    counters: Vec<CounterMove>,
+}
+
+impl PlannedBatch {
+    /// The batch, when its writes, guards and counter moves fit in one transaction;
+    /// otherwise `InvalidArgument` naming the count.
+    fn within_one_transaction(self) -> Result<Self> {
+        let actions = self.planned.len() + self.guards.len() + self.counters.len();
+        if actions <= MAX_ACTIONS {
+            return Ok(self);
+        }
+        Err(Error::invalid(format!(
+            "this batch needs {actions} actions in one DynamoDB transaction ({} writes, {} \
+             unique-index guards, {} counter shards), which holds at most {MAX_ACTIONS}; split \
+             it (docs/contract.md, \"How the backends differ\", DynamoDB)",
+            self.planned.len(),
+            self.guards.len(),
+            self.counters.len()
+        )))
+    }
+}
+
 /// What sending the batch did.
 enum Sent {
     Applied,
+    /// Guards met failed conditions (their positions among the guards, the items when
+    /// returned).
+    Guarded {
+        refused: Vec<RefusedGuard>,
+        resent: bool,
+    },
     /// The write at `index` met a failed condition on `current`.
     Refused {
         index: usize,
@@ -168,6 +206,7 @@ impl DynamoStore {
         let (writes, bytes) = (batch.writes(), batch.bytes());
         let actor = origin.actor;
         let keys: Vec<Key> = writes.iter().map(|w| w.key().clone()).collect();
+        let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         loop {
             let read = self.read_many(&keys).await?;
@@ -178,13 +217,28 @@ impl DynamoStore {
                 return batch::repeated_outcomes(writes, current.collect());
             }
             let w = origin.write_id.cloned().unwrap_or_else(WriteId::random);
-            let (planned, counters) = self.plan(writes, &read, actor, bytes, &w).await?;
-            let stamps = Stamps::split(&planned, counters.len());
+            let PlannedBatch {
+                planned,
+                guards,
+                counters,
+            } = self.plan(writes, &read, actor, bytes, &w, &foreign).await?;
+            let stamps = Stamps::split(&planned, guards.len() + counters.len());
             match self
-                .send_batch(&planned, &counters, &stamps.inside, &w)
+                .send_batch(&planned, &guards, &counters, &stamps.inside, &w)
                 .await?
             {
                 Sent::Applied => return Ok(self.committed(planned, stamps.after).await),
+                Sent::Guarded { refused, resent } => {
+                    if resent && self.batch_proves(&keys, &planned, &counters, &w).await? {
+                        return Ok(self.committed(planned, stamps.after).await);
+                    }
+                    if let Some(err) = self.guards_refused(&guards, refused, &mut foreign).await? {
+                        return Err(err);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Contended { maybe_applied } => {
                     if maybe_applied && self.batch_proves(&keys, &planned, &counters, &w).await? {
                         return Ok(self.committed(planned, stamps.after).await);
@@ -233,18 +287,7 @@ impl DynamoStore {
                     if self.batch_proves(&keys, &planned, &counters, &w).await? {
                         return Ok(self.committed(planned, stamps.after).await);
                     }
-                    return Err(match err {
-                        Error::Unavailable {
-                            message, source, ..
-                        } => Error::Unavailable {
-                            message: format!(
-                                "{message}; the batch may or may not have been applied"
-                            ),
-                            source,
-                            write_id: None,
-                        },
-                        other => other,
-                    });
+                    return Err(maybe_applied(err));
                 }
             }
         }
@@ -258,7 +301,9 @@ impl DynamoStore {
     }
 
     /// Decides every write on what was read: the failing write's error, or the actions and
-    /// outcomes, and the moves of the counter shards of the documents created or deleted.
+    /// outcomes, the guards of the unique indexes (judged first as the batch leaves the
+    /// documents, [`unique::check_batch`]) and the moves of the counter shards of the
+    /// documents created or deleted.
     async fn plan(
         &self,
         writes: &[Write],
@@ -266,7 +311,8 @@ impl DynamoStore {
         actor: &str,
         mut bytes: BatchBytes,
         w: &WriteId,
-    ) -> Result<(Vec<Planned>, Vec<CounterMove>)> {
+        foreign: &Foreign,
+    ) -> Result<PlannedBatch> {
         let now = self.options.clock.now();
         let limit = self.options.max_doc_bytes;
         let shape = self.item_shape().await?;
@@ -366,7 +412,35 @@ impl DynamoStore {
             });
         }
         counters.retain(|moved| moved.delta != 0);
-        Ok((planned, counters))
+        let guards = batch_guards(&shape, writes, read, &planned, foreign)?;
+        PlannedBatch {
+            planned,
+            guards,
+            counters,
+        }
+        .within_one_transaction()
+    }
+
+    /// The refusal of a batch whose guards `refused`: the violation of the first write in
+    /// batch order whose value another document holds, or `None` to send again (a guard the
+    /// batch gives up is another document's, now in `foreign`; or the guard changed since).
+    async fn guards_refused(
+        &self,
+        guards: &[GuardAction],
+        refused: Vec<RefusedGuard>,
+        foreign: &mut Foreign,
+    ) -> Result<Option<Error>> {
+        let mut first: Option<(usize, Error)> = None;
+        for RefusedGuard { at, item } in refused {
+            let guard = self.refused_guard(&guards[at], item).await?;
+            if let GuardVerdict::Taken { position, error } =
+                crate::guards::judge(&guards[at], guard.as_ref(), foreign)
+                && first.as_ref().is_none_or(|(p, _)| position < *p)
+            {
+                first = Some((position, error));
+            }
+        }
+        Ok(first.map(|(position, error)| batch::failed(position, error)))
     }
 
     /// One `TransactWriteItems` of the planned writes, the counter moves and the deletes'
@@ -374,6 +448,7 @@ impl DynamoStore {
     async fn send_batch(
         &self,
         planned: &[Planned],
+        guards: &[GuardAction],
         counters: &[CounterMove],
         stamps: &[Item],
         w: &WriteId,
@@ -384,6 +459,9 @@ impl DynamoStore {
             .client_request_token(WriteId::random().as_str());
         for write in planned {
             request = request.transact_items(write.action.clone());
+        }
+        for guard in guards {
+            request = request.transact_items(guard.transact_item(&self.table)?);
         }
         for moved in counters {
             request = request.transact_items(
@@ -416,21 +494,27 @@ impl DynamoStore {
             Ok(_) => return Ok(Sent::Applied),
             Err(err) => err,
         };
-        Ok(match self.transaction_failure(err, planned.len())? {
-            TransactionFailure::Refused { index, item } => Sent::Refused {
-                index,
-                current: match item {
-                    Some(item) if is_document(&item) => Some(Stored::from_item(&item)?),
-                    // Not returned (or only the key): read it.
-                    _ => None,
+        Ok(
+            match self.transaction_failure(err, planned.len(), guards.len())? {
+                TransactionFailure::Guarded { refused } => Sent::Guarded {
+                    refused,
+                    resent: attempts.resent(),
                 },
-                resent: attempts.resent(),
+                TransactionFailure::Refused { index, item } => Sent::Refused {
+                    index,
+                    current: match item {
+                        Some(item) if is_document(&item) => Some(Stored::from_item(&item)?),
+                        // Not returned (or only the key): read it.
+                        _ => None,
+                    },
+                    resent: attempts.resent(),
+                },
+                TransactionFailure::Contended => Sent::Contended {
+                    maybe_applied: attempts.may_have_applied(),
+                },
+                TransactionFailure::Unknown(err) => Sent::Unknown(err),
             },
-            TransactionFailure::Contended => Sent::Contended {
-                maybe_applied: attempts.may_have_applied(),
-            },
-            TransactionFailure::Unknown(err) => Sent::Unknown(err),
-        })
+        )
     }
 
     /// The outcomes of a committed batch, once the stamps that did not fit in its
@@ -515,6 +599,76 @@ impl DynamoStore {
     }
 }
 
+/// The guard actions of a batch's writes, merged per guard item, once
+/// [`unique::check_batch`] found no two of its writes claiming one value (values held
+/// outside the batch are left to the guards' conditions).
+fn batch_guards(
+    shape: &ItemShape,
+    writes: &[Write],
+    read: &[Option<Stored>],
+    planned: &[Planned],
+    foreign: &Foreign,
+) -> Result<Vec<GuardAction>> {
+    let changes: Vec<ClaimChange<'_>> = writes
+        .iter()
+        .zip(read)
+        .zip(planned)
+        .enumerate()
+        .filter_map(|(position, ((write, current), planned))| {
+            let after = match &planned.outcome {
+                WriteOutcome::Written(doc) => Some(doc),
+                WriteOutcome::Deleted => None,
+                _ => return None,
+            };
+            Some(ClaimChange {
+                position,
+                key: write.key(),
+                before: current.as_ref().map(|read| &read.doc),
+                after,
+            })
+        })
+        .collect();
+    let mut unique: HashMap<&str, Vec<CompiledIndex>> = HashMap::new();
+    for change in &changes {
+        let collection = change.key.collection();
+        shape
+            .registry
+            .refuse_unheld(collection)
+            .map_err(|err| batch::failed(change.position, err))?;
+        unique.entry(collection).or_insert_with(|| {
+            shape
+                .registry
+                .for_collection(collection)
+                .filter(|i| i.compiled.is_unique())
+                .map(|i| i.compiled.clone())
+                .collect()
+        });
+    }
+    if unique.values().all(Vec::is_empty) {
+        return Ok(Vec::new());
+    }
+    let batch_writes: Vec<BatchWrite<'_>> = changes
+        .iter()
+        .map(|change| BatchWrite {
+            position: change.position,
+            key: change.key,
+            stored: change.after,
+        })
+        .collect();
+    let none: &[CompiledIndex] = &[];
+    unique::check_batch(
+        &batch_writes,
+        |collection| unique.get(collection).map_or(none, Vec::as_slice),
+        |_, _, _| Ok(None),
+    )?;
+    Ok(guard_actions(
+        &shape.registry,
+        shape.layout,
+        &changes,
+        foreign,
+    ))
+}
+
 /// The error of a write whose condition failed on `current` after the read, or `None` when
 /// the write never refuses (`Put`, `Update`: the batch is decided again).
 fn refusal(write: &Write, current: Option<Stored>) -> Option<Error> {
@@ -530,6 +684,20 @@ fn refusal(write: &Write, current: Option<Stored>) -> Option<Error> {
                 },
             })
         }
+    }
+}
+
+/// `Unavailable` that says the batch may have been applied.
+fn maybe_applied(err: Error) -> Error {
+    match err {
+        Error::Unavailable {
+            message, source, ..
+        } => Error::Unavailable {
+            message: format!("{message}; the batch may or may not have been applied"),
+            source,
+            write_id: None,
+        },
+        other => other,
     }
 }
 

@@ -99,6 +99,7 @@ mod tests {
     fn stored(version: u64, created_at: i64, history: &[&str]) -> Stored {
         let key = Key::new("s", "c", "i").unwrap();
         let doc = Document {
+            expires_at: None,
             id: "i".into(),
             data: Default::default(),
             created_at,

@@ -124,6 +124,9 @@ pub(crate) struct Registry {
     pub(crate) indexes: Vec<TableIndex>,
     /// The built ones, for the planner.
     pub(crate) built: IndexSet,
+    /// The unique indexes the store's options declare and the table does not hold: writes
+    /// of their collections are refused rather than left unguarded.
+    unheld_unique: Vec<Index>,
     read_at: Instant,
 }
 
@@ -136,6 +139,34 @@ impl Registry {
         self.indexes
             .iter()
             .filter(move |i| i.index.collection == collection)
+    }
+
+    /// A registry of `indexes`, as if read from a table (unit tests).
+    #[cfg(test)]
+    pub(crate) fn of(indexes: Vec<TableIndex>) -> Registry {
+        Registry {
+            indexes,
+            built: IndexSet::default(),
+            unheld_unique: Vec::new(),
+            read_at: Instant::now(),
+        }
+    }
+
+    /// Refuses a write of `collection` when the store declares a unique index of it that the
+    /// table does not hold (the value could not be guarded).
+    pub(crate) fn refuse_unheld(&self, collection: &str) -> Result<()> {
+        match self
+            .unheld_unique
+            .iter()
+            .find(|i| i.collection == collection)
+        {
+            None => Ok(()),
+            Some(index) => Err(Error::invalid(format!(
+                "index {index} is declared but the table does not hold it, so its values \
+                 cannot be guarded: add and build it (`docstore index add --unique`, \
+                 `docstore index build`) before writing to `{collection}`"
+            ))),
+        }
     }
 
     pub(crate) fn named(&self, collection: &str, name: &str) -> Option<&TableIndex> {
@@ -199,8 +230,25 @@ impl DynamoStore {
         {
             return Ok(registry);
         }
-        let registry = Arc::new(self.read_registry().await?);
+        let mut registry = self.read_registry().await?;
+        registry.unheld_unique = self
+            .options
+            .indexes
+            .declarations()
+            .into_iter()
+            .filter(|i| i.unique && registry.named(&i.collection, &i.name).is_none())
+            .collect();
+        let registry = Arc::new(registry);
         for declared in self.options.indexes.declarations() {
+            if let Some(held) = registry.named(&declared.collection, &declared.name)
+                && held.index.unique != declared.unique
+            {
+                return Err(Error::invalid(format!(
+                    "index `{}` of collection `{}` is declared as {declared} but the table holds \
+                     it as {}; drop it (`docstore index drop`) and add it as declared",
+                    declared.name, declared.collection, held.index
+                )));
+            }
             if let Some(held) = registry.named(&declared.collection, &declared.name)
                 && held.index.fields != declared.fields
             {
@@ -256,6 +304,7 @@ impl DynamoStore {
         Ok(Registry {
             indexes,
             built,
+            unheld_unique: Vec::new(),
             read_at: Instant::now(),
         })
     }

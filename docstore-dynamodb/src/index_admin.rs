@@ -1,11 +1,13 @@
 //! Adding, building, listing and dropping declared indexes on a table (`docstore index
 //! add|build|list|drop`), and the GSIs `create_table` makes. See [`crate::index`].
 
+use crate::guards::{GuardAction, GuardKey};
 use crate::index::{
     IndexState, MAX_SLOTS, REFRESH, REGISTRY_PK, TableIndex, gsi_name, gsi_pk, gsi_sk, stored_key,
 };
 use crate::item::{Item, PK, SK, VERSION, is_document, num, parse_document, string, text};
 use crate::layout::{Partition, parse_pk};
+use crate::send::TransactionFailure;
 use crate::store::DynamoStore;
 use crate::table_scan::TableScan;
 use aws_sdk_dynamodb::primitives::Blob;
@@ -14,6 +16,8 @@ use aws_sdk_dynamodb::types::{
     DeleteGlobalSecondaryIndexAction, GlobalSecondaryIndex, GlobalSecondaryIndexUpdate,
     KeySchemaElement, KeyType, Projection, ProjectionType, ScalarAttributeType,
 };
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use docstore::index::unique::MAX_NAMED_DUPLICATES;
 use docstore::index::{Index, IndexSet};
 use docstore::{Error, Result};
 use std::collections::HashMap;
@@ -121,10 +125,11 @@ impl DynamoStore {
         self.forget_registry();
         let registry = self.registry().await?;
         if let Some(held) = registry.named(&index.collection, &index.name) {
-            if held.index.fields != index.fields {
+            if held.index.fields != index.fields || held.index.unique != index.unique {
                 return Err(Error::invalid(format!(
-                    "the table already holds index `{}` of collection `{}` with other fields",
-                    index.name, index.collection
+                    "the table already holds index `{}` of collection `{}` as {}; drop it \
+                     first (`docstore index drop`) to add it as {index}",
+                    index.name, index.collection, held.index
                 )));
             }
             return Ok(held.clone());
@@ -219,10 +224,14 @@ impl DynamoStore {
             .map(|key| key.into_iter().map(|(k, v)| (k, text(v))).collect());
         let mut scan = TableScan::new(self, resume);
         let mut done = BuildProgress::default();
+        let mut duplicates = Duplicates::default();
         while let Some(items) = scan.next_page(|request| request.limit(BUILD_PAGE)).await? {
             done.scanned = scan.scanned();
             for item in &items {
-                if self.give_index_key(&record, collection, item).await? {
+                if self
+                    .give_index_key(&record, collection, item, &mut duplicates)
+                    .await?
+                {
                     done.updated += 1;
                 }
             }
@@ -237,6 +246,14 @@ impl DynamoStore {
                 self.put_record(&resumed).await?;
             }
         }
+        if let Some(refusal) = duplicates.refusal(&record.compiled) {
+            // Left `building`: writers keep its guards, and a build after the values were
+            // made distinct goes on (every guard already written is written again as it is).
+            let mut restart = record;
+            restart.resume = None;
+            self.put_record(&restart).await?;
+            return Err(refusal);
+        }
         let mut built = record;
         built.state = IndexState::Built;
         built.resume = None;
@@ -245,13 +262,15 @@ impl DynamoStore {
     }
 
     /// Gives `item` the key of index `record` when it is a document of `collection` whose
-    /// key attributes are missing or stale: whether it was updated (an item changed since
-    /// it was read is left to its writer, who set its key).
+    /// key attributes are missing or stale, and for a unique index the guard of its value
+    /// (in one transaction with the key, [`Self::give_guard`]): whether it was updated (an
+    /// item changed since it was read is left to its writer, who set its key and guard).
     async fn give_index_key(
         &self,
         record: &TableIndex,
         collection: &str,
         item: &Item,
+        duplicates: &mut Duplicates,
     ) -> Result<bool> {
         let Ok(pk) = string(item, PK) else {
             return Ok(false);
@@ -272,6 +291,15 @@ impl DynamoStore {
         let wanted_sk = stored_key(&key).to_vec();
         let has = matches!(item.get(&gsi_pk(record.slot)), Some(AttributeValue::S(p)) if *p == wanted_pk)
             && matches!(item.get(&gsi_sk(record.slot)), Some(AttributeValue::B(b)) if b.as_ref() == wanted_sk.as_slice());
+        if let Some(claim) = record.compiled.claim(&doc) {
+            let keys = IndexKeys {
+                pk: wanted_pk,
+                sk: wanted_sk,
+            };
+            return self
+                .give_guard(record, item, &doc, keys, &claim, duplicates)
+                .await;
+        }
         if has {
             return Ok(false);
         }
@@ -305,8 +333,130 @@ impl DynamoStore {
         }
     }
 
+    /// Writes the guard of `doc`'s value in the unique index `record` together with its index
+    /// `keys`, conditioned on the document's version (a document written since was given both
+    /// by its writer) and on the guard being absent or the document's own (written again as
+    /// it is by a resumed build). A guard held by another document that claims the value too
+    /// is a pair sharing it, noted in `duplicates`; a guard naming a document that no longer
+    /// claims it (left by a guard lost outside docstore) is taken over.
+    async fn give_guard(
+        &self,
+        record: &TableIndex,
+        item: &Item,
+        doc: &docstore::Document,
+        keys: IndexKeys,
+        value: &[u8],
+        duplicates: &mut Duplicates,
+    ) -> Result<bool> {
+        let site = item_site(item)?;
+        let guard = GuardKey::of(self.layout().await?, site, &record.compiled, value);
+        let update = Update::builder()
+            .table_name(&self.table)
+            .key(PK, text(string(item, PK)?))
+            .key(SK, text(string(item, SK)?))
+            .update_expression("SET #gp = :gp, #gs = :gs")
+            .condition_expression("#v = :v")
+            .expression_attribute_names("#gp", gsi_pk(record.slot))
+            .expression_attribute_names("#gs", gsi_sk(record.slot))
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_values(":gp", text(keys.pk))
+            .expression_attribute_values(":gs", AttributeValue::B(Blob::new(keys.sk)))
+            .expression_attribute_values(":v", num(doc.version))
+            .build()
+            .map_err(crate::send::build_error)?;
+        let mut claim = GuardAction::claim(guard, &doc.id);
+        let mut backoff = self.backoff();
+        loop {
+            let actions = vec![
+                TransactWriteItem::builder().update(update.clone()).build(),
+                claim.transact_item(&self.table)?,
+            ];
+            let sent = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(actions))
+                .send()
+                .await;
+            let err = match sent {
+                Ok(_) => return Ok(true),
+                Err(err) => err,
+            };
+            match self.transaction_failure(err, 1, 1)? {
+                // Written or deleted since the page was read: its writer set key and guard.
+                TransactionFailure::Refused { .. } => return Ok(false),
+                TransactionFailure::Guarded { mut refused } => {
+                    let returned = refused.swap_remove(0).item;
+                    let guard = self.refused_guard(&claim, returned).await?;
+                    let holder = guard.as_ref().and_then(crate::guards::holder_of);
+                    if let Some(holder) = holder.filter(|h| *h != doc.id) {
+                        let key = docstore::Key::new(site, &record.index.collection, holder)?;
+                        let claims = self
+                            .read(&key)
+                            .await?
+                            .and_then(|held| record.compiled.claim(&held.doc));
+                        if claims.as_deref() == Some(value) {
+                            duplicates.add(record, site, holder, &doc.id);
+                            return Ok(false);
+                        }
+                        claim.allowed.insert(holder.to_owned());
+                        continue;
+                    }
+                }
+                TransactionFailure::Unknown(err) => return Err(err),
+                TransactionFailure::Contended => {}
+            }
+            if !backoff.wait().await {
+                return Err(Error::Unavailable {
+                    message: format!(
+                        "building index `{}`: the guard of document {} kept meeting concurrent \
+                         writes; run the build again",
+                        record.index.name, doc.id
+                    ),
+                    source: None,
+                    write_id: None,
+                });
+            }
+        }
+    }
+
+    /// Deletes every guard of the unique index `record` (one Scan of the table), so that a
+    /// unique index added again later meets no guard of a document that gave its value up.
+    async fn delete_guards(&self, record: &TableIndex) -> Result<()> {
+        let prefix = format!("{}#{}#", record.index.collection, record.index.name);
+        let mut scan = TableScan::new(self, None);
+        let guards = |request: aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder| {
+            request
+                .filter_expression("begins_with(#sk, :prefix) AND attribute_exists(#h)")
+                .projection_expression("#pk, #sk, #h")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_names("#h", crate::guards::HOLDER)
+                .expression_attribute_values(":prefix", text(&prefix))
+        };
+        while let Some(items) = scan.next_page(guards).await? {
+            for item in &items {
+                let (pk, sk) = (string(item, PK)?, string(item, SK)?);
+                if !crate::guards::is_guard_pk(pk) {
+                    continue;
+                }
+                self.client
+                    .delete_item()
+                    .table_name(&self.table)
+                    .key(PK, text(pk))
+                    .key(SK, text(sk))
+                    .send()
+                    .await
+                    .map_err(|e| self.error("DeleteItem", e))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Drops an index: forgets its record (queries stop using it at once in this store,
-    /// within a few seconds in others) and deletes its GSI when no other index uses the slot.
+    /// within a few seconds in others), deletes its guards when it is unique (a Scan of the
+    /// table; a store that has not re-read the records yet may still write one in the next
+    /// seconds, which `docstore fsck --repair` removes) and deletes its GSI when no other
+    /// index uses the slot.
     /// Items keep the stale key attributes until they are next written; they cost storage
     /// only. Dropping an index the table does not hold does nothing.
     pub async fn drop_index(&self, collection: &str, name: &str) -> Result<()> {
@@ -316,6 +466,9 @@ impl DynamoStore {
             return Ok(());
         };
         self.delete_record(&record.index).await?;
+        if record.index.unique {
+            self.delete_guards(&record).await?;
+        }
         let shared = registry
             .indexes
             .iter()
@@ -339,6 +492,61 @@ impl DynamoStore {
                 .map_err(|e| self.error("UpdateTable", e))?;
         }
         Ok(())
+    }
+}
+
+/// The key attributes of one document in one index.
+struct IndexKeys {
+    pk: String,
+    sk: Vec<u8>,
+}
+
+/// The site of a document item.
+fn item_site(item: &Item) -> Result<&str> {
+    match parse_pk(string(item, PK)?) {
+        Partition::Documents { site, .. } => Ok(site),
+        _ => Err(Error::Backend {
+            message: format!("{item:?} is not a document item"),
+            source: None,
+        }),
+    }
+}
+
+/// The pairs of documents an index build found sharing a value of a unique index.
+#[derive(Debug, Default)]
+struct Duplicates {
+    count: u64,
+    pairs: Vec<String>,
+}
+
+impl Duplicates {
+    fn add(&mut self, record: &TableIndex, site: &str, holder: &str, id: &str) {
+        self.count += 1;
+        if self.pairs.len() < MAX_NAMED_DUPLICATES {
+            let collection = &record.index.collection;
+            let (first, second) = if holder < id {
+                (holder, id)
+            } else {
+                (id, holder)
+            };
+            self.pairs.push(format!(
+                "{site}/{collection}/{first} and {site}/{collection}/{second}"
+            ));
+        }
+    }
+
+    /// The refusal of the build, worded as [`docstore::index::unique::DuplicateFinder`]'s.
+    fn refusal(&self, index: &docstore::index::CompiledIndex) -> Option<Error> {
+        (self.count > 0).then(|| {
+            Error::invalid(format!(
+                "unique index {:?} of collection {:?}: {} pairs of documents share a value, \
+                 e.g. {}; make the values distinct before declaring it unique",
+                index.name(),
+                index.collection(),
+                self.count,
+                self.pairs.join(", ")
+            ))
+        })
     }
 }
 

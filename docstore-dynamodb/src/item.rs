@@ -154,6 +154,7 @@ pub(crate) fn is_document(item: &Item) -> bool {
 /// The document an item holds.
 pub(crate) fn parse_document(item: &Item) -> Result<Document> {
     let doc = Document {
+        expires_at: None,
         id: string(item, SK)?.to_owned(),
         data: serde_json::from_str(string(item, DATA)?)
             .map_err(|e| corrupt(item, DATA, e.to_string()))?,
@@ -260,6 +261,7 @@ mod tests {
     fn documents_round_trip_through_items() {
         let key = Key::new("s", "c", "id-1").unwrap();
         let doc = Document {
+            expires_at: None,
             id: "id-1".into(),
             data: docstore::object(json!({"a": u64::MAX, "b": 1.0, "c": i64::MIN, "d": "é\n"}))
                 .unwrap(),

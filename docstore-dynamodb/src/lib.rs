@@ -66,6 +66,25 @@
 //! key limit — but eventually consistent: `consistent: true` queries never use one.
 //! [`Store::explain`](docstore::Store::explain) says which index or scan a query takes.
 //!
+//! ## Unique indexes
+//! An index declared unique ([`docstore::index::Index::unique`]) keeps one guard item per
+//! value a document claims: `pk = "<site>#__unique"` (then `#<p>`, spread like documents),
+//! `sk = "<collection>#<index>#<SHA-256 of the value, hex>"`, `holder` (S, the document's id),
+//! written in the document's own `TransactWriteItems` — a Put conditioned on the guard being
+//! absent or the writer's, a Delete when the value is given up. A write whose values do not
+//! change touches no guard and is sent as before; one that claims or gives up a value is a
+//! transaction (a replacing `put` or an `update` then costs twice the document's write units
+//! plus 2 per guard, about 100 bytes each; creates and deletes, already transactions, 2 more
+//! per guard). A batch's guards are merged per guard item and count against its 100 actions
+//! with its writes and counter shards. A failed guard is `UniqueViolation` naming the holder
+//! the guard returned; the feed, `sites`, counts and `recount` pass over guards (a reserved
+//! partition name). `build_index` writes the guards of the documents stored before and
+//! refuses, naming up to 10 pairs, when documents share a value. `recount` (`docstore fsck`)
+//! checks the site's guards against its documents in the same Scan: with repair it writes a
+//! missing guard and deletes an orphan one (documents sharing a value are left to the
+//! application); [`DynamoStore::check_unique`] returns what it found ([`docstore::UniqueProblem`]),
+//! `recount` logs it.
+//!
 //! ## Counters: exact (default) or fast
 //! `database.dynamodb.counters` ([`CounterMode`](docstore::config::CounterMode)):
 //! - `exact`: every write that creates or deletes a document (`create`, `restore`, a `put`
@@ -230,6 +249,8 @@ mod deleted;
 mod errors;
 mod explain;
 mod feed;
+mod guard_check;
+mod guards;
 mod history;
 mod id_order;
 mod index;

@@ -2,7 +2,9 @@
 //! with (and optionally written over) the counter shards under `<site>#__collections`.
 
 use crate::counters::{counted_collection, shard_number};
-use crate::item::{COUNT, PK, SK, num, number, string, text};
+use crate::guard_check::GuardScan;
+use crate::guards::HOLDER;
+use crate::item::{COUNT, DATA, PK, SK, VERSION, num, number, string, text};
 use crate::layout::{Layout, Partition, parse_pk};
 use crate::store::DynamoStore;
 use crate::table_scan::TableScan;
@@ -35,8 +37,16 @@ impl DynamoStore {
     /// one transaction per collection: shard 0 to the truth and every other shard to 0, each
     /// conditioned on still holding what the scan saw, so a counter that moved while the scan
     /// ran is left alone and still reported; run it again on a quiet site.
+    ///
+    /// When the table holds unique indexes, the same Scan reads the documents' data and the
+    /// site's guards, and the guards are checked and, in repair mode, repaired as
+    /// [`check_unique`](Self::check_unique) does ([`Recount::unique`] lists the problems).
     pub(crate) async fn recount_site(&self, site: &str, mode: RecountMode) -> Result<Recount> {
-        let (documents, shards) = self.scan_site_counts(site).await?;
+        let (documents, shards, guards) = self.scan_site_counts(site).await?;
+        let unique = match guards {
+            Some(guards) => self.settle_guards(site, &guards, mode).await?,
+            None => Vec::new(),
+        };
         let changes = counter_changes(&documents, &shards);
         if mode == RecountMode::Repair {
             for change in &changes {
@@ -48,29 +58,51 @@ impl DynamoStore {
         Ok(Recount {
             collections: documents.into_iter().collect(),
             changes,
+            unique,
         })
     }
 
-    /// The documents of each collection of `site` and its counter shards, from one Scan.
+    /// The documents of each collection of `site` and its counter shards, from one Scan;
+    /// with the claims and guards of its unique indexes when the table has any.
     async fn scan_site_counts(
         &self,
         site: &str,
-    ) -> Result<(BTreeMap<String, u64>, BTreeMap<String, SeenShards>)> {
+    ) -> Result<(
+        BTreeMap<String, u64>,
+        BTreeMap<String, SeenShards>,
+        Option<GuardScan>,
+    )> {
         let prefix = format!("{site}#");
         let mut documents: BTreeMap<String, u64> = BTreeMap::new();
         let mut shards: BTreeMap<String, SeenShards> = BTreeMap::new();
+        let registry = self.registry().await?;
+        let layout = self.layout().await?;
+        let unique = registry.indexes.iter().any(|i| i.compiled.is_unique());
+        let mut guards = unique.then(GuardScan::default);
         let mut scan = TableScan::new(self, None);
         let site_items = |request: ScanFluentBuilder| {
-            request
+            let request = request
                 .filter_expression("begins_with(#pk, :prefix)")
-                .projection_expression("#pk, #sk, #n")
                 .expression_attribute_names("#pk", PK)
                 .expression_attribute_names("#sk", SK)
                 .expression_attribute_names("#n", COUNT)
-                .expression_attribute_values(":prefix", text(&prefix))
+                .expression_attribute_values(":prefix", text(&prefix));
+            match unique {
+                // A Scan costs what it reads whatever it returns: the data comes at no more
+                // read capacity.
+                true => request
+                    .projection_expression("#pk, #sk, #n, #d, #v, #h")
+                    .expression_attribute_names("#d", DATA)
+                    .expression_attribute_names("#v", VERSION)
+                    .expression_attribute_names("#h", HOLDER),
+                false => request.projection_expression("#pk, #sk, #n"),
+            }
         };
         while let Some(items) = scan.next_page(site_items).await? {
             for item in &items {
+                if let Some(guards) = guards.as_mut() {
+                    guards.add(&registry, layout, site, item)?;
+                }
                 match parse_pk(string(item, PK)?) {
                     Partition::Counters { site: of } if of == site => {
                         let sort_key = string(item, SK)?;
@@ -92,7 +124,7 @@ impl DynamoStore {
             let read = scan.scanned();
             tracing::info!(site, items_scanned = read, "recount: scanning the table");
         }
-        Ok((documents, shards))
+        Ok((documents, shards, guards))
     }
 
     /// Sets the counter of `collection` to `actual` if its shards still hold what the scan saw

@@ -5,6 +5,7 @@
 use crate::attempts::Attempts;
 use crate::counters::counter_update;
 use crate::errors::{Failure, classify};
+use crate::guards::GuardAction;
 use crate::history::Stored;
 use crate::item::{CREATED_AT, Item, PK, UPDATED_AT, VERSION, is_document, key_of, num};
 use crate::layout::Layout;
@@ -36,10 +37,21 @@ pub(crate) enum Expect<'a> {
 pub(crate) enum TransactionFailure {
     /// The document action at `index` met a failed condition; the item, when returned.
     Refused { index: usize, item: Option<Item> },
+    /// Guard actions met failed conditions: each one's position counted from the first
+    /// guard ([`crate::guards`]) and its item, when returned.
+    Guarded { refused: Vec<RefusedGuard> },
     /// A competing transaction or throttling: send it again.
     Contended,
     /// Every answer was lost and the SDK gave up: it may have been applied.
     Unknown(Error),
+}
+
+/// A guard action whose condition failed: its position among the guards, and the guard
+/// item as it stood, when the answer carried it.
+#[derive(Debug)]
+pub(crate) struct RefusedGuard {
+    pub(crate) at: usize,
+    pub(crate) item: Option<Item>,
 }
 
 /// What to do to the document.
@@ -61,6 +73,14 @@ pub(crate) enum Sent {
     /// request was sent more than once, so an earlier attempt may have been applied.
     Refused {
         current: Option<Stored>,
+        resent: bool,
+    },
+    /// The document's condition held but the guard at `at` of the write's guards refused
+    /// it ([`crate::guards::judge`] says why); `guard`: the guard item, when returned.
+    /// `resent` as for `Refused`.
+    Guarded {
+        at: usize,
+        guard: Option<Item>,
         resent: bool,
     },
     /// The last attempt was refused because of a competing transaction or throttling: send it
@@ -97,8 +117,9 @@ impl Sent {
 
 impl DynamoStore {
     /// Sends `action` at `key` under `expect`, moving the collection counter by `delta`
-    /// (0, 1 or -1) as the counter mode says. `w` is the call's write identity: it goes on
-    /// the counter item in exact mode.
+    /// (0, 1 or -1) as the counter mode says, with the write's unique-index `guards`. `w` is
+    /// the call's write identity: it goes on the counter item in exact mode. A write with
+    /// guards is always a transaction (fast counters still move after it).
     pub(crate) async fn send_write(
         &self,
         key: &Key,
@@ -106,11 +127,18 @@ impl DynamoStore {
         expect: Expect<'_>,
         delta: i64,
         w: &WriteId,
+        guards: &[GuardAction],
     ) -> Result<Sent> {
-        if delta != 0 && self.counters == CounterMode::Exact {
-            return self
-                .send_transaction(key, action, expect, delta, w, Vec::new())
-                .await;
+        let exact = self.counters == CounterMode::Exact;
+        if (delta != 0 && exact) || !guards.is_empty() {
+            let moved = if exact { delta } else { 0 };
+            let sent = self
+                .send_transaction(key, action, expect, moved, w, Vec::new(), guards)
+                .await?;
+            if moved != delta && matches!(sent, Sent::Applied) {
+                self.bump_counter(key, delta).await;
+            }
+            return Ok(sent);
         }
         let sent = self.send_single(key, action, expect).await?;
         if delta != 0 && matches!(sent, Sent::Applied) {
@@ -131,8 +159,9 @@ impl DynamoStore {
         delta: i64,
         w: &WriteId,
         with: Vec<Item>,
+        guards: &[GuardAction],
     ) -> Result<Sent> {
-        self.send_transaction(key, &Action::Delete, expect, delta, w, with)
+        self.send_transaction(key, &Action::Delete, expect, delta, w, with, guards)
             .await
     }
 
@@ -205,9 +234,11 @@ impl DynamoStore {
         Ok(sent.noting(&attempts))
     }
 
-    /// The document write and the counter move in one `TransactWriteItems`, with a fresh
-    /// client request token (the SDK resends it unchanged, so DynamoDB recognises a resend
-    /// of a committed transaction and answers success without applying it again).
+    /// The document write, its guards, the counter move and the items `with` it in one
+    /// `TransactWriteItems`, with a fresh client request token (the SDK resends it unchanged,
+    /// so DynamoDB recognises a resend of a committed transaction and answers success without
+    /// applying it again).
+    #[allow(clippy::too_many_arguments)] // the parts of one transaction
     async fn send_transaction(
         &self,
         key: &Key,
@@ -216,6 +247,7 @@ impl DynamoStore {
         delta: i64,
         w: &WriteId,
         with: Vec<Item>,
+        guards: &[GuardAction],
     ) -> Result<Sent> {
         let guarded = match action {
             Action::Put(item) => Guarded::Put(item.clone()),
@@ -223,6 +255,9 @@ impl DynamoStore {
         };
         let layout = self.layout().await?;
         let mut actions = vec![transact_action(&self.table, layout, key, guarded, expect)?];
+        for guard in guards {
+            actions.push(guard.transact_item(&self.table)?);
+        }
         if delta != 0 {
             let shard = self.counter_shard(key);
             let counter = counter_update(&self.table, layout, &shard, delta, Some(w))?;
@@ -250,11 +285,19 @@ impl DynamoStore {
             Ok(_) => return Ok(Sent::Applied),
             Err(err) => err,
         };
-        Ok(match self.transaction_failure(err, 1)? {
+        Ok(match self.transaction_failure(err, 1, guards.len())? {
             TransactionFailure::Refused { item, .. } => Sent::Refused {
                 current: self.refused_on(key, item).await?,
                 resent: attempts.resent(),
             },
+            TransactionFailure::Guarded { mut refused } => {
+                let RefusedGuard { at, item } = refused.swap_remove(0);
+                Sent::Guarded {
+                    at,
+                    guard: self.refused_guard(&guards[at], item).await?,
+                    resent: attempts.resent(),
+                }
+            }
             TransactionFailure::Contended => Sent::Contended {
                 maybe_applied: attempts.may_have_applied(),
             },
@@ -263,11 +306,15 @@ impl DynamoStore {
     }
 
     /// Reads a failed `TransactWriteItems` whose first `documents` actions are document
-    /// writes and the rest counter moves: which action was refused, or whether to send again.
+    /// writes, the next `guards` unique-index guards and the rest counter moves and items
+    /// written unconditionally: which action was refused (a document before a guard, so a
+    /// resend that meets its own committed write is settled as a document refusal), or
+    /// whether to send again.
     pub(crate) fn transaction_failure(
         &self,
         err: SdkError<TransactWriteItemsError, HttpResponse>,
         documents: usize,
+        guards: usize,
     ) -> Result<TransactionFailure> {
         let reasons = match err.as_service_error() {
             Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
@@ -289,6 +336,18 @@ impl DynamoStore {
             return Ok(TransactionFailure::Refused {
                 index,
                 item: reasons[index].item().cloned(),
+            });
+        }
+        let guards_refused: Vec<RefusedGuard> = (documents..documents + guards)
+            .filter(|&i| refused(i))
+            .map(|i| RefusedGuard {
+                at: i - documents,
+                item: reasons[i].item().cloned(),
+            })
+            .collect();
+        if !guards_refused.is_empty() {
+            return Ok(TransactionFailure::Guarded {
+                refused: guards_refused,
             });
         }
         let contended = [
@@ -318,6 +377,19 @@ impl DynamoStore {
         match item {
             Some(item) if is_document(&item) => Ok(Some(Stored::from_item(&item)?)),
             _ => self.read(key).await,
+        }
+    }
+
+    /// The guard `action` was refused on: the item the answer carried (`ALL_OLD`), or a
+    /// consistent read when the service left it out (`None`: gone since).
+    pub(crate) async fn refused_guard(
+        &self,
+        action: &GuardAction,
+        item: Option<Item>,
+    ) -> Result<Option<Item>> {
+        match item {
+            Some(item) if crate::guards::holder_of(&item).is_some() => Ok(Some(item)),
+            _ => self.consistent_get(action.key.item_key()).await,
         }
     }
 

@@ -16,6 +16,7 @@
 //! ([`crate::deleted`]) in the delete's transaction; a delete that finds its identity there
 //! answers as the first did.
 
+use crate::guards::{ClaimChange, Foreign, GuardAction, GuardVerdict, guard_actions};
 use crate::history::Stored;
 use crate::index::Registry;
 use crate::item::{check_full_item, check_item_size, data_text, document_item};
@@ -122,10 +123,25 @@ impl DynamoStore {
         let shape = self.item_shape().await?;
         let first = [w.as_str().to_owned()];
         let action = Action::Put(indexed_item(&shape, key, doc, &first)?);
+        let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         loop {
-            match self.send_write(key, &action, Expect::Absent, 1, &w).await? {
+            let guards = shape.guards(key, None, Some(doc), &foreign)?;
+            let sent = self
+                .send_write(key, &action, Expect::Absent, 1, &w, &guards)
+                .await?;
+            match sent {
                 Sent::Applied => return Ok(None),
+                Sent::Guarded { at, guard, resent } => {
+                    let refused = (&guards[at], guard.as_ref(), resent);
+                    if self.guard_refused(key, &w, refused, &mut foreign).await? {
+                        self.count_late(key, 1).await;
+                        return Ok(None);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Contended { maybe_applied } => {
                     if maybe_applied && self.holds_write(key, &w).await? {
                         self.count_late(key, 1).await;
@@ -181,6 +197,7 @@ impl DynamoStore {
     ) -> Result<Document> {
         let (actor, chosen) = (origin.actor, origin.write_id);
         let text = data_text(&data);
+        let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         loop {
             let current = self.read(key).await?;
@@ -209,8 +226,23 @@ impl DynamoStore {
                 None => Expect::Absent,
                 Some(read) => Expect::Revision(read),
             };
-            match self.send_write(key, &action, expect, delta, &w).await? {
+            let before = current.as_ref().map(|read| &read.doc);
+            let guards = shape.guards(key, before, Some(&doc), &foreign)?;
+            match self
+                .send_write(key, &action, expect, delta, &w, &guards)
+                .await?
+            {
                 Sent::Applied => return Ok(doc),
+                Sent::Guarded { at, guard, resent } => {
+                    let refused = (&guards[at], guard.as_ref(), resent);
+                    if self.guard_refused(key, &w, refused, &mut foreign).await? {
+                        self.count_late(key, delta).await;
+                        return Ok(doc);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Contended { maybe_applied } => {
                     if maybe_applied && self.holds_write(key, &w).await? {
                         self.count_late(key, delta).await;
@@ -270,6 +302,7 @@ impl DynamoStore {
         origin: Origin<'_>,
     ) -> Result<Document> {
         let (actor, chosen) = (origin.actor, origin.write_id);
+        let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         let mut seen;
         loop {
@@ -283,11 +316,21 @@ impl DynamoStore {
             let w = identity(chosen);
             let shape = self.item_shape().await?;
             let (doc, action) = self.patched(&shape, key, &read, Edit::Merge(patch), actor, &w)?;
+            let guards = shape.guards(key, Some(&read.doc), Some(&doc), &foreign)?;
             match self
-                .send_write(key, &action, Expect::Revision(&read), 0, &w)
+                .send_write(key, &action, Expect::Revision(&read), 0, &w, &guards)
                 .await?
             {
                 Sent::Applied => return Ok(doc),
+                Sent::Guarded { at, guard, resent } => {
+                    let refused = (&guards[at], guard.as_ref(), resent);
+                    if self.guard_refused(key, &w, refused, &mut foreign).await? {
+                        return Ok(doc);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Contended { maybe_applied } => {
                     if maybe_applied && self.holds_write(key, &w).await? {
                         return Ok(doc);
@@ -348,13 +391,24 @@ impl DynamoStore {
         let w = identity(chosen);
         let shape = self.item_shape().await?;
         let (doc, action) = self.patched(&shape, key, &read, edit, actor, &w)?;
+        let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         loop {
+            let guards = shape.guards(key, Some(&read.doc), Some(&doc), &foreign)?;
             match self
-                .send_write(key, &action, Expect::Revision(&read), 0, &w)
+                .send_write(key, &action, Expect::Revision(&read), 0, &w, &guards)
                 .await?
             {
                 Sent::Applied => return Ok(doc),
+                Sent::Guarded { at, guard, resent } => {
+                    let refused = (&guards[at], guard.as_ref(), resent);
+                    if self.guard_refused(key, &w, refused, &mut foreign).await? {
+                        return Ok(doc);
+                    }
+                    if !backoff.wait().await {
+                        break;
+                    }
+                }
                 Sent::Contended { maybe_applied } => {
                     if maybe_applied && self.holds_write(key, &w).await? {
                         return Ok(doc);
@@ -421,6 +475,7 @@ impl DynamoStore {
             }
             None => (None, None),
         };
+        let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         loop {
             let read = match first_read.take() {
@@ -441,7 +496,9 @@ impl DynamoStore {
             let delta = -1;
             let expect = Expect::Revision(&read);
             let now = self.options.clock.now();
-            let layout = self.layout().await?;
+            let shape = self.item_shape().await?;
+            let layout = shape.layout;
+            let guards = shape.guards(key, Some(&read.doc), None, &foreign)?;
             let mut with = vec![stamp_item(layout, key, &read, origin.actor, now, &w)];
             if let Some(recorded) = &recorded {
                 with.push(crate::deleted::record_item(layout, key, recorded, &w, now));
@@ -454,11 +511,20 @@ impl DynamoStore {
             } else {
                 0
             };
-            let sent = self.send_delete(key, expect, moved, &w, with).await?;
+            let sent = self
+                .send_delete(key, expect, moved, &w, with, &guards)
+                .await?;
             match sent {
                 Sent::Applied => {
                     self.count_late(key, delta).await;
                     return Ok(true);
+                }
+                // A delete only gives values up: its guard was another document's.
+                Sent::Guarded { at, guard, .. } => {
+                    crate::guards::judge(&guards[at], guard.as_ref(), &mut foreign);
+                    if !backoff.wait().await {
+                        break;
+                    }
                 }
                 Sent::Contended { maybe_applied } => {
                     if maybe_applied && self.deleted_by(key, &read, &w, recorded.is_some()).await? {
@@ -594,6 +660,28 @@ impl DynamoStore {
         Ok(self.counter_write_id(&shard).await?.as_deref() == Some(w.as_str()))
     }
 
+    /// A single write's guard `refused` (the action, the guard item, whether the request was
+    /// resent): `Ok(true)` when the write was applied after all (a resend whose own earlier
+    /// attempt committed), `Ok(false)` to send again after backoff (a guard the write gives
+    /// up turned out to be another document's, see [`Foreign`], or it changed since), or the
+    /// [`Error::UniqueViolation`] naming the holder.
+    async fn guard_refused(
+        &self,
+        key: &Key,
+        w: &WriteId,
+        refused: (&GuardAction, Option<&crate::item::Item>, bool),
+        foreign: &mut Foreign,
+    ) -> Result<bool> {
+        let (action, guard, resent) = refused;
+        if resent && self.holds_write(key, w).await? {
+            return Ok(true);
+        }
+        match crate::guards::judge(action, guard, foreign) {
+            GuardVerdict::Taken { error, .. } => Err(error),
+            GuardVerdict::Again => Ok(false),
+        }
+    }
+
     /// Whether the document at `key` holds the write `w` (one consistent read): a write whose
     /// answer was lost and whose resend was refused for contention was applied after all.
     async fn holds_write(&self, key: &Key, w: &WriteId) -> Result<bool> {
@@ -649,6 +737,33 @@ impl DynamoStore {
             registry: self.registry().await?,
             layout: self.layout().await?,
         })
+    }
+}
+
+impl ItemShape {
+    /// The guard actions of one write at `key` from `before` to `after`
+    /// ([`crate::guards`]); refused when the store declares a unique index of the collection
+    /// that the table does not hold.
+    pub(crate) fn guards(
+        &self,
+        key: &Key,
+        before: Option<&Document>,
+        after: Option<&Document>,
+        foreign: &Foreign,
+    ) -> Result<Vec<GuardAction>> {
+        self.registry.refuse_unheld(key.collection())?;
+        let change = ClaimChange {
+            position: 0,
+            key,
+            before,
+            after,
+        };
+        Ok(guard_actions(
+            &self.registry,
+            self.layout,
+            &[change],
+            foreign,
+        ))
     }
 }
 

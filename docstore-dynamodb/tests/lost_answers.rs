@@ -239,6 +239,7 @@ async fn every_write_succeeds_once(emulator: Emulator, cell: &'static OnceCell<S
             assert_eq!(s.stored("a").await, Some(created.clone()), "{what}");
 
             let restored = Document {
+                expires_at: None,
                 id: "r".into(),
                 data: obj(json!({"r": 1})),
                 created_at: 10,
@@ -1546,9 +1547,12 @@ async fn a_replica_from_the_feed_of_lost_answers_equals_the_source(
                     assert_eq!(standing.get(&id), Some(&change.version), "{at}");
                 }
                 docstore::ChangeKind::Existing => panic!("{at}: a feed read from the oldest"),
+                docstore::ChangeKind::Expired => panic!("{at}: nothing here expires"),
             }
             match change.kind {
-                docstore::ChangeKind::Deleted => standing.remove(&id),
+                docstore::ChangeKind::Deleted | docstore::ChangeKind::Expired => {
+                    standing.remove(&id)
+                }
                 _ => standing.insert(id, change.version),
             };
         }

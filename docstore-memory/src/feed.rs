@@ -140,6 +140,22 @@ impl Feed {
         })
     }
 
+    /// Appends the removal of the expired document `removed` at `key`: at its expiry
+    /// instant, by nobody. Called under the write lock.
+    #[must_use = "drop the evicted entry after releasing the write lock"]
+    pub(crate) fn expired(&self, key: &Key, removed: &Arc<Document>) -> Option<Evicted> {
+        self.append(Entry {
+            position: 0,
+            key: key.clone(),
+            kind: ChangeKind::Expired,
+            version: removed.version,
+            document: None,
+            previous: Some(Arc::clone(removed)),
+            time: removed.expires_at.unwrap_or(removed.updated_at),
+            actor: String::new(),
+        })
+    }
+
     fn append(&self, mut entry: Entry) -> Option<Evicted> {
         let mut log = self.log.lock();
         entry.position = log.next;

@@ -39,6 +39,7 @@ use docstore::batch::{self, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::document::{check_size, data_size_bound};
 use docstore::driver::{Driver, Origin};
 use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
+use docstore::index::unique::{self, Claim};
 use docstore::index::{CompiledIndex, Reading, Step};
 use docstore::query::CompiledQuery;
 use docstore::{
@@ -48,7 +49,7 @@ pub use feed::DEFAULT_FEED_RETENTION;
 use feed::{Evicted, Feed};
 use identities::Identities;
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -68,6 +69,9 @@ pub struct MemoryStore {
 
 /// A site's collections, by name; a collection is removed when its last document is.
 type Site = BTreeMap<String, Collection>;
+
+/// Who writes, and what the write does to the document's expiry.
+type By<'a> = (&'a str, docstore::driver::Expiry);
 
 /// A stored document. Never changed once stored: a write stores a new one in its place, so
 /// the map, the change log and the calls copying it out share one value.
@@ -90,6 +94,9 @@ struct Slot {
 struct Collection {
     docs: BTreeMap<String, Slot>,
     indexes: Vec<BTreeMap<Vec<u8>, String>>,
+    /// The documents that expire, by `(expires_at, id)`: what a read at a given time leaves
+    /// out of counts, and what a sweep removes.
+    expiring: BTreeSet<(i64, String)>,
 }
 
 impl Collection {
@@ -97,11 +104,28 @@ impl Collection {
         Collection {
             docs: BTreeMap::new(),
             indexes: vec![BTreeMap::new(); defs.len()],
+            expiring: BTreeSet::new(),
         }
     }
 
     fn len(&self) -> usize {
         self.docs.len()
+    }
+
+    /// The documents not expired at `now`.
+    fn live_len(&self, now: i64) -> usize {
+        self.docs.len() - self.expired(now).count()
+    }
+
+    /// The ids of the documents expired at `now`, soonest expired first.
+    fn expired(&self, now: i64) -> impl Iterator<Item = &String> {
+        let end = (now.saturating_add(1), String::new());
+        self.expiring.range(..end).map(|(_, id)| id)
+    }
+
+    /// The document `id` unless it expired at `now`.
+    fn live(&self, id: &str, now: i64) -> Option<&Shared> {
+        self.get(id).filter(|doc| !doc.is_expired(now))
     }
 
     fn is_empty(&self) -> bool {
@@ -134,6 +158,12 @@ impl Collection {
         size_bound: Option<usize>,
     ) -> Option<Shared> {
         let old = self.docs.get(&doc.id).map(|slot| &slot.doc);
+        if let Some(at) = old.and_then(|old| old.expires_at) {
+            self.expiring.remove(&(at, doc.id.clone()));
+        }
+        if let Some(at) = doc.expires_at {
+            self.expiring.insert((at, doc.id.clone()));
+        }
         for (def, map) in defs.iter().zip(&mut self.indexes) {
             let new = def.key(&doc);
             if let Some(old) = old {
@@ -155,8 +185,33 @@ impl Collection {
         }
     }
 
+    /// The smallest id other than `except` holding `claim` (of one of `defs`, this
+    /// collection's indexes): the first entry of the claim's key range in its index map.
+    fn holder(
+        &self,
+        defs: &[CompiledIndex],
+        claim: &Claim<'_>,
+        except: &str,
+        now: i64,
+    ) -> Option<String> {
+        let position = defs.iter().position(|def| std::ptr::eq(def, claim.index))?;
+        let (start, end) = unique::claim_range(&claim.value);
+        let bounds = (
+            Bound::Included(start),
+            end.map_or(Bound::Unbounded, Bound::Excluded),
+        );
+        self.indexes[position]
+            .range::<Vec<u8>, _>(bounds)
+            .map(|(_, id)| id)
+            .find(|id| *id != except && self.live(id, now).is_some())
+            .cloned()
+    }
+
     fn remove(&mut self, defs: &[CompiledIndex], id: &str) -> Option<Shared> {
         let doc = self.docs.remove(id)?.doc;
+        if let Some(at) = doc.expires_at {
+            self.expiring.remove(&(at, doc.id.clone()));
+        }
         for (def, map) in defs.iter().zip(&mut self.indexes) {
             map.remove(&def.key(&doc));
         }
@@ -276,6 +331,7 @@ impl MemoryStore {
             return Err(Error::AlreadyExists);
         }
         self.check_quota(site)?;
+        self.check_unique(sites, key, &doc)?;
         retired.entry = self.feed.stored(key, ChangeKind::Created, &doc, None);
         self.collection_mut(sites, key)
             .set(self.defs(key.collection()), Arc::clone(&doc), None);
@@ -290,7 +346,8 @@ impl MemoryStore {
         key: &Key,
         next: Merged,
         retired: &mut Retired,
-    ) -> Shared {
+    ) -> Result<Shared> {
+        self.check_unique(sites, key, &next.doc)?;
         let previous = self.collection_mut(sites, key).set(
             self.defs(key.collection()),
             Arc::clone(&next.doc),
@@ -300,7 +357,63 @@ impl MemoryStore {
             .feed
             .stored(key, ChangeKind::Updated, &next.doc, previous.as_ref());
         retired.document = previous;
-        next.doc
+        Ok(next.doc)
+    }
+
+    /// Refuses `doc`, about to be stored at `key`, when another document of its collection
+    /// holds one of its unique values (`docs/contract.md`, "Unique indexes").
+    fn check_unique(&self, sites: &HashMap<String, Site>, key: &Key, doc: &Document) -> Result<()> {
+        let defs = self.defs(key.collection());
+        if !defs.iter().any(CompiledIndex::is_unique) {
+            return Ok(());
+        }
+        let collection = sites.get(key.site()).and_then(|s| s.get(key.collection()));
+        let now = self.now();
+        unique::check(defs, key, doc, |_, claim, except| {
+            Ok(collection.and_then(|c| c.holder(defs, claim, except, now)))
+        })
+    }
+
+    /// Refuses a batch whose decided writes leave two documents of a collection holding
+    /// one unique value ([`unique::check_batch`]).
+    fn check_batch_unique(
+        &self,
+        sites: &HashMap<String, Site>,
+        writes: &[Write],
+        decisions: &[Decision],
+    ) -> Result<()> {
+        let judged: Vec<unique::BatchWrite<'_>> = writes
+            .iter()
+            .zip(decisions)
+            .enumerate()
+            .filter(|(_, (write, _))| {
+                self.defs(write.key().collection())
+                    .iter()
+                    .any(CompiledIndex::is_unique)
+            })
+            .filter_map(|(position, (write, decision))| {
+                let stored = match decision {
+                    Decision::Store { document, .. } => Some(document),
+                    Decision::Remove => None,
+                    Decision::Keep => return None,
+                };
+                Some(unique::BatchWrite {
+                    position,
+                    key: write.key(),
+                    stored,
+                })
+            })
+            .collect();
+        if judged.is_empty() {
+            return Ok(());
+        }
+        let defs_of = |collection: &str| self.defs(collection);
+        let now = self.now();
+        unique::check_batch(&judged, defs_of, |key, claim, except| {
+            let collection = sites.get(key.site()).and_then(|s| s.get(key.collection()));
+            let defs = self.defs(key.collection());
+            Ok(collection.and_then(|c| c.holder(defs, claim, except, now)))
+        })
     }
 
     /// The declared indexes of `collection`.
@@ -348,7 +461,7 @@ impl MemoryStore {
             });
         }
         let next = next(current)?;
-        Ok(self.replace(sites, key, next, retired))
+        self.replace(sites, key, next, retired)
     }
 
     /// Copy on write: the stored version stays as it is (the change log holds it), the merge
@@ -364,7 +477,8 @@ impl MemoryStore {
         origin: Origin<'_>,
     ) -> Result<Shared> {
         let actor = origin.actor;
-        let mut prepared = self.prepare_patch(key, patch, expected_version, actor);
+        let by = (actor, origin.expiry);
+        let mut prepared = self.prepare_patch(key, patch, expected_version, by);
         self.write_once(key, origin, |sites, retired| {
             self.change_existing(
                 sites,
@@ -373,7 +487,7 @@ impl MemoryStore {
                 retired,
                 |current| match prepared.take() {
                     Some(ready) if Arc::ptr_eq(&ready.base, &current.doc) => Ok(ready.next),
-                    _ => self.merged(current, patch, actor),
+                    _ => self.merged(current, patch, by),
                 },
             )
         })
@@ -387,7 +501,7 @@ impl MemoryStore {
         key: &Key,
         patch: &Data,
         expected_version: Option<u64>,
-        actor: &str,
+        by: By<'_>,
     ) -> Option<Prepared> {
         let (base, size_bound) = {
             let sites = self.sites.read();
@@ -401,7 +515,7 @@ impl MemoryStore {
             doc: Arc::clone(&base),
             size_bound,
         };
-        let next = self.merged(&current, patch, actor).ok()?;
+        let next = self.merged(&current, patch, by).ok()?;
         Some(Prepared { base, next })
     }
 
@@ -409,7 +523,7 @@ impl MemoryStore {
     /// the stored bound plus the patch's is within the limit (a merge is never larger than
     /// the two together, nor deeper than the deeper) the result certainly fits and that sum
     /// is its bound; otherwise it is measured.
-    fn merged(&self, current: &Slot, patch: &Data, actor: &str) -> Result<Merged> {
+    fn merged(&self, current: &Slot, patch: &Data, (actor, expiry): By<'_>) -> Result<Merged> {
         let limit = self.options.max_doc_bytes;
         let stored_bound = current
             .size_bound
@@ -421,8 +535,12 @@ impl MemoryStore {
         if size_bound.is_none() {
             check_size(&data, limit)?;
         }
-        let doc = Arc::new(current.doc.next(data, actor, self.now()));
-        Ok(Merged { doc, size_bound })
+        let mut doc = current.doc.next(data, actor, self.now());
+        doc.expires_at = expiry.apply(doc.expires_at, doc.updated_at);
+        Ok(Merged {
+            doc: Arc::new(doc),
+            size_bound,
+        })
     }
 
     /// Runs `write` under the write lock, unless `origin` repeats a write the document at
@@ -435,10 +553,25 @@ impl MemoryStore {
         origin: Origin<'_>,
         write: impl FnOnce(&mut HashMap<String, Site>, &mut Retired) -> Result<Shared>,
     ) -> Result<Shared> {
-        let mut retired = Retired::default();
-        let written = self.write_locked(key, origin, |sites| write(sites, &mut retired));
-        drop(retired);
+        let (mut retired, mut expired) = (Retired::default(), Retired::default());
+        let written = self.write_locked(key, origin, &mut expired, |sites| {
+            write(sites, &mut retired)
+        });
+        drop((retired, expired));
         written
+    }
+
+    /// Removes the document at `key` if it has expired, with its `Expired` change: a write
+    /// finds the key as the readers do, empty (`docs/contract.md`, "Expiry").
+    fn expire_due(&self, sites: &mut HashMap<String, Site>, key: &Key, retired: &mut Retired) {
+        let now = self.now();
+        if !Self::lookup(sites, key).is_some_and(|doc| doc.is_expired(now)) {
+            return;
+        }
+        if let Some(removed) = self.remove_unchecked(sites, key) {
+            retired.entry = self.feed.expired(key, &removed);
+            retired.document = Some(removed);
+        }
     }
 
     /// [`MemoryStore::write_once`] under the lock.
@@ -446,9 +579,11 @@ impl MemoryStore {
         &self,
         key: &Key,
         origin: Origin<'_>,
+        expired: &mut Retired,
         write: impl FnOnce(&mut HashMap<String, Site>) -> Result<Shared>,
     ) -> Result<Shared> {
         let mut sites = self.sites.write();
+        self.expire_due(&mut sites, key, expired);
         let Some(id) = origin.write_id else {
             return write(&mut sites);
         };
@@ -466,9 +601,10 @@ impl MemoryStore {
     /// none. A delete that `origin` repeats answers `Ok(true)` and removes nothing. The
     /// removed document is dropped after the write lock is released.
     fn remove(&self, key: &Key, expected_version: Option<u64>, origin: Origin<'_>) -> Result<bool> {
-        let mut retired = Retired::default();
-        let removed = self.remove_locked(key, expected_version, origin, &mut retired);
-        drop(retired);
+        let (mut retired, mut expired) = (Retired::default(), Retired::default());
+        let removed =
+            self.remove_locked(key, expected_version, origin, [&mut retired, &mut expired]);
+        drop((retired, expired));
         removed
     }
 
@@ -478,7 +614,7 @@ impl MemoryStore {
         key: &Key,
         expected_version: Option<u64>,
         origin: Origin<'_>,
-        retired: &mut Retired,
+        [retired, expired]: [&mut Retired; 2],
     ) -> Result<bool> {
         let mut sites = self.sites.write();
         let now = self.now();
@@ -487,6 +623,7 @@ impl MemoryStore {
         {
             return Ok(true);
         }
+        self.expire_due(&mut sites, key, expired);
         let Some(site) = sites.get_mut(key.site()) else {
             return Ok(false);
         };
@@ -530,6 +667,15 @@ impl MemoryStore {
         Self::lookup_slot(sites, key).map(|slot| &slot.doc)
     }
 
+    /// The document at `key` unless it expired at `now`.
+    fn lookup_live<'a>(
+        sites: &'a HashMap<String, Site>,
+        key: &Key,
+        now: i64,
+    ) -> Option<&'a Shared> {
+        Self::lookup(sites, key).filter(|doc| !doc.is_expired(now))
+    }
+
     fn lookup_slot<'a>(sites: &'a HashMap<String, Site>, key: &Key) -> Option<&'a Slot> {
         sites
             .get(key.site())
@@ -543,18 +689,19 @@ impl MemoryStore {
     /// fails fails the batch.
     fn decide_batch(
         &self,
-        writes: &[Write],
+        checked: &CheckedBatch<'_>,
         current: &[Option<Shared>],
         (actor, now): (&str, i64),
-        mut bytes: batch::BatchBytes,
         sites: Option<&HashMap<String, Site>>,
     ) -> Result<Vec<Decision>> {
+        let (writes, mut bytes) = (checked.writes(), checked.bytes());
         let limit = self.options.max_doc_bytes;
         let mut quota = sites.map(|sites| QuotaCount::new(self, sites));
         let mut decisions = Vec::with_capacity(writes.len());
         for (index, (write, current)) in writes.iter().zip(current).enumerate() {
             let current = current.as_deref();
-            let decision = batch::decide(index, write, current, actor, now, limit, &mut bytes)?;
+            let decision = batch::decide(index, write, current, actor, now, limit, &mut bytes)?
+                .expire(checked.expiry(index));
             if let Some(quota) = &mut quota {
                 quota.count(index, write, &decision)?;
             }
@@ -589,17 +736,9 @@ impl MemoryStore {
     /// A batch's decisions made before the write lock, from the documents a read lock
     /// finds: the copies and merges of its patches cost the other writers nothing.
     /// `None` when a write would fail (the write lock decides then, with the error).
-    fn plan_batch(
-        &self,
-        writes: &[Write],
-        actor: &str,
-        now: i64,
-        bytes: batch::BatchBytes,
-    ) -> Option<BatchPlan> {
-        let base = Self::batch_base(&self.sites.read(), writes);
-        let decisions = self
-            .decide_batch(writes, &base, (actor, now), bytes, None)
-            .ok()?;
+    fn plan_batch(&self, checked: &CheckedBatch<'_>, actor: &str, now: i64) -> Option<BatchPlan> {
+        let base = Self::batch_base(&self.sites.read(), checked.writes());
+        let decisions = self.decide_batch(checked, &base, (actor, now), None).ok()?;
         Some(BatchPlan { base, decisions })
     }
 
@@ -674,18 +813,22 @@ impl MemoryStore {
     /// the lock) or applied.
     fn write_all_locked(
         &self,
-        writes: &[Write],
+        checked: &CheckedBatch<'_>,
         origin: Origin<'_>,
-        bytes: batch::BatchBytes,
         retired: &mut Vec<Retired>,
     ) -> Result<BatchDone> {
-        let (actor, now) = (origin.actor, self.now());
-        let plan = self.plan_batch(writes, actor, now, bytes);
+        let (writes, actor, now) = (checked.writes(), origin.actor, self.now());
+        let plan = self.plan_batch(checked, actor, now);
         let mut sites = self.sites.write();
         if let Some(id) = origin.write_id
             && self.batch_repeated(writes, id, now)
         {
             return Ok(BatchDone::Repeated(Self::batch_base(&sites, writes)));
+        }
+        for write in writes {
+            let mut expired = Retired::default();
+            self.expire_due(&mut sites, write.key(), &mut expired);
+            retired.push(expired);
         }
         let decisions = match plan {
             Some(plan) if Self::batch_unchanged(&sites, writes, &plan.base) => {
@@ -699,9 +842,10 @@ impl MemoryStore {
             // Another write got in between (or a write fails): decide under the lock.
             _ => {
                 let base = Self::batch_base(&sites, writes);
-                self.decide_batch(writes, &base, (actor, now), bytes, Some(&sites))?
+                self.decide_batch(checked, &base, (actor, now), Some(&sites))?
             }
         };
+        self.check_batch_unique(&sites, writes, &decisions)?;
         let applied = self.apply_batch(&mut sites, writes, decisions, (actor, now), retired)?;
         if let Some(id) = origin.write_id {
             let mut identities = self.identities.lock();
@@ -788,7 +932,9 @@ impl Driver for MemoryStore {
     }
 
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        let doc = Arc::new(Document::first(key.id(), data, origin.actor, self.now()));
+        let mut doc = Document::first(key.id(), data, origin.actor, self.now());
+        doc.expires_at = origin.expiry.apply(None, doc.updated_at);
+        let doc = Arc::new(doc);
         let written = self.write_once(key, origin, |sites, retired| {
             self.insert_new(sites, key, doc, retired)
         });
@@ -797,7 +943,7 @@ impl Driver for MemoryStore {
 
     /// Copied out after the read lock is released.
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        let doc = Self::lookup(&self.sites.read(), key).cloned();
+        let doc = Self::lookup_live(&self.sites.read(), key, self.now()).cloned();
         Ok(doc.map(Arc::unwrap_or_clone))
     }
 
@@ -805,15 +951,18 @@ impl Driver for MemoryStore {
         let (actor, now) = (origin.actor, self.now());
         let written = self.write_once(key, origin, |sites, retired| {
             let Some(current) = Self::lookup(sites, key) else {
-                let doc = Arc::new(Document::first(key.id(), data, actor, now));
-                return self.insert_new(sites, key, doc, retired);
+                let mut doc = Document::first(key.id(), data, actor, now);
+                doc.expires_at = origin.expiry.apply(None, doc.updated_at);
+                return self.insert_new(sites, key, Arc::new(doc), retired);
             };
-            let doc = Arc::new(current.next(data, actor, now));
+            let mut doc = current.next(data, actor, now);
+            doc.expires_at = origin.expiry.apply(doc.expires_at, doc.updated_at);
+            let doc = Arc::new(doc);
             let next = Merged {
                 doc,
                 size_bound: None,
             };
-            Ok(self.replace(sites, key, next, retired))
+            self.replace(sites, key, next, retired)
         });
         written.map(Arc::unwrap_or_clone)
     }
@@ -840,7 +989,9 @@ impl Driver for MemoryStore {
         let written = self.write_once(key, origin, |sites, retired| {
             let expected = Some(expected_version);
             self.change_existing(sites, key, expected, retired, |current| {
-                let doc = Arc::new(current.doc.next(data, actor, now));
+                let mut doc = current.doc.next(data, actor, now);
+                doc.expires_at = origin.expiry.apply(doc.expires_at, doc.updated_at);
+                let doc = Arc::new(doc);
                 let size_bound = None;
                 Ok(Merged { doc, size_bound })
             })
@@ -871,14 +1022,14 @@ impl Driver for MemoryStore {
         let Some(docs) = sites.get(site).and_then(|s| s.get(collection)) else {
             return Ok(Page::default());
         };
-        let defs = self.defs(collection);
+        let (defs, now) = (self.defs(collection), self.now());
         let choice = choose(&self.options.indexes, collection, compiled, Some(docs));
         if let Some(plan) = choice.plan {
-            return Ok(evaluate_by_index(compiled, &plan, defs, docs));
+            return Ok(evaluate_by_index(compiled, &plan, defs, (docs, now)));
         }
         Ok(match compiled.id_order() {
-            Some(descending) => evaluate_in_id_order(compiled, &docs.docs, descending),
-            None => compiled.evaluate(docs.documents()),
+            Some(descending) => evaluate_in_id_order(compiled, (&docs.docs, now), descending),
+            None => compiled.evaluate(docs.documents().filter(|doc| !doc.is_expired(now))),
         })
     }
 
@@ -926,28 +1077,29 @@ impl Driver for MemoryStore {
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
-        let sites = self.sites.read();
+        let (sites, now) = (self.sites.read(), self.now());
         Ok(sites.get(site).map_or_else(Vec::new, |collections| {
             collections
                 .iter()
-                .map(|(name, docs)| (name.clone(), docs.len() as u64))
+                .map(|(name, docs)| (name.clone(), docs.live_len(now) as u64))
+                .filter(|(_, count)| *count > 0)
                 .collect()
         }))
     }
 
     async fn count(&self, site: &str) -> Result<u64> {
-        let sites = self.sites.read();
-        Ok(sites
-            .get(site)
-            .map_or(0, |s| s.values().map(|docs| docs.len() as u64).sum()))
+        let (sites, now) = (self.sites.read(), self.now());
+        Ok(sites.get(site).map_or(0, |s| {
+            s.values().map(|docs| docs.live_len(now) as u64).sum()
+        }))
     }
 
     /// The sites with a non-empty collection, under one read lock.
     async fn sites(&self) -> Result<Vec<String>> {
-        let sites = self.sites.read();
+        let (sites, now) = (self.sites.read(), self.now());
         let mut names: Vec<String> = sites
             .iter()
-            .filter(|(_, collections)| collections.values().any(|c| !c.docs.is_empty()))
+            .filter(|(_, collections)| collections.values().any(|c| c.live_len(now) > 0))
             .map(|(name, _)| name.clone())
             .collect();
         names.sort();
@@ -957,9 +1109,9 @@ impl Driver for MemoryStore {
     /// One read lock: the answer is one snapshot (copied out after the lock).
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         let found: Vec<Option<Shared>> = {
-            let sites = self.sites.read();
+            let (sites, now) = (self.sites.read(), self.now());
             keys.iter()
-                .map(|key| Self::lookup(&sites, key).cloned())
+                .map(|key| Self::lookup_live(&sites, key, now).cloned())
                 .collect()
         };
         Ok(found
@@ -978,7 +1130,7 @@ impl Driver for MemoryStore {
     ) -> Result<Vec<WriteOutcome>> {
         let writes = batch.writes();
         let mut retired = Vec::new();
-        let done = self.write_all_locked(writes, origin, batch.bytes(), &mut retired);
+        let done = self.write_all_locked(batch, origin, &mut retired);
         drop(retired);
         match done? {
             BatchDone::Applied(applied) => {
@@ -1005,12 +1157,46 @@ impl Driver for MemoryStore {
         self.feed.wait(after).await
     }
 
-    /// The memory backend counts its maps, so its counters can never disagree: `changes` is
-    /// always empty.
+    fn supports_expiry(&self) -> bool {
+        true
+    }
+
+    /// Under the write lock: the expired documents of every collection, soonest expired
+    /// first within each, up to `limit`.
+    async fn sweep_expired(&self, limit: usize) -> Result<usize> {
+        let mut retired = Vec::new();
+        let swept = {
+            let mut sites = self.sites.write();
+            let now = self.now();
+            let due: Vec<Key> = sites
+                .iter()
+                .flat_map(|(site, collections)| {
+                    collections.iter().flat_map(move |(name, docs)| {
+                        docs.expired(now)
+                            .filter_map(move |id| Key::new(site, name, id).ok())
+                    })
+                })
+                .take(limit)
+                .collect();
+            for key in &due {
+                let mut expired = Retired::default();
+                self.expire_due(&mut sites, key, &mut expired);
+                retired.push(expired);
+            }
+            due.len()
+        };
+        drop(retired);
+        Ok(swept)
+    }
+
+    /// The memory backend counts its maps, and checks unique values under the one write
+    /// lock that applies every write, so neither its counters nor its unique indexes can
+    /// disagree with the documents: `changes` and `unique` are always empty.
     async fn recount(&self, site: &str, _mode: RecountMode) -> Result<Recount> {
         Ok(Recount {
             collections: self.collections(site).await?,
             changes: Vec::new(),
+            unique: Vec::new(),
         })
     }
 }
@@ -1076,10 +1262,10 @@ fn evaluate_by_index(
     query: &CompiledQuery,
     plan: &docstore::index::IndexPlan,
     defs: &[CompiledIndex],
-    collection: &Collection,
+    (collection, now): (&Collection, i64),
 ) -> Page {
     let Some(position) = defs.iter().position(|d| d.name() == plan.index) else {
-        return query.evaluate(collection.documents());
+        return query.evaluate(collection.documents().filter(|doc| !doc.is_expired(now)));
     };
     let (def, map) = (&defs[position], &collection.indexes[position]);
     let mut kept: Vec<&Document> = Vec::new();
@@ -1099,7 +1285,7 @@ fn evaluate_by_index(
             let Some(doc) = collection.get(id) else {
                 continue;
             };
-            let matches = query.matches(doc) && query.is_after_cursor(doc);
+            let matches = !doc.is_expired(now) && query.matches(doc) && query.is_after_cursor(doc);
             match walk.offer(def, key, matches) {
                 Step::Keep => kept.push(doc),
                 Step::Skip => {}
@@ -1114,29 +1300,40 @@ fn evaluate_by_index(
 /// page holds was seen, so a page costs what it returns plus what the filter skipped.
 fn evaluate_in_id_order(
     query: &CompiledQuery,
-    docs: &BTreeMap<String, Slot>,
+    (docs, now): (&BTreeMap<String, Slot>, i64),
     descending: bool,
 ) -> Page {
     let start = query.after().map(|position| position.id.as_str());
     let wanted = query
         .limit()
         .map_or(usize::MAX, |limit| limit.saturating_add(1));
+    let live = |doc: &&Document| !doc.is_expired(now);
     let candidates: Vec<&Document> = match (descending, start) {
         (false, Some(id)) => walk(
             docs.range::<str, _>((Bound::Excluded(id), Bound::Unbounded))
-                .map(|e| e.1.doc.as_ref()),
+                .map(|e| e.1.doc.as_ref())
+                .filter(live),
             query,
             wanted,
         ),
-        (false, None) => walk(docs.values().map(|s| s.doc.as_ref()), query, wanted),
+        (false, None) => walk(
+            docs.values().map(|s| s.doc.as_ref()).filter(live),
+            query,
+            wanted,
+        ),
         (true, Some(id)) => walk(
             docs.range::<str, _>((Bound::Unbounded, Bound::Excluded(id)))
                 .rev()
-                .map(|e| e.1.doc.as_ref()),
+                .map(|e| e.1.doc.as_ref())
+                .filter(live),
             query,
             wanted,
         ),
-        (true, None) => walk(docs.values().rev().map(|s| s.doc.as_ref()), query, wanted),
+        (true, None) => walk(
+            docs.values().rev().map(|s| s.doc.as_ref()).filter(live),
+            query,
+            wanted,
+        ),
     };
     query.evaluate(candidates)
 }
@@ -1164,6 +1361,37 @@ mod tests {
     /// The log holds the stored documents themselves, not copies: after a create and an
     /// update the map's document is the update's entry's, and the create's entry still holds
     /// version 1 as it was (the update wrote a new document instead of changing it).
+    /// The store's background task removes an expired document by itself, recording its
+    /// expiry on the feed once (the test waits for that change; nothing calls the sweep).
+    #[tokio::test]
+    async fn the_background_sweep_removes_expired_documents() {
+        use docstore::{ChangeKind, FeedStart, ManualClock};
+        use futures_util::StreamExt;
+        let clock = Arc::new(ManualClock::new(1_000));
+        let options = StoreOptions::default()
+            .with_clock(clock.clone())
+            .with_sweep_interval(Some(std::time::Duration::from_millis(5)));
+        let memory = Arc::new(MemoryStore::with_options(options));
+        let store = docstore::Store::from_driver(memory.clone());
+        let key = Key::new("s", "c", "a").unwrap();
+        let data = docstore::object(serde_json::json!({})).unwrap();
+        store
+            .create(&key, data, "")
+            .expires_at(2_000)
+            .await
+            .unwrap();
+        let site = store.site("s").unwrap();
+        let mut changes = site.watch(FeedStart::Now);
+        clock.set(2_000);
+        let expired = tokio::time::timeout(std::time::Duration::from_secs(30), changes.next())
+            .await
+            .expect("swept within 30 s")
+            .unwrap()
+            .unwrap();
+        assert_eq!((expired.kind, expired.time), (ChangeKind::Expired, 2_000));
+        assert!(memory.sites.read().is_empty(), "removed, not only hidden");
+    }
+
     #[tokio::test]
     async fn the_log_shares_the_stored_documents() {
         let store = MemoryStore::new();

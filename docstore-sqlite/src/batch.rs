@@ -116,6 +116,13 @@ pub(crate) fn apply(
         bytes.add(index, merged)?;
         outcomes.push(outcome);
     }
+    let stored = steps
+        .iter()
+        .zip(&outcomes)
+        .enumerate()
+        .filter(|(_, (_, outcome))| matches!(outcome, WriteOutcome::Written(_)))
+        .map(|(position, (step, _))| (position, step.key()));
+    crate::unique::check_batch(conn, &inner.indexes, stored)?;
     Ok(outcomes)
 }
 

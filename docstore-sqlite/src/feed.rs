@@ -247,6 +247,7 @@ impl Feed {
         let data: Data = serde_json::from_str(text.as_deref().unwrap_or("{}"))
             .map_err(|err| corrupt(format!("change data: {err}")))?;
         let document = Document {
+            expires_at: None,
             id,
             data,
             created_at: row.get::<_, Option<i64>>(7)?.unwrap_or(time),
@@ -278,6 +279,7 @@ fn previous_document(id: &str, text: Option<String>) -> Result<Option<Document>,
     let row: PreviousRow = serde_json::from_str(&text)
         .map_err(|err| corrupt(format!("change previous value: {err}")))?;
     Ok(Some(Document {
+        expires_at: None,
         id: id.to_owned(),
         data: row.data,
         created_at: row.created_at,

@@ -90,6 +90,7 @@ pub(crate) fn register(conn: &Connection) -> rusqlite::Result<()> {
         let data = indexed_members(text, &index)?;
         let version: i64 = ctx.get(7)?;
         let doc = docstore::Document {
+            expires_at: None,
             id: ctx.get(2)?,
             data,
             created_at: ctx.get(3)?,
@@ -224,6 +225,7 @@ mod tests {
             "we\u0069rd.key":"w","body":"long text with \"escapes\" and \\ slashes"}"#;
         let data: Data = serde_json::from_str(text).unwrap();
         let doc = Document {
+            expires_at: None,
             id: "doc-1".into(),
             data,
             created_at: 5,

@@ -35,6 +35,16 @@ pub(crate) struct Indexes {
 }
 
 impl Indexes {
+    /// The unique indexes of `collection` with their row ids.
+    pub(crate) fn unique_of(&self, collection: &str) -> Vec<(i64, &CompiledIndex)> {
+        self.usable
+            .for_collection(collection)
+            .iter()
+            .filter(|index| index.is_unique())
+            .filter_map(|index| Some((self.id(collection, index.name())?, index)))
+            .collect()
+    }
+
     fn id(&self, collection: &str, name: &str) -> Option<i64> {
         self.ids
             .get(&(collection.to_owned(), name.to_owned()))
@@ -43,7 +53,7 @@ impl Indexes {
 }
 
 /// The text form of an index's fields, as recorded and as the triggers pass it.
-fn fields_json(index: &Index) -> String {
+pub(crate) fn fields_json(index: &Index) -> String {
     let value = serde_json::to_value(index).expect("an index serializes");
     value["fields"].to_string()
 }
@@ -70,9 +80,7 @@ pub(crate) fn prepare(
         let decl = index.declaration();
         let key = (decl.collection.clone(), decl.name.clone());
         match recorded.get(&key) {
-            Some((_, fields)) if *fields != fields_json(decl) => {
-                return Err(contradiction(decl, &recorded));
-            }
+            Some(held) if !held.matches(decl) => return Err(contradiction(decl, &recorded)),
             Some(_) => {}
             None => missing.push(decl.clone()),
         }
@@ -98,9 +106,9 @@ pub(crate) fn prepare(
         let decl = index.declaration();
         let key = (decl.collection.clone(), decl.name.clone());
         match recorded.get(&key) {
-            Some((id, fields)) if *fields == fields_json(decl) => {
+            Some(held) if held.matches(decl) => {
                 usable.push(decl.clone());
-                ids.insert(key, *id);
+                ids.insert(key, held.id);
             }
             // Recorded meanwhile by another process with other fields.
             Some(_) => return Err(contradiction(decl, &recorded)),
@@ -113,16 +121,38 @@ pub(crate) fn prepare(
     })
 }
 
-type Recorded = HashMap<(String, String), (i64, String)>;
+/// An index as the file records it.
+#[derive(Debug)]
+struct Held {
+    id: i64,
+    /// Its fields' text form ([`fields_json`]).
+    fields: String,
+    unique: bool,
+}
 
-/// The error for a declaration whose name the file records with other fields.
+impl Held {
+    fn matches(&self, decl: &Index) -> bool {
+        self.fields == fields_json(decl) && self.unique == decl.unique
+    }
+
+    fn describe(&self) -> String {
+        let unique = if self.unique { " (unique)" } else { "" };
+        format!("{}{unique}", self.fields)
+    }
+}
+
+type Recorded = HashMap<(String, String), Held>;
+
+/// The error for a declaration whose name the file records otherwise (other fields, or
+/// unique where the declaration is not, or the reverse).
 fn contradiction(decl: &Index, recorded: &Recorded) -> Fail {
     let held = recorded
         .get(&(decl.collection.clone(), decl.name.clone()))
-        .map_or("", |(_, fields)| fields.as_str());
+        .map_or_else(String::new, Held::describe);
+    let unique = if decl.unique { " (unique)" } else { "" };
     Fail::Store(Error::invalid(format!(
-        "index {:?} of collection {:?} is declared with fields {} but the database holds it \
-         with fields {held}; drop it or give the new declaration another name",
+        "index {:?} of collection {:?} is declared with fields {}{unique} but the database \
+         holds it with fields {held}; drop it or give the new declaration another name",
         decl.name,
         decl.collection,
         fields_json(decl)
@@ -134,12 +164,14 @@ fn recorded(conn: &Connection) -> Result<Recorded, Fail> {
 }
 
 fn recorded_in(conn: &Connection) -> Result<Recorded, Fail> {
-    let mut stmt = conn.prepare("SELECT id, collection, name, fields FROM indexes")?;
+    let mut stmt = conn.prepare("SELECT id, collection, name, fields, is_unique FROM indexes")?;
     let rows = stmt.query_map([], |row| {
-        Ok((
-            (row.get::<_, String>(1)?, row.get::<_, String>(2)?),
-            (row.get::<_, i64>(0)?, row.get::<_, String>(3)?),
-        ))
+        let held = Held {
+            id: row.get(0)?,
+            fields: row.get(3)?,
+            unique: row.get(4)?,
+        };
+        Ok(((row.get::<_, String>(1)?, row.get::<_, String>(2)?), held))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -158,8 +190,8 @@ fn key_sql(fields: &str, row: &str) -> String {
 fn build(conn: &Connection, index: &Index) -> Result<(), Fail> {
     let fields = fields_json(index);
     conn.execute(
-        "INSERT INTO indexes (collection, name, fields) VALUES (?1, ?2, ?3)",
-        params![index.collection, index.name, fields],
+        "INSERT INTO indexes (collection, name, fields, is_unique) VALUES (?1, ?2, ?3, ?4)",
+        params![index.collection, index.name, fields, index.unique],
     )?;
     let id = conn.last_insert_rowid();
     let update = update_trigger(id, index)?;
@@ -182,6 +214,9 @@ fn build(conn: &Connection, index: &Index) -> Result<(), Fail> {
              WHERE collection = {collection};",
         key_docs = key_sql(&fields, "d"),
     ))?;
+    if index.unique {
+        crate::unique::refuse_duplicates(conn, id, index)?;
+    }
     Ok(())
 }
 

@@ -201,6 +201,7 @@ mod rows;
 mod schema;
 mod sql;
 mod store;
+mod unique;
 mod write_ids;
 
 pub use busy::LOCK_WAIT_TARGET;

@@ -37,6 +37,7 @@ pub(crate) fn document(row: &Row<'_>) -> Result<Document, Fail> {
     let data: Data = serde_json::from_str(&text).map_err(|err| corrupt(format!("data: {err}")))?;
     let version: i64 = row.get(6)?;
     Ok(Document {
+        expires_at: None,
         id: row.get(0)?,
         data,
         created_at: row.get(2)?,
@@ -165,6 +166,7 @@ pub(crate) fn merge(
 /// reads as 0, for [`checked`] to refuse.
 fn metadata(row: &Row<'_>, key: &Key, first: usize) -> rusqlite::Result<Document> {
     Ok(Document {
+        expires_at: None,
         id: key.id().to_owned(),
         data: Data::new(),
         created_at: row.get(first)?,
@@ -213,6 +215,7 @@ pub(crate) fn load_metadata(conn: &Connection, key: &Key) -> Result<Option<Docum
 /// `document` without its data: what a write needs of a document whose data it has as text.
 pub(crate) fn without_data(document: &Document) -> Document {
     Document {
+        expires_at: None,
         id: document.id.clone(),
         data: Data::new(),
         created_at: document.created_at,

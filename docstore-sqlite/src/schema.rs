@@ -5,10 +5,10 @@ use crate::options::{Durability, SqliteOptions};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this library writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 6;
+pub(crate) const SCHEMA_VERSION: i64 = 7;
 
 /// Migration `n` (1-based) takes a database from version `n - 1` to `n`.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     // Version 1: one row per document, the keys as the primary key, the data as SQLite's binary
     // JSON (JSONB keeps every number and string literal as the text serde_json wrote, so
     // `json(data)` gives that text back verbatim, and queries navigate it without parsing),
@@ -138,6 +138,9 @@ const MIGRATIONS: [&str; 6] = [
     // for a create and whenever the writer had the option off. Nullable, so adding it
     // rewrites no row.
     "ALTER TABLE changes ADD COLUMN previous BLOB;",
+    // Version 7: unique indexes (`docs/contract.md`, "Unique indexes"): whether a recorded
+    // index is unique, checked against its declaration like its fields.
+    "ALTER TABLE indexes ADD COLUMN is_unique INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The version whose migration rebuilds the index update triggers.

@@ -5,6 +5,7 @@ use crate::conn::{Connections, blocking};
 use crate::error::Fail;
 use crate::feed::{Feed, PruneSettings};
 use crate::options::SqliteOptions;
+use crate::unique::Claims;
 use crate::{query, rows, write_ids};
 use async_trait::async_trait;
 use docstore::batch::{CheckedBatch, WriteOutcome};
@@ -33,7 +34,7 @@ pub(crate) struct Inner {
     conns: Connections,
     pub(crate) options: StoreOptions,
     /// The declared indexes that are built and may be read.
-    indexes: crate::index::Indexes,
+    pub(crate) indexes: crate::index::Indexes,
     /// The change feed's settings and this process's watchers' wake-up channel.
     feed: Feed,
     /// Document rows queries have read (see [`SqliteStore::documents_read`]).
@@ -542,10 +543,12 @@ impl Driver for SqliteStore {
 
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
         let text = rows::text(&data)?;
+        let claims = Claims::of(&self.inner.indexes, key, &data);
         let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
         let op = move |inner: &Inner, conn: &Connection| {
             inner.check_absent(conn, &owned_key)?;
             let doc = inner.insert_new(conn, &owned_key, &text, &actor)?;
+            claims.check(conn, &inner.indexes, &owned_key)?;
             Ok(Written::Fresh(doc))
         };
         let written = self.write_once(key, origin.write_id, op, Written::Repeat);
@@ -559,9 +562,12 @@ impl Driver for SqliteStore {
 
     async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
         let text = rows::text(&data)?;
+        let claims = Claims::of(&self.inner.indexes, key, &data);
         let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
         let op = move |inner: &Inner, conn: &Connection| {
-            Ok(Written::Fresh(inner.put(conn, &owned_key, &text, &actor)?))
+            let doc = inner.put(conn, &owned_key, &text, &actor)?;
+            claims.check(conn, &inner.indexes, &owned_key)?;
+            Ok(Written::Fresh(doc))
         };
         let written = self.write_once(key, origin.write_id, op, Written::Repeat);
         Ok(written.await?.with_data(data))
@@ -574,10 +580,13 @@ impl Driver for SqliteStore {
         expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<Document> {
+        let check = crate::unique::PatchCheck::of(&self.inner.indexes, key, patch);
         let (owned_key, patch) = (key.clone(), rows::Patch::new(patch)?);
         let actor = origin.actor.to_owned();
         let op = move |inner: &Inner, conn: &Connection| {
-            inner.patch(conn, &owned_key, &patch, expected_version, &actor)
+            let merged = inner.patch(conn, &owned_key, &patch, expected_version, &actor)?;
+            check.check(conn, &inner.indexes, &owned_key)?;
+            Ok(merged)
         };
         let repeat = |doc: Document| rows::Merged::parsed(doc, 0);
         written(self.write_once(key, origin.write_id, op, repeat).await?)
@@ -591,6 +600,7 @@ impl Driver for SqliteStore {
         origin: Origin<'_>,
     ) -> Result<Document> {
         let text = rows::text(&data)?;
+        let claims = Claims::of(&self.inner.indexes, key, &data);
         let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
         let op = move |inner: &Inner, conn: &Connection| {
             let current = rows::load_metadata(conn, &owned_key)?
@@ -602,6 +612,7 @@ impl Driver for SqliteStore {
                 .into());
             }
             let doc = inner.replace(conn, &owned_key, current, Data::new(), &text, &actor)?;
+            claims.check(conn, &inner.indexes, &owned_key)?;
             Ok(Written::Fresh(doc))
         };
         let written = self.write_once(key, origin.write_id, op, Written::Repeat);
@@ -627,9 +638,11 @@ impl Driver for SqliteStore {
 
     async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
         let text = rows::text(&document.data)?;
+        let claims = Claims::of(&self.inner.indexes, key, &document.data);
         let (owned_key, metadata) = (key.clone(), rows::without_data(document));
         let op = move |inner: &Inner, conn: &Connection| {
-            inner.restore(conn, &owned_key, &metadata, &text)
+            inner.restore(conn, &owned_key, &metadata, &text)?;
+            claims.check(conn, &inner.indexes, &owned_key)
         };
         self.write_once(key, origin.write_id, op, drop).await
     }
@@ -746,13 +759,23 @@ impl Driver for SqliteStore {
 
     /// Counts inside one transaction, so the comparison (and the repair) sees one state: a
     /// report reads on a reader connection (it works on a read-only file), a repair counts
-    /// and sets the counters in one write transaction. The triggers keep the counters exact;
-    /// differences only come from outside (a hand-edited file).
+    /// and sets the counters in one write transaction. The triggers keep the counters exact
+    /// and every write checks its unique values; differences only come from outside (a
+    /// hand-edited file). Documents sharing a unique value are reported, never repaired.
     async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
         let site = site.to_owned();
         match mode {
-            RecountMode::Repair => self.write(move |_, conn| recount(conn, &site, mode)).await,
-            _ => self.read(move |conn| recount(conn, &site, mode)).await,
+            RecountMode::Repair => {
+                let recounted = move |inner: &Inner, conn: &Connection| {
+                    recount(conn, &inner.indexes, &site, mode)
+                };
+                self.write(recounted).await
+            }
+            _ => {
+                let inner = Arc::clone(&self.inner);
+                self.read(move |conn| recount(conn, &inner.indexes, &site, mode))
+                    .await
+            }
         }
     }
 
@@ -799,7 +822,12 @@ impl Driver for SqliteStore {
 
 /// Counts `site`'s documents per collection and compares the counters (setting them on
 /// [`RecountMode::Repair`]).
-fn recount(conn: &Connection, site: &str, mode: RecountMode) -> Result<Recount, Fail> {
+fn recount(
+    conn: &Connection,
+    indexes: &crate::index::Indexes,
+    site: &str,
+    mode: RecountMode,
+) -> Result<Recount, Fail> {
     let collections = rows::counted_collections(conn, site)?;
     let counters: BTreeMap<String, u64> = rows::collections(conn, site)?.into_iter().collect();
     let documents: BTreeMap<String, u64> = collections.iter().cloned().collect();
@@ -812,6 +840,7 @@ fn recount(conn: &Connection, site: &str, mode: RecountMode) -> Result<Recount, 
     Ok(Recount {
         collections,
         changes,
+        unique: crate::unique::shared_values(conn, indexes, site)?,
     })
 }
 

@@ -288,10 +288,14 @@ async fn a_version_3_file_migrates_with_an_empty_feed() {
         let store = Store::new(SqliteStore::open(&db).unwrap());
         store.create(&k, data(json!({"n": 1})), "a").await.unwrap();
     }
-    // Back to version 3: no feed tables (what a file of the previous release holds).
+    // Back to version 3: no feed tables, no index uniqueness (version 7) — what a file of
+    // that release holds.
     let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch("DROP TABLE changes; DROP TABLE feed; PRAGMA user_version = 3;")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE changes; DROP TABLE feed; ALTER TABLE indexes DROP COLUMN is_unique; \
+         PRAGMA user_version = 3;",
+    )
+    .unwrap();
     drop(conn);
     let store = Store::new(SqliteStore::open(&db).unwrap());
     assert_eq!(store.get(&k).await.unwrap().unwrap().version, 1);
@@ -325,8 +329,11 @@ async fn a_version_5_file_migrates_and_feed_previous_records_the_document_before
             .unwrap()
     };
     let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch("ALTER TABLE changes DROP COLUMN previous; PRAGMA user_version = 5;")
-        .unwrap();
+    conn.execute_batch(
+        "ALTER TABLE changes DROP COLUMN previous; ALTER TABLE indexes DROP COLUMN is_unique; \
+         PRAGMA user_version = 5;",
+    )
+    .unwrap();
     drop(conn);
     let on = SqliteOptions::default().with_feed_previous(true);
     let store = Store::new(SqliteStore::open_with(&db, StoreOptions::default(), on).unwrap());

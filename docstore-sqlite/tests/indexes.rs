@@ -340,3 +340,111 @@ async fn an_id_order_walk_reads_each_match_about_once_with_a_sorting_index_decla
         "{read} rows for {matches} matches"
     );
 }
+
+/// Declaring a unique index over documents that share a value refuses the declaration,
+/// naming the pairs, and builds nothing; once the values are distinct it builds and is
+/// enforced. Uniqueness is part of the recorded declaration: the same name declared plain
+/// is a contradiction.
+#[tokio::test]
+async fn a_unique_declaration_over_duplicates_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("u.db");
+    let plain = Store::new(SqliteStore::open(&path).unwrap());
+    for (site, id, email) in [
+        ("s", "a", "x"),
+        ("s", "b", "x"),
+        ("s", "c", "y"),
+        ("t", "d", "x"),
+    ] {
+        let key = Key::new(site, "users", id).unwrap();
+        let data = docstore::object(json!({ "email": email })).unwrap();
+        plain.create(&key, data, "").await.unwrap();
+    }
+    let unique = || {
+        options(vec![
+            Index::parse("users", "by_email", ["email"])
+                .unwrap()
+                .unique(),
+        ])
+    };
+    let refused = SqliteStore::open_with_options(&path, unique()).unwrap_err();
+    match &refused {
+        Error::InvalidArgument(message) => {
+            assert!(message.contains("s/users/a and s/users/b"), "{message}");
+            assert!(message.contains("1 pairs"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Nothing was recorded: once the values are distinct, the declaration builds.
+    let b = Key::new("s", "users", "b").unwrap();
+    plain
+        .update(&b, &docstore::object(json!({"email": "z"})).unwrap(), "")
+        .await
+        .unwrap();
+    let store = Store::new(SqliteStore::open_with_options(&path, unique()).unwrap());
+    let taken = store
+        .create(
+            &Key::new("s", "users", "e").unwrap(),
+            docstore::object(json!({"email": "y"})).unwrap(),
+            "",
+        )
+        .await;
+    assert!(
+        matches!(taken, Err(Error::UniqueViolation { ref holder, .. }) if holder == "c"),
+        "{taken:?}"
+    );
+    let as_plain = options(vec![Index::parse("users", "by_email", ["email"]).unwrap()]);
+    let contradiction = SqliteStore::open_with_options(&path, as_plain).unwrap_err();
+    assert!(
+        contradiction.to_string().contains("(unique)"),
+        "{contradiction}"
+    );
+}
+
+/// Documents that share a unique value through a change from outside the store (a
+/// hand-edited file) are what `recount` (`docstore fsck`) reports, in id order, and never
+/// repairs.
+#[tokio::test]
+async fn recount_reports_documents_sharing_a_unique_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let declared = |index: Index| options(vec![index]);
+    let plain = Index::parse("users", "by_email", ["email"]).unwrap();
+    let store = Store::new(SqliteStore::open_with_options(&path, declared(plain.clone())).unwrap());
+    for (id, email) in [("c", "x"), ("a", "x"), ("b", "y")] {
+        let key = Key::new("s", "users", id).unwrap();
+        store
+            .create(
+                &key,
+                docstore::object(json!({ "email": email })).unwrap(),
+                "",
+            )
+            .await
+            .unwrap();
+    }
+    drop(store);
+    // The file edited by hand: the index recorded unique over documents sharing a value.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE indexes SET is_unique = 1", [])
+        .unwrap();
+    drop(conn);
+    let store =
+        Store::new(SqliteStore::open_with_options(&path, declared(plain.unique())).unwrap());
+    let shared = docstore::UniqueProblem::Shared {
+        collection: "users".into(),
+        index: "by_email".into(),
+        ids: vec!["a".into(), "c".into()],
+    };
+    for mode in [docstore::RecountMode::Report, docstore::RecountMode::Repair] {
+        let found = store.recount("s", mode).await.unwrap().unique;
+        assert_eq!(found, std::slice::from_ref(&shared));
+    }
+    assert_eq!(
+        store
+            .recount("t", docstore::RecountMode::Report)
+            .await
+            .unwrap()
+            .unique,
+        []
+    );
+}

@@ -43,6 +43,7 @@ async fn versions_beyond_i64_are_refused_by_restore() {
     let store = Store::new(SqliteStore::in_memory().unwrap());
     let key = Key::new("s", "c", "v").unwrap();
     let doc = Document {
+        expires_at: None,
         id: "v".into(),
         data: Data::new(),
         created_at: 1,

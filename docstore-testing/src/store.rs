@@ -429,4 +429,14 @@ impl Driver for FaultyDriver {
     async fn wait_for_changes(&self, after: &ChangeCursor) -> Result<()> {
         self.inner.driver().wait_for_changes(after).await
     }
+
+    /// Passed through without a fault: the sweep is the store's own background work, not a
+    /// call a plan counts.
+    async fn sweep_expired(&self, limit: usize) -> Result<usize> {
+        self.inner.driver().sweep_expired(limit).await
+    }
+
+    fn supports_expiry(&self) -> bool {
+        self.inner.driver().supports_expiry()
+    }
 }

@@ -363,13 +363,32 @@ impl BatchBytes {
 pub struct CheckedBatch<'a> {
     writes: &'a [Write],
     bytes: BatchBytes,
+    expiry: &'a [crate::driver::Expiry],
 }
 
 impl<'a> CheckedBatch<'a> {
     /// Checks `writes` as [`validate`] does, for a store with `max_doc_bytes`.
     pub fn check(writes: &'a [Write], max_doc_bytes: usize) -> Result<Self> {
         let bytes = validate(writes, max_doc_bytes)?;
-        Ok(CheckedBatch { writes, bytes })
+        Ok(CheckedBatch {
+            writes,
+            bytes,
+            expiry: &[],
+        })
+    }
+
+    /// The same batch, each write doing `expiry[i]` to its document's expiry (resolved by
+    /// the front end from the call and the collections' defaults).
+    pub fn with_expiry(mut self, expiry: &'a [crate::driver::Expiry]) -> Self {
+        self.expiry = expiry;
+        self
+    }
+
+    /// What write `index` does to its document's expiry ([`Expiry::Keep`](crate::driver::Expiry)
+    /// unless the front end said otherwise); a driver applies it to the document
+    /// [`decide`] stores with [`Decision::expire`].
+    pub fn expiry(&self, index: usize) -> crate::driver::Expiry {
+        self.expiry.get(index).copied().unwrap_or_default()
     }
 
     /// The writes, in order.
@@ -401,6 +420,17 @@ pub enum Decision {
     Remove,
     /// Leave the key as it is (`Check`).
     Keep,
+}
+
+impl Decision {
+    /// The decision with `expiry` applied to the document it stores (a removal or a check
+    /// is unchanged).
+    pub fn expire(mut self, expiry: crate::driver::Expiry) -> Self {
+        if let Decision::Store { document, .. } = &mut self {
+            document.expires_at = expiry.apply(document.expires_at, document.updated_at);
+        }
+        self
+    }
 }
 
 impl Decision {
@@ -719,6 +749,7 @@ mod tests {
     #[test]
     fn restore_is_checked_against_its_key() {
         let doc = Document {
+            expires_at: None,
             id: "other".into(),
             data: Data::new(),
             created_at: 1,

@@ -63,7 +63,7 @@ pub struct DatabaseConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dynamodb: Option<DynamoDbConfig>,
     /// `[[database.indexes]]`: the declared indexes (`collection`, `name`, `fields` with `-`
-    /// for descending), checked as a set when the config is read.
+    /// for descending, `unique = true` for a unique index), checked as a set when the config is read.
     #[serde(default, skip_serializing_if = "IndexSet::is_empty")]
     pub indexes: IndexSet,
     /// `[database.retry]`: how every call retries `Unavailable` (default: up to 10 retries
@@ -74,6 +74,37 @@ pub struct DatabaseConfig {
         deserialize_with = "checked_retry"
     )]
     pub retry: RetryConfig,
+    /// `[[database.expiry]]`: per collection, how long after a `create`, `put` or
+    /// `replace_if` its documents expire when the call gives no expiry (`collection`,
+    /// `after_seconds`; `docs/contract.md`, "Expiry").
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "checked_expiry"
+    )]
+    pub expiry: Vec<ExpiryDefault>,
+}
+
+/// One `[[database.expiry]]` entry: documents of `collection` (in every site) expire
+/// `after_seconds` after the write that stores them, unless it gives its own expiry.
+///
+/// ```
+/// use docstore::config::Config;
+///
+/// let config: Config = serde_json::from_value(serde_json::json!({"database": {
+///     "backend": "memory",
+///     "expiry": [{ "collection": "sessions", "after_seconds": 1800 }]
+/// }})).unwrap();
+/// let options = config.database.store_options();
+/// assert_eq!(options.expiry["sessions"], std::time::Duration::from_secs(1800));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpiryDefault {
+    /// The collection name.
+    pub collection: String,
+    /// How long its documents live, in seconds (at least 1).
+    pub after_seconds: u64,
 }
 
 /// `database.retry.*`: the store's [`RetryPolicy`] (`docs/contract.md`, "Retries"), in
@@ -175,6 +206,28 @@ fn checked_retry<'de, D: serde::Deserializer<'de>>(
     let retry = RetryConfig::deserialize(deserializer)?;
     retry.check().map_err(serde::de::Error::custom)?;
     Ok(retry)
+}
+
+/// `[[database.expiry]]`, each entry checked: a valid collection name, given once, and at
+/// least one second.
+fn checked_expiry<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<ExpiryDefault>, D::Error> {
+    let entries = Vec::<ExpiryDefault>::deserialize(deserializer)?;
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in &entries {
+        let fail = |rule: String| {
+            serde::de::Error::custom(format!("database.expiry {:?}: {rule}", entry.collection))
+        };
+        crate::key::validate_collection(&entry.collection).map_err(|e| fail(e.to_string()))?;
+        if entry.after_seconds == 0 {
+            return Err(fail("after_seconds must be at least 1".into()));
+        }
+        if !seen.insert(&entry.collection) {
+            return Err(fail("the collection is given twice".into()));
+        }
+    }
+    Ok(entries)
 }
 
 fn default_max_retries() -> u32 {
@@ -471,11 +524,15 @@ impl DatabaseConfig {
 
     /// The backend-independent settings as [`StoreOptions`] (with the system clock).
     pub fn store_options(&self) -> StoreOptions {
-        StoreOptions::default()
+        let options = StoreOptions::default()
             .with_max_doc_bytes(self.max_doc_bytes)
             .with_max_docs_per_site(self.max_docs_per_site)
             .with_indexes(self.indexes.clone())
-            .with_retry(self.retry.policy())
+            .with_retry(self.retry.policy());
+        self.expiry.iter().fold(options, |options, entry| {
+            let after = std::time::Duration::from_secs(entry.after_seconds);
+            options.with_expiry(entry.collection.clone(), after)
+        })
     }
 }
 
@@ -596,6 +653,45 @@ mod tests {
         }}))
         .unwrap_err();
         assert!(err.to_string().contains("bad name"), "{err}");
+        let unique: Config = serde_json::from_value(json!({"database": {
+            "backend": "memory",
+            "indexes": [{"collection": "users", "name": "by_email", "fields": ["email"],
+                         "unique": true}]
+        }}))
+        .unwrap();
+        assert!(unique.database.indexes.for_collection("users")[0].is_unique());
+        let metadata = serde_json::from_value::<Config>(json!({"database": {
+            "backend": "memory",
+            "indexes": [{"collection": "u", "name": "x", "fields": ["$updated_at"],
+                         "unique": true}]
+        }}))
+        .unwrap_err();
+        assert!(
+            metadata.to_string().contains("data fields only"),
+            "{metadata}"
+        );
+    }
+
+    #[test]
+    fn expiry_defaults_are_checked() {
+        for (entries, named) in [
+            (
+                json!([{"collection": "s", "after_seconds": 0}]),
+                "at least 1",
+            ),
+            (json!([{"collection": "__s", "after_seconds": 5}]), "__s"),
+            (
+                json!([{"collection": "s", "after_seconds": 5}, {"collection": "s", "after_seconds": 6}]),
+                "twice",
+            ),
+            (json!([{"collection": "s", "after": 5}]), "after"),
+        ] {
+            let err = serde_json::from_value::<Config>(
+                json!({"database": {"backend": "memory", "expiry": entries}}),
+            )
+            .unwrap_err();
+            assert!(err.to_string().contains(named), "{err}");
+        }
     }
 
     #[test]

@@ -28,6 +28,11 @@ pub struct Document {
     pub updated_by: String,
     /// 1 after the first write, plus exactly 1 for every successful write.
     pub version: u64,
+    /// When the document expires, in unix nanoseconds (`docs/contract.md`, "Expiry"): from
+    /// that instant of the store's clock it reads, counts and holds unique values as if it
+    /// were deleted, and a sweep removes it; `None`: it never expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
 }
 
 /// Version stamping, the one place every backend takes it from: the first version of a
@@ -46,6 +51,7 @@ impl Document {
     /// Version 1 of the document `id` holding `data`, created and updated by `actor` at `now`.
     pub fn first(id: impl Into<String>, data: Data, actor: &str, now: i64) -> Document {
         Document {
+            expires_at: None,
             id: id.into(),
             data,
             created_at: now,
@@ -57,10 +63,11 @@ impl Document {
     }
 
     /// The version after this one, holding `data`, written by `actor` at `now`: `created_*`
-    /// kept, `version + 1`, `updated_at` never before this version's
+    /// and `expires_at` kept, `version + 1`, `updated_at` never before this version's
     /// ([`next_updated_at`](crate::clock::next_updated_at)).
     pub fn next(&self, data: Data, actor: &str, now: i64) -> Document {
         let mut next = Document {
+            expires_at: self.expires_at,
             id: self.id.clone(),
             data,
             created_at: self.created_at,
@@ -71,6 +78,19 @@ impl Document {
         };
         next.stamp_next(actor, now);
         next
+    }
+
+    /// Whether the document has expired at `now` (its [`expires_at`](Self::expires_at) is
+    /// not after it): from then on it reads as deleted.
+    ///
+    /// ```
+    /// let mut doc = docstore::Document::first("s-1", docstore::Data::new(), "ann", 100);
+    /// assert!(!doc.is_expired(i64::MAX));
+    /// doc.expires_at = Some(200);
+    /// assert!(!doc.is_expired(199) && doc.is_expired(200));
+    /// ```
+    pub fn is_expired(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
     }
 
     /// Makes this document its own next version in place (its data already changed by the
@@ -259,6 +279,7 @@ pub fn check_restorable(key: &crate::Key, document: &Document, max_doc_bytes: us
 ///     created_by: "ann".into(),
 ///     updated_by: "bob".into(),
 ///     version: 3,
+///     expires_at: None,
 /// };
 /// assert!(check_restorable_metadata(&key, &doc).is_ok());
 /// doc.version = 0;

@@ -294,6 +294,53 @@ pub struct Recount {
     /// The counters that disagreed, by collection name (repaired when the mode was
     /// [`RecountMode::Repair`]).
     pub changes: Vec<CounterChange>,
+    /// Where a unique index disagreed with the documents (`docs/contract.md`, "Unique
+    /// indexes"): what keeps a backend's values (DynamoDB's guard items) missing or left
+    /// over — repaired in [`RecountMode::Repair`] — or documents sharing a value, which only
+    /// a change from outside the store can cause and which is never repaired (which document
+    /// keeps the value is the application's decision).
+    pub unique: Vec<UniqueProblem>,
+}
+
+/// One disagreement between a unique index and a site's documents, found by
+/// [`Store::recount`](crate::Store::recount).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UniqueProblem {
+    /// The document `id` claims a value of `index` that nothing records it holding.
+    Missing {
+        /// The collection.
+        collection: String,
+        /// The unique index.
+        index: String,
+        /// The document.
+        id: String,
+    },
+    /// A record of a value names `holder`, which does not claim it (deleted, changed, or the
+    /// index dropped).
+    Orphan {
+        /// The collection the record is of.
+        collection: String,
+        /// The index the record is of.
+        index: String,
+        /// The id the record names.
+        holder: String,
+    },
+    /// The documents `ids` (in id order) share one value of `index`: never repaired.
+    Shared {
+        /// The collection.
+        collection: String,
+        /// The unique index.
+        index: String,
+        /// The documents, by id.
+        ids: Vec<String>,
+    },
+}
+
+impl UniqueProblem {
+    /// Whether `docstore fsck --repair` repairs it (all but [`UniqueProblem::Shared`]).
+    pub fn is_repairable(&self) -> bool {
+        !matches!(self, UniqueProblem::Shared { .. })
+    }
 }
 
 /// Who makes a write, and the identity the caller gave it: what every write method of a
@@ -313,6 +360,49 @@ pub struct Origin<'a> {
     pub actor: &'a str,
     /// The caller's identity of the write, when it gave one.
     pub write_id: Option<&'a WriteId>,
+    /// What the write does to the stored document's expiry (`docs/contract.md`, "Expiry"),
+    /// resolved by the front end from the call and the collection's default; a driver
+    /// applies it with [`Expiry::apply`]. Unused by deletes and `restore` (a restored
+    /// document keeps its own); a batch's are per write ([`CheckedBatch::expiry`]).
+    pub expiry: Expiry,
+}
+
+/// What a write does to its document's [`expires_at`](Document::expires_at).
+///
+/// ```
+/// use docstore::driver::Expiry;
+///
+/// // A document written at 100 whose expiry was 5:
+/// assert_eq!(Expiry::Keep.apply(Some(5), 100), Some(5));
+/// assert_eq!(Expiry::At(9).apply(Some(5), 100), Some(9));
+/// assert_eq!(Expiry::After(30).apply(Some(5), 100), Some(130));
+/// assert_eq!(Expiry::Never.apply(Some(5), 100), None);
+/// assert_eq!(Expiry::Keep.apply(None, 100), None); // a create without one never expires
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Expiry {
+    /// Keep the document's (a new document: never expires).
+    #[default]
+    Keep,
+    /// Expire at this instant (unix nanoseconds, the store's clock).
+    At(i64),
+    /// Expire this many nanoseconds after the write (its `updated_at`).
+    After(i64),
+    /// Never expire.
+    Never,
+}
+
+impl Expiry {
+    /// The expiry of the document a write stamped `written_at` (its `updated_at`), whose
+    /// previous expiry (`None` for a new document, or one that never expired) was `current`.
+    pub fn apply(self, current: Option<i64>, written_at: i64) -> Option<i64> {
+        match self {
+            Expiry::Keep => current,
+            Expiry::At(at) => Some(at),
+            Expiry::After(nanos) => Some(written_at.saturating_add(nanos)),
+            Expiry::Never => None,
+        }
+    }
 }
 
 impl<'a> Origin<'a> {
@@ -321,6 +411,7 @@ impl<'a> Origin<'a> {
         Origin {
             actor,
             write_id: None,
+            expiry: Expiry::Keep,
         }
     }
 
@@ -329,7 +420,14 @@ impl<'a> Origin<'a> {
         Origin {
             actor,
             write_id: write_id.as_ref(),
+            expiry: Expiry::Keep,
         }
+    }
+
+    /// The same write, doing `expiry` to its document's expiry.
+    pub fn expiring(mut self, expiry: Expiry) -> Self {
+        self.expiry = expiry;
+        self
     }
 }
 
@@ -487,6 +585,27 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
         start: &FeedStart,
         limit: usize,
     ) -> Result<ChangePage>;
+
+    /// Removes documents that have expired by the store clock (`docs/contract.md`,
+    /// "Expiry") — at most `limit`, those expired longest first — each with its one
+    /// [`ChangeKind::Expired`](crate::ChangeKind::Expired) change; how many it removed.
+    /// Reads leave expired documents out already; this frees their room. The store calls
+    /// it in the background ([`StoreOptions::sweep_interval`](crate::StoreOptions::sweep_interval)).
+    /// The default, for a driver that does not keep expiry ([`supports_expiry`](Self::supports_expiry)
+    /// false), removes nothing: it holds no expiring document.
+    async fn sweep_expired(&self, limit: usize) -> Result<usize> {
+        let _ = limit;
+        Ok(0)
+    }
+
+    /// Whether the driver keeps document expiry (`docs/contract.md`, "Expiry"): reads leave
+    /// expired documents out, writes find their keys empty, [`sweep_expired`](Self::sweep_expired)
+    /// removes them. For a driver that does not (the default), the front end refuses every
+    /// write that would give a document an expiry ([`Error::InvalidArgument`](crate::Error::InvalidArgument)).
+    /// A wrapper says what the driver it wraps says.
+    fn supports_expiry(&self) -> bool {
+        false
+    }
 
     /// Waits until a change may have been committed after `after`, in any scope — without
     /// busy polling: woken by this process's commits, polling for other processes' at an

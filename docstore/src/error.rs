@@ -32,6 +32,35 @@ pub enum Error {
     #[error("a document with this id already exists")]
     AlreadyExists,
 
+    /// The write would give a document a value of a unique index that another document of
+    /// the collection holds (`docs/contract.md`, "Unique indexes"): nothing was written.
+    /// `value` is the document's value of the index's fields (one field: its value; several:
+    /// the array of them), `holder` the id of the document that holds it.
+    ///
+    /// ```
+    /// use docstore::{Error, ErrorKind};
+    ///
+    /// let err = Error::UniqueViolation {
+    ///     index: "by_email".into(),
+    ///     value: serde_json::json!("ann@example.com"),
+    ///     holder: "u-1".into(),
+    /// };
+    /// assert_eq!(err.kind(), ErrorKind::UniqueViolation);
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "unique index by_email: \"ann@example.com\" is held by document u-1"
+    /// );
+    /// ```
+    #[error("unique index {index}: {value} is held by document {holder}")]
+    UniqueViolation {
+        /// The unique index.
+        index: String,
+        /// The value the write claimed.
+        value: serde_json::Value,
+        /// The id of the document holding it.
+        holder: String,
+    },
+
     /// A conditional write found another version than the one expected.
     #[error("version conflict: the document is at version {current}")]
     Conflict {
@@ -78,7 +107,7 @@ pub enum Error {
     /// One write of an atomic batch ([`Store::write_all`](crate::Store::write_all)) failed,
     /// so none was applied: `index` is its position in the batch, `source` what the single
     /// call would have failed with (`Conflict { current }`, `AlreadyExists`, `NotFound`,
-    /// `TooLarge`, `QuotaExceeded`, `InvalidArgument`). Never wraps `Unavailable` or
+    /// `UniqueViolation`, `TooLarge`, `QuotaExceeded`, `InvalidArgument`). Never wraps `Unavailable` or
     /// `Backend`, which concern the whole call, nor another `Batch`.
     ///
     /// ```
@@ -150,7 +179,7 @@ pub enum Error {
 /// fn http_status(err: &Error) -> u16 {
 ///     match err.kind() {
 ///         ErrorKind::NotFound => 404,
-///         ErrorKind::AlreadyExists | ErrorKind::Conflict => 409,
+///         ErrorKind::AlreadyExists | ErrorKind::Conflict | ErrorKind::UniqueViolation => 409,
 ///         ErrorKind::InvalidArgument => 400,
 ///         ErrorKind::TooLarge => 413,
 ///         ErrorKind::QuotaExceeded => 403,
@@ -173,6 +202,8 @@ pub enum ErrorKind {
     AlreadyExists,
     /// [`Error::Conflict`].
     Conflict,
+    /// [`Error::UniqueViolation`].
+    UniqueViolation,
     /// [`Error::InvalidArgument`].
     InvalidArgument,
     /// [`Error::TooLarge`].
@@ -208,6 +239,7 @@ impl Error {
             Error::NotFound { .. } => ErrorKind::NotFound,
             Error::AlreadyExists => ErrorKind::AlreadyExists,
             Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::UniqueViolation { .. } => ErrorKind::UniqueViolation,
             Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Error::TooLarge { .. } => ErrorKind::TooLarge,
             Error::QuotaExceeded { .. } => ErrorKind::QuotaExceeded,
@@ -363,6 +395,14 @@ mod tests {
             ),
             (Error::AlreadyExists, ErrorKind::AlreadyExists),
             (Error::Conflict { current: 1 }, ErrorKind::Conflict),
+            (
+                Error::UniqueViolation {
+                    index: "i".into(),
+                    value: serde_json::json!(1),
+                    holder: "h".into(),
+                },
+                ErrorKind::UniqueViolation,
+            ),
             (Error::invalid("x"), ErrorKind::InvalidArgument),
             (Error::TooLarge { size: 2, limit: 1 }, ErrorKind::TooLarge),
             (Error::QuotaExceeded { limit: 1 }, ErrorKind::QuotaExceeded),

@@ -34,18 +34,30 @@ pub enum ChangeKind {
     Updated,
     /// The document was removed: `delete`, `delete_if`.
     Deleted,
+    /// The document expired and was removed (`docs/contract.md`, "Expiry"): once per
+    /// expired document, when the store removes it; its time is the expiry instant and its
+    /// actor empty.
+    Expired,
     /// No write: a document as it stood when a [`FeedStart::Snapshot`] read it, handed to a
     /// new consumer before the changes that follow it.
     Existing,
 }
 
 impl ChangeKind {
-    /// The kind's name as the CLI prints it: `created`, `updated`, `deleted` or `existing`.
+    /// Whether the change removed its document (`Deleted` or `Expired`): what a consumer
+    /// that mirrors the store applies as a delete.
+    pub fn removes(self) -> bool {
+        matches!(self, ChangeKind::Deleted | ChangeKind::Expired)
+    }
+
+    /// The kind's name as the CLI prints it: `created`, `updated`, `deleted`, `expired` or
+    /// `existing`.
     pub fn as_str(self) -> &'static str {
         match self {
             ChangeKind::Created => "created",
             ChangeKind::Updated => "updated",
             ChangeKind::Deleted => "deleted",
+            ChangeKind::Expired => "expired",
             ChangeKind::Existing => "existing",
         }
     }
@@ -117,6 +129,16 @@ impl Change {
             actor: actor.into(),
             cursor,
             previous: None,
+        }
+    }
+
+    /// The removal of the expired document `document` at `key` ([`ChangeKind::Expired`]): at
+    /// its expiry instant, by nobody.
+    pub fn expired(key: Key, document: &Document, cursor: ChangeCursor) -> Self {
+        Change {
+            kind: ChangeKind::Expired,
+            time: document.expires_at.unwrap_or(document.updated_at),
+            ..Change::deleted(key, document.version, 0, "", cursor)
         }
     }
 

@@ -73,7 +73,7 @@ pub mod strategies;
 pub use batch::{Write, WriteOutcome};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use document::{Data, Document, object};
-pub use driver::{CounterChange, Explain, Page, Recount, RecountMode};
+pub use driver::{CounterChange, Explain, Page, Recount, RecountMode, UniqueProblem};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use feed::{Change, ChangeCursor, ChangeKind, FeedStart};
 pub use front::{
@@ -83,6 +83,6 @@ pub use front::{
 pub use identity::WriteId;
 pub use index::{Index, IndexSet};
 pub use key::Key;
-pub use options::{DEFAULT_MAX_DOC_BYTES, StoreOptions};
+pub use options::{DEFAULT_MAX_DOC_BYTES, SWEEP_LIMIT, StoreOptions};
 pub use patch::merge_patch;
 pub use query::{Cursor, Filter, Order, Query};

@@ -3,7 +3,9 @@
 use crate::clock::{Clock, SystemClock};
 use crate::index::IndexSet;
 use crate::retry::RetryPolicy;
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The default `max_doc_bytes`: what fits in one DynamoDB item with our attributes.
 pub const DEFAULT_MAX_DOC_BYTES: usize = 390_000;
@@ -36,7 +38,18 @@ pub struct StoreOptions {
     /// [`Error::Unavailable`](crate::Error::Unavailable) (default: up to 10 retries within
     /// 5 seconds; see [`RetryPolicy`]).
     pub retry: RetryPolicy,
+    /// How long after a `create`, `put` or `replace_if` a document of each named collection
+    /// expires when the call gives no expiry of its own (default: none; `docs/contract.md`,
+    /// "Expiry").
+    pub expiry: BTreeMap<String, Duration>,
+    /// How often the store removes expired documents in the background (default 1 s, at most
+    /// [`SWEEP_LIMIT`] per round; `None`: never — reads still leave them out, and
+    /// [`Store::sweep_expired`](crate::Store::sweep_expired) removes them on demand).
+    pub sweep_interval: Option<Duration>,
 }
+
+/// The most expired documents one background sweep removes.
+pub const SWEEP_LIMIT: usize = 1_000;
 
 impl Default for StoreOptions {
     fn default() -> Self {
@@ -46,6 +59,8 @@ impl Default for StoreOptions {
             clock: Arc::new(SystemClock),
             indexes: IndexSet::default(),
             retry: RetryPolicy::default(),
+            expiry: BTreeMap::new(),
+            sweep_interval: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -81,6 +96,27 @@ impl StoreOptions {
     /// Sets how calls are retried ([`RetryPolicy::NONE`]: not at all).
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Makes the documents `create`, `put` and `replace_if` write in `collection` (of every
+    /// site) expire `after` this long, unless the call gives its own expiry.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let options = docstore::StoreOptions::default()
+    ///     .with_expiry("sessions", Duration::from_secs(1800));
+    /// assert_eq!(options.expiry["sessions"], Duration::from_secs(1800));
+    /// ```
+    pub fn with_expiry(mut self, collection: impl Into<String>, after: Duration) -> Self {
+        self.expiry.insert(collection.into(), after);
+        self
+    }
+
+    /// Sets how often expired documents are removed in the background (`None`: never).
+    pub fn with_sweep_interval(mut self, interval: Option<Duration>) -> Self {
+        self.sweep_interval = interval;
         self
     }
 

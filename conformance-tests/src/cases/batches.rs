@@ -73,6 +73,7 @@ fn assert_failed_at<T: std::fmt::Debug>(
 
 fn restored(id: &str) -> Document {
     Document {
+        expires_at: None,
         id: id.into(),
         data: obj(json!({"restored": true})),
         created_at: 1_600_000_000_000_000_000,

@@ -212,6 +212,7 @@ pub async fn every_write_keeps_indexes_exact(h: &dyn Harness) {
     s.delete_if(&key("t008"), v).await.unwrap();
     stored.retain(|d| d.id != "t008");
     let restored = Document {
+        expires_at: None,
         id: "r1".into(),
         data: obj(json!({"status": "open", "score": 7, "priority": 90})),
         created_at: START,

@@ -182,6 +182,7 @@ pub async fn actors_are_checked_before_any_write(h: &dyn Harness) {
         invalid(s.write_all(&[write], &bad).await.map(drop), "write_all");
         for field in ["created_by", "updated_by"] {
             let mut restored = Document {
+                expires_at: None,
                 id: "new".into(),
                 data: obj(json!({})),
                 created_at: 1,

@@ -3,14 +3,15 @@
 
 use crate::Harness;
 use crate::support::{Ctx, property_cases_on};
+use docstore::index::{Index, IndexSet};
 use docstore::query::evaluate;
 use docstore::{Data, Document, Error, Key, ManualClock, Query, StoreOptions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use proptest_state_machine::ReferenceStateMachine;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 const COLLECTIONS: [&str; 2] = ["a", "b"];
 const IDS: [&str; 3] = ["1", "2", "3"];
@@ -122,24 +123,66 @@ fn failure(err: Error) -> Outcome {
         Error::Conflict { current } => Outcome::Failed(format!("Conflict {current}")),
         Error::TooLarge { size, limit } => Outcome::Failed(format!("TooLarge {size} {limit}")),
         Error::QuotaExceeded { limit } => Outcome::Failed(format!("QuotaExceeded {limit}")),
+        Error::UniqueViolation {
+            index,
+            value,
+            holder,
+        } => Outcome::Failed(format!("UniqueViolation {index} {value} {holder}")),
         other => panic!("the store failed: {other}"),
     }
 }
 
-/// The pure model: documents by (collection, id), and the clock.
+/// The unique index the runs declare (when the backend enforces them): field `b` of
+/// collection `a`, whose random values often collide.
+fn unique_indexes() -> &'static IndexSet {
+    static SET: OnceLock<IndexSet> = OnceLock::new();
+    SET.get_or_init(|| IndexSet::new([Index::parse("a", "by_b", ["b"]).unwrap().unique()]).unwrap())
+}
+
+/// The pure model: documents by (collection, id), the clock, and whether the unique index
+/// (field `b` of collection `a`) is enforced.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
     docs: BTreeMap<(&'static str, &'static str), Document>,
     now: i64,
+    unique: bool,
+    /// Inside a batch the unique index is judged once every write is applied.
+    in_batch: bool,
 }
 
 impl Model {
+    /// The refusal of storing `doc` in collection `c` when another document holds its
+    /// unique value (the smallest such id is named).
+    fn refused(&self, c: &str, doc: &Document) -> Option<Outcome> {
+        if !self.unique || self.in_batch {
+            return None;
+        }
+        self.holder(c, doc)
+    }
+
+    fn holder(&self, c: &str, doc: &Document) -> Option<Outcome> {
+        let index = unique_indexes().for_collection(c).first()?;
+        let claim = index.claim(doc)?;
+        let holder = self
+            .docs
+            .iter()
+            .filter(|((col, id), other)| {
+                *col == c && *id != doc.id && index.claim(other).as_ref() == Some(&claim)
+            })
+            .map(|((_, id), _)| *id)
+            .min()?;
+        Some(failure(docstore::index::unique::violation(
+            index, doc, holder,
+        )))
+    }
+
     fn count(&self) -> u64 {
         self.docs.len() as u64
     }
 
     fn fresh(&self, id: &str, data: Data, actor: &str) -> Document {
         Document {
+            expires_at: None,
             id: id.to_owned(),
             data,
             created_at: self.now,
@@ -150,17 +193,23 @@ impl Model {
         }
     }
 
-    fn rewrite(&mut self, key: (&'static str, &'static str), data: Data, actor: &str) -> Document {
-        let now = self.now;
-        let doc = self
-            .docs
-            .get_mut(&key)
-            .expect("rewrite of a present document");
+    /// The present document at `key` rewritten with `data` (not stored yet).
+    fn rewritten(&self, key: (&'static str, &'static str), data: Data, actor: &str) -> Document {
+        let mut doc = self.docs[&key].clone();
         doc.data = data;
-        doc.updated_at = doc.updated_at.max(now);
+        doc.updated_at = doc.updated_at.max(self.now);
         doc.updated_by = actor.to_owned();
         doc.version += 1;
-        doc.clone()
+        doc
+    }
+
+    /// Stores `doc` at `key` unless its unique value is held: what the store answers.
+    fn store(&mut self, key: (&'static str, &'static str), doc: Document) -> Outcome {
+        if let Some(refused) = self.refused(key.0, &doc) {
+            return refused;
+        }
+        self.docs.insert(key, doc.clone());
+        Outcome::Doc(doc)
     }
 
     fn too_large(data: &Data) -> Option<Outcome> {
@@ -184,22 +233,21 @@ impl Model {
                     return failure(Error::QuotaExceeded { limit: QUOTA });
                 }
                 let doc = self.fresh(id, data.clone(), actor);
-                self.docs.insert((c, id), doc.clone());
-                Outcome::Doc(doc)
+                self.store((c, id), doc)
             }
             Op::Put(c, id, data, actor) => {
                 if let Some(err) = Self::too_large(data) {
                     return err;
                 }
                 if self.docs.contains_key(&(*c, *id)) {
-                    return Outcome::Doc(self.rewrite((c, id), data.clone(), actor));
+                    let doc = self.rewritten((c, id), data.clone(), actor);
+                    return self.store((c, id), doc);
                 }
                 if self.count() >= QUOTA {
                     return failure(Error::QuotaExceeded { limit: QUOTA });
                 }
                 let doc = self.fresh(id, data.clone(), actor);
-                self.docs.insert((c, id), doc.clone());
-                Outcome::Doc(doc)
+                self.store((c, id), doc)
             }
             Op::Update(c, id, patch, actor) => self.patch((c, id), patch, None, actor),
             Op::UpdateIf(c, id, patch, v, actor) => self.patch((c, id), patch, Some(*v), actor),
@@ -226,8 +274,10 @@ impl Model {
                 if self.count() >= QUOTA {
                     return failure(Error::QuotaExceeded { limit: QUOTA });
                 }
-                self.docs.insert((c, id), doc.clone());
-                Outcome::Done
+                match self.store((c, id), doc.clone()) {
+                    Outcome::Doc(_) => Outcome::Done,
+                    refused => refused,
+                }
             }
             Op::Query(c, query) => {
                 let docs = self
@@ -270,6 +320,7 @@ impl Model {
             }
         }
         let mut next = self.clone();
+        next.in_batch = true;
         let mut outcomes = Vec::new();
         for (index, write) in writes.iter().enumerate() {
             let outcome = match write {
@@ -296,6 +347,17 @@ impl Model {
             }
             outcomes.push(outcome);
         }
+        next.in_batch = false;
+        for (index, (write, outcome)) in writes.iter().zip(&outcomes).enumerate() {
+            if let Outcome::Doc(doc) = outcome
+                && let Some(refused) = next
+                    .unique
+                    .then(|| next.holder(write.key().0, doc))
+                    .flatten()
+            {
+                return failed(index, refused);
+            }
+        }
         *self = next;
         Outcome::Batch(outcomes)
     }
@@ -320,7 +382,8 @@ impl Model {
         if let Some(err) = Self::too_large(&data) {
             return err;
         }
-        Outcome::Doc(self.rewrite(key, data, actor))
+        let doc = self.rewritten(key, data, actor);
+        self.store(key, doc)
     }
 }
 
@@ -332,6 +395,8 @@ impl ReferenceStateMachine for Model {
         Just(Model {
             docs: BTreeMap::new(),
             now: START,
+            unique: true,
+            in_batch: false,
         })
         .boxed()
     }
@@ -359,6 +424,7 @@ impl ReferenceStateMachine for Model {
                 BatchOp::Restore(
                     c,
                     Document {
+                        expires_at: None,
                         id: id.to_owned(),
                         data,
                         created_at: START - 10,
@@ -383,7 +449,7 @@ impl ReferenceStateMachine for Model {
             1 => (c.clone(), id.clone()).prop_map(|(c, i)| Op::Get(c, i)),
             1 => (c.clone(), id, data(), actor.clone(), 1u64..6, 0i64..1_000, 0i64..1_000)
                 .prop_map(|(c, id, data, actor, version, age, edited)| {
-                    let document = Document {
+                    let document = Document { expires_at: None,
                         id: id.to_owned(),
                         data,
                         created_at: START - age - edited,
@@ -427,22 +493,28 @@ fn run_blocking<S: Strategy>(
     }
 }
 
-/// Random sequences of every operation (with a small size limit, a quota and a clock that
-/// also steps back) give exactly the answers of a pure model, call by call.
+/// Random sequences of every operation (with a small size limit, a quota, a clock that
+/// also steps back and a unique index on a field whose values often collide) give exactly
+/// the answers of a pure model, call by call.
 pub async fn random_operations_match_the_model(h: &dyn Harness) {
     let handle = tokio::runtime::Handle::current();
     let knows_last = h.capabilities().knows_last_page;
+    let unique = h.capabilities().unique_indexes;
     let mut runner = runner(h, 256);
     let strategy = Model::sequential_strategy(1..40);
     run_blocking(&mut runner, &strategy, |(initial, ops, seen)| {
         handle.block_on(async {
             let clock = Arc::new(ManualClock::new(initial.now));
-            let options = StoreOptions::default()
+            let mut options = StoreOptions::default()
                 .with_clock(clock.clone())
                 .with_max_doc_bytes(MAX_DOC_BYTES)
                 .with_max_docs_per_site(Some(QUOTA));
+            if unique {
+                options = options.with_indexes(unique_indexes().clone());
+            }
             let ctx = Ctx::with_options(h, "model", options).await;
             let mut model = initial;
+            model.unique = unique;
             for (i, op) in ops.iter().enumerate() {
                 if let Some(seen) = &seen {
                     seen.fetch_add(1, Ordering::SeqCst);

@@ -7,6 +7,7 @@ use serde_json::json;
 
 fn document(id: &str) -> Document {
     Document {
+        expires_at: None,
         id: id.into(),
         data: obj(json!({"n": u64::MAX, "f": 1.0, "s": "é"})),
         created_at: 1_600_000_000_000_000_001,

@@ -117,6 +117,7 @@ pub async fn every_write_is_applied_once_under_throttling_and_lost_answers(h: &d
     );
     let (store, _) = under(CallKind::Restore);
     let restored = docstore::Document {
+        expires_at: None,
         id: "r".into(),
         data: v(7),
         created_at: created.created_at,

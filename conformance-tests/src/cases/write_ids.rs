@@ -118,6 +118,7 @@ async fn repeatable(
     id: WriteId,
 ) -> docstore::Result<Document> {
     let as_document = |v: docstore::Versioned<Data>| Document {
+        expires_at: None,
         id: v.id,
         data: v.value,
         created_at: v.created_at,
@@ -143,6 +144,7 @@ async fn repeatable(
         "restore" => {
             let key = docstore::Key::new(&ctx.site, "c", "r").unwrap();
             let doc = Document {
+                expires_at: None,
                 id: "r".into(),
                 data: data(json!({"restored": 1})),
                 created_at: 10,

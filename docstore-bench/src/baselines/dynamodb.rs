@@ -140,6 +140,7 @@ pub fn parse(item: &Item) -> BenchResult<Document> {
         }
     };
     Ok(Document {
+        expires_at: None,
         id: text("sk")?,
         data: serde_json::from_str(&text("data")?)?,
         created_at: number("created_at")?,

@@ -42,6 +42,7 @@ impl Subject for MemoryBaseline {
         docs.insert(
             id.to_owned(),
             Document {
+                expires_at: None,
                 id: id.to_owned(),
                 data,
                 created_at: now,
@@ -78,6 +79,7 @@ impl Subject for MemoryBaseline {
         docs.insert(
             id.to_owned(),
             Document {
+                expires_at: None,
                 id: id.to_owned(),
                 data,
                 created_at: now,

@@ -116,10 +116,11 @@ pub const SCHEMA: &str = r#"
         VALUES (1, lower(hex(randomblob(8))), 0);
 
     ALTER TABLE changes ADD COLUMN previous BLOB;
+    ALTER TABLE indexes ADD COLUMN is_unique INTEGER NOT NULL DEFAULT 0;
 "#;
 
 /// The schema version [`SCHEMA`] is (docstore-sqlite's `PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 
 /// The change row of a write that just left the document at the key `?1, ?2, ?3`: the
 /// document's row copied (its data as stored, not converted again), `?4` the kind.
@@ -280,6 +281,7 @@ fn document(row: &Row<'_>) -> rusqlite::Result<BenchResult<Document>> {
         Err(err) => return Ok(Err(err.into())),
     };
     Ok(Ok(Document {
+        expires_at: None,
         id: row.get(0)?,
         data,
         created_at: row.get(2)?,

@@ -173,6 +173,7 @@ fn expected(n: usize) -> Vec<String> {
 
 fn stored(i: usize, data: Data) -> Document {
     Document {
+        expires_at: None,
         id: id(i),
         data,
         created_at: 0,
@@ -386,6 +387,7 @@ fn raw_query(conn: &rusqlite::Connection, parse: bool) -> Vec<String> {
                 }
                 let text: String = row.get(1)?;
                 let doc = Document {
+                    expires_at: None,
                     id: row.get(0)?,
                     data: serde_json::from_str(&text).expect("stored JSON"),
                     created_at: row.get(2)?,

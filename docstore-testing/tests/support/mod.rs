@@ -128,6 +128,7 @@ pub fn ok_or_kind(outcome: &Outcome) -> Outcome {
 /// A document as `restore` takes it: version 3, written by "old" long ago.
 pub fn restorable(id: &str, n: i64) -> Document {
     Document {
+        expires_at: None,
         id: id.to_owned(),
         data: data(n),
         created_at: 10,

@@ -4,7 +4,7 @@ use super::dispatch::CallIdentity;
 use super::feed::{ChangeStream, TypedChange, TypedChangePage};
 use super::{Site, WriteCall};
 use crate::document::{Data, Document};
-use crate::driver::Origin;
+use crate::driver::{Expiry, Origin};
 use crate::driver::{Explain, Page};
 use crate::feed::{FeedScope, FeedStart};
 use crate::key::{Key, validate_collection};
@@ -43,6 +43,9 @@ pub struct Versioned<T> {
     pub created_by: String,
     /// The actor of the last write.
     pub updated_by: String,
+    /// When the document expires (unix nanoseconds of the store's clock); `None`: never
+    /// (`docs/contract.md`, "Expiry").
+    pub expires_at: Option<i64>,
 }
 
 impl<T> Versioned<T> {
@@ -215,6 +218,7 @@ pub(super) fn versioned<T: DeserializeOwned + 'static>(
         updated_at: doc.updated_at,
         created_by: doc.created_by,
         updated_by: doc.updated_by,
+        expires_at: doc.expires_at,
     })
 }
 
@@ -258,9 +262,10 @@ where
     /// [`Error::AlreadyExists`] if the id is taken.
     pub fn create(&self, id: &str, value: &T) -> WriteCall<'_, Versioned<T>> {
         let input = self.key_and_value(id, value);
-        WriteCall::new(move |write_id| async move {
+        WriteCall::new(move |write_id, expiry| async move {
             let (key, data) = input?;
-            let origin = Origin::with(self.actor(), &write_id);
+            let origin = Origin::with(self.actor(), &write_id)
+                .expiring(self.store().expiry(&key, expiry, true)?);
             self.versioned(self.store().create_with(&key, data, origin).await?)
         })
     }
@@ -291,9 +296,10 @@ where
     /// `created_*` fields; its version grows by one).
     pub fn put(&self, id: &str, value: &T) -> WriteCall<'_, Versioned<T>> {
         let input = self.key_and_value(id, value);
-        WriteCall::new(move |write_id| async move {
+        WriteCall::new(move |write_id, expiry| async move {
             let (key, data) = input?;
-            let origin = Origin::with(self.actor(), &write_id);
+            let origin = Origin::with(self.actor(), &write_id)
+                .expiring(self.store().expiry(&key, expiry, true)?);
             self.versioned(self.store().put_with(&key, data, origin).await?)
         })
     }
@@ -323,9 +329,10 @@ where
         expected_version: Option<u64>,
     ) -> WriteCall<'_, Versioned<T>> {
         let input = self.key(id).and_then(|key| Ok((key, patch_data(patch)?)));
-        WriteCall::new(move |write_id| async move {
+        WriteCall::new(move |write_id, expiry| async move {
             let (key, patch) = input?;
-            let origin = Origin::with(self.actor(), &write_id);
+            let origin = Origin::with(self.actor(), &write_id)
+                .expiring(self.store().expiry(&key, expiry, false)?);
             let store = self.store();
             let doc = store
                 .update_with(&key, &patch, expected_version, origin)
@@ -345,9 +352,10 @@ where
         expected_version: u64,
     ) -> WriteCall<'_, Versioned<T>> {
         let input = self.key_and_value(id, value);
-        WriteCall::new(move |write_id| async move {
+        WriteCall::new(move |write_id, expiry| async move {
             let (key, data) = input?;
-            let origin = Origin::with(self.actor(), &write_id);
+            let origin = Origin::with(self.actor(), &write_id)
+                .expiring(self.store().expiry(&key, expiry, true)?);
             let store = self.store();
             self.versioned(
                 store
@@ -405,11 +413,13 @@ where
         change: impl FnMut(&mut T) + Send + 'a,
     ) -> WriteCall<'a, Versioned<T>> {
         let key = self.key(id);
-        WriteCall::new(move |write_id| async move {
+        WriteCall::new(move |write_id, expiry| async move {
             let dispatch = &self.store().driver;
             let identity = dispatch.identity(write_id.as_ref());
             let mut retries = dispatch.policy().start();
-            self.modify_with(&key?, change, &identity, &mut retries)
+            let key = key?;
+            let expiry = self.store().expiry(&key, expiry, false)?;
+            self.modify_with(&key, change, (&identity, expiry), &mut retries)
                 .await
                 .map_err(|err| identity.mark(err))
         })
@@ -420,11 +430,11 @@ where
         &self,
         key: &Key,
         mut change: impl FnMut(&mut T) + Send,
-        identity: &CallIdentity<'_>,
+        (identity, expiry): (&CallIdentity<'_>, Expiry),
         retries: &mut Retries,
     ) -> Result<Versioned<T>> {
         let dispatch = &self.store().driver;
-        let origin = identity.origin(self.actor());
+        let origin = identity.origin(self.actor()).expiring(expiry);
         let mut current = 0;
         for _ in 0..MODIFY_TRIES {
             let doc = dispatch
@@ -455,7 +465,7 @@ where
     /// Deletes the document `id`; `true` when there was one.
     pub fn delete(&self, id: &str) -> WriteCall<'_, bool> {
         let key = self.key(id);
-        WriteCall::new(move |write_id| async move {
+        WriteCall::new(move |write_id, _| async move {
             let origin = Origin::with(self.site.actor(), &write_id);
             self.store().delete_with(&key?, None, origin).await
         })
@@ -465,7 +475,7 @@ where
     /// or [`Error::Conflict`] with the current version.
     pub fn delete_if(&self, id: &str, expected_version: u64) -> WriteCall<'_, ()> {
         let key = self.key(id);
-        WriteCall::new(move |write_id| async move {
+        WriteCall::new(move |write_id, _| async move {
             let origin = Origin::with(self.site.actor(), &write_id);
             let key = key?;
             let deleted = self

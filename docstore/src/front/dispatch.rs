@@ -47,6 +47,7 @@ impl CallIdentity<'_> {
         Origin {
             actor,
             write_id: self.sent(),
+            expiry: crate::driver::Expiry::Keep,
         }
     }
 

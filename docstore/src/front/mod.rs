@@ -14,6 +14,7 @@ mod site;
 mod sorted;
 mod stream;
 
+use call::CallExpiry;
 pub use call::WriteCall;
 pub use collection::MODIFY_TRIES;
 pub use collection::{Collection, TypedPage, Versioned};
@@ -23,7 +24,7 @@ pub use stream::{DEFAULT_STREAM_PAGE, DocumentStream};
 
 use crate::batch::{self, Write, WriteOutcome};
 use crate::document::{Data, Document, check_restorable, check_size, validate_actor};
-use crate::driver::{Driver, Explain, Origin, Page, Recount, RecountMode};
+use crate::driver::{Driver, Expiry, Explain, Origin, Page, Recount, RecountMode};
 use crate::key::{Key, validate_site};
 use crate::query::Query;
 use crate::{Result, StoreOptions};
@@ -63,10 +64,26 @@ impl Store {
     }
 
     /// A store over a shared driver (one that wraps another, say).
+    ///
+    /// Inside a tokio runtime it starts the task that removes expired documents every
+    /// [`StoreOptions::sweep_interval`] (`docs/contract.md`, "Expiry"); the task ends when the
+    /// driver is dropped.
     pub fn from_driver(driver: Arc<dyn Driver>) -> Self {
+        if let Some(interval) = driver.options().sweep_interval {
+            spawn_sweeper(&driver, interval);
+        }
         Store {
             driver: Dispatch::new(driver),
         }
+    }
+
+    /// Removes the documents that have expired now, at most
+    /// [`SWEEP_LIMIT`](crate::SWEEP_LIMIT) of them, each with its one `Expired`
+    /// change; how many it removed. Reads leave expired documents out already; the store
+    /// sweeps in the background too ([`StoreOptions::sweep_interval`]).
+    pub async fn sweep_expired(&self) -> Result<usize> {
+        let limit = crate::options::SWEEP_LIMIT;
+        self.driver.read(|driver| driver.sweep_expired(limit)).await
     }
 
     /// The driver underneath, for wrappers that stack another driver on it.
@@ -106,8 +123,9 @@ impl Store {
         data: Data,
         actor: &'a str,
     ) -> WriteCall<'a, Document> {
-        WriteCall::new(move |id| async move {
-            self.create_with(key, data, Origin::with(actor, &id)).await
+        WriteCall::new(move |id, expiry| async move {
+            let origin = Origin::with(actor, &id).expiring(self.expiry(key, expiry, true)?);
+            self.create_with(key, data, origin).await
         })
     }
 
@@ -119,11 +137,52 @@ impl Store {
     ) -> Result<Document> {
         self.check_written(&data, origin)?;
         let identity = self.driver.identity(origin.write_id);
-        let origin = identity.origin(origin.actor);
+        let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
             driver.create(key, data, origin)
         });
         written.await
+    }
+
+    /// What a write at `key` does to its document's expiry: the call's `expiry`, else —
+    /// for a write storing the whole value (`whole`) — the collection's default, else keep.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the write would give
+    /// its document an expiry and the driver keeps none.
+    pub(crate) fn expiry(
+        &self,
+        key: &Key,
+        expiry: Option<CallExpiry>,
+        whole: bool,
+    ) -> Result<Expiry> {
+        let from_now = |after: std::time::Duration| {
+            Expiry::After(i64::try_from(after.as_nanos()).unwrap_or(i64::MAX))
+        };
+        let resolved = match expiry {
+            Some(CallExpiry::At(at)) => Expiry::At(at),
+            Some(CallExpiry::After(after)) => from_now(after),
+            Some(CallExpiry::Never) => Expiry::Never,
+            None if whole => match self.options().expiry.get(key.collection()) {
+                Some(after) => from_now(*after),
+                None => Expiry::Keep,
+            },
+            None => Expiry::Keep,
+        };
+        if matches!(resolved, Expiry::At(_) | Expiry::After(_)) {
+            self.check_expiry_kept()?;
+        }
+        Ok(resolved)
+    }
+
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) unless the driver keeps
+    /// document expiry.
+    fn check_expiry_kept(&self) -> Result<()> {
+        if self.driver().supports_expiry() {
+            return Ok(());
+        }
+        Err(crate::Error::invalid(
+            "this backend does not keep document expiry yet (docs/contract.md, \"Expiry\"): \
+             write without one",
+        ))
     }
 
     /// The checks of a write that stores `data` whole: its actor, then its size.
@@ -140,9 +199,10 @@ impl Store {
     /// Creates or replaces a document; a replaced document keeps its `created_*` fields and
     /// its version grows by one.
     pub fn put<'a>(&'a self, key: &'a Key, data: Data, actor: &'a str) -> WriteCall<'a, Document> {
-        WriteCall::new(
-            move |id| async move { self.put_with(key, data, Origin::with(actor, &id)).await },
-        )
+        WriteCall::new(move |id, expiry| async move {
+            let origin = Origin::with(actor, &id).expiring(self.expiry(key, expiry, true)?);
+            self.put_with(key, data, origin).await
+        })
     }
 
     pub(crate) async fn put_with(
@@ -153,7 +213,7 @@ impl Store {
     ) -> Result<Document> {
         self.check_written(&data, origin)?;
         let identity = self.driver.identity(origin.write_id);
-        let origin = identity.origin(origin.actor);
+        let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
             driver.put(key, data, origin)
         });
@@ -170,9 +230,9 @@ impl Store {
         patch: &'a Data,
         actor: &'a str,
     ) -> WriteCall<'a, Document> {
-        WriteCall::new(move |id| async move {
-            self.update_with(key, patch, None, Origin::with(actor, &id))
-                .await
+        WriteCall::new(move |id, expiry| async move {
+            let origin = Origin::with(actor, &id).expiring(self.expiry(key, expiry, false)?);
+            self.update_with(key, patch, None, origin).await
         })
     }
 
@@ -188,7 +248,7 @@ impl Store {
         // the driver checks (a patch one level too deep may merge into data that fits).
         validate_actor(origin.actor)?;
         let identity = self.driver.identity(origin.write_id);
-        let origin = identity.origin(origin.actor);
+        let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write(&identity, |driver| {
             driver.update(key, patch, expected_version, origin)
         });
@@ -204,8 +264,8 @@ impl Store {
         expected_version: u64,
         actor: &'a str,
     ) -> WriteCall<'a, Document> {
-        WriteCall::new(move |id| async move {
-            let origin = Origin::with(actor, &id);
+        WriteCall::new(move |id, expiry| async move {
+            let origin = Origin::with(actor, &id).expiring(self.expiry(key, expiry, false)?);
             self.update_with(key, patch, Some(expected_version), origin)
                 .await
         })
@@ -221,8 +281,9 @@ impl Store {
         expected_version: u64,
         actor: &'a str,
     ) -> WriteCall<'a, Document> {
-        WriteCall::new(move |id| async move {
-            self.replace_if_with(key, data, expected_version, Origin::with(actor, &id))
+        WriteCall::new(move |id, expiry| async move {
+            let origin = Origin::with(actor, &id).expiring(self.expiry(key, expiry, true)?);
+            self.replace_if_with(key, data, expected_version, origin)
                 .await
         })
     }
@@ -236,7 +297,7 @@ impl Store {
     ) -> Result<Document> {
         self.check_written(&data, origin)?;
         let identity = self.driver.identity(origin.write_id);
-        let origin = identity.origin(origin.actor);
+        let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
             driver.replace_if(key, data, expected_version, origin)
         });
@@ -246,14 +307,14 @@ impl Store {
     /// Deletes a document; `true` when there was one. The change feed reports the delete
     /// with an empty actor (a [`Collection`]'s delete carries its site's actor).
     pub fn delete<'a>(&'a self, key: &'a Key) -> WriteCall<'a, bool> {
-        WriteCall::new(
-            move |id| async move { self.delete_with(key, None, Origin::with("", &id)).await },
-        )
+        WriteCall::new(move |id, _| async move {
+            self.delete_with(key, None, Origin::with("", &id)).await
+        })
     }
 
     /// Deletes a document if it is still at `expected_version`.
     pub fn delete_if<'a>(&'a self, key: &'a Key, expected_version: u64) -> WriteCall<'a, ()> {
-        WriteCall::new(move |id| async move {
+        WriteCall::new(move |id, _| async move {
             let origin = Origin::with("", &id);
             self.delete_with(key, Some(expected_version), origin)
                 .await
@@ -270,7 +331,7 @@ impl Store {
     ) -> Result<bool> {
         validate_actor(origin.actor)?;
         let identity = self.driver.identity(origin.write_id);
-        let origin = identity.origin(origin.actor);
+        let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write(&identity, |driver| {
             driver.delete(key, expected_version, origin)
         });
@@ -287,8 +348,11 @@ impl Store {
     /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) when the id is taken,
     /// [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) in a full site.
     pub fn restore<'a>(&'a self, key: &'a Key, document: &'a Document) -> WriteCall<'a, ()> {
-        WriteCall::new(move |id| async move {
+        WriteCall::new(move |id, _| async move {
             check_restorable(key, document, self.max_doc_bytes())?;
+            if document.expires_at.is_some() {
+                self.check_expiry_kept()?;
+            }
             let identity = self.driver.identity(id.as_ref());
             let origin = identity.origin(&document.updated_by);
             let written = self
@@ -323,8 +387,9 @@ impl Store {
         writes: &'a [Write],
         actor: &'a str,
     ) -> WriteCall<'a, Vec<WriteOutcome>> {
-        WriteCall::new(move |id| async move {
-            self.write_all_with(writes, Origin::with(actor, &id)).await
+        WriteCall::new(move |id, expiry| async move {
+            self.write_all_with(writes, Origin::with(actor, &id), expiry)
+                .await
         })
     }
 
@@ -332,14 +397,31 @@ impl Store {
         &self,
         writes: &[Write],
         origin: Origin<'_>,
+        expiry: Option<CallExpiry>,
     ) -> Result<Vec<WriteOutcome>> {
         validate_actor(origin.actor)?;
-        let batch = batch::CheckedBatch::check(writes, self.max_doc_bytes())?;
+        let expiries: Vec<Expiry> = writes
+            .iter()
+            .map(|write| match write {
+                Write::Create { key, .. } | Write::Put { key, .. } => {
+                    self.expiry(key, expiry, true)
+                }
+                Write::Update { key, .. } | Write::UpdateIf { key, .. } => {
+                    self.expiry(key, expiry, false)
+                }
+                Write::Restore { document, .. } if document.expires_at.is_some() => {
+                    self.check_expiry_kept().map(|()| Expiry::Keep)
+                }
+                _ => Ok(Expiry::Keep),
+            })
+            .collect::<Result<_>>()?;
+        let batch =
+            batch::CheckedBatch::check(writes, self.max_doc_bytes())?.with_expiry(&expiries);
         if writes.is_empty() {
             return Ok(Vec::new());
         }
         let identity = self.driver.identity(origin.write_id);
-        let origin = identity.origin(origin.actor);
+        let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self
             .driver
             .write(&identity, |driver| driver.write_all(&batch, origin));
@@ -414,4 +496,25 @@ impl Store {
         validate_site(site)?;
         self.driver.read(|driver| driver.recount(site, mode)).await
     }
+}
+
+/// Starts the background sweep of `driver`'s expired documents, every `interval`, when a
+/// tokio runtime is running (without one, reads still leave expired documents out). It holds
+/// the driver only while a sweep runs, and ends once the driver is gone.
+fn spawn_sweeper(driver: &Arc<dyn Driver>, interval: std::time::Duration) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let driver = Arc::downgrade(driver);
+    runtime.spawn(async move {
+        loop {
+            tokio::time::sleep(interval).await;
+            let Some(driver) = driver.upgrade() else {
+                break;
+            };
+            if let Err(err) = driver.sweep_expired(crate::options::SWEEP_LIMIT).await {
+                tracing::warn!(error = %err, "sweeping expired documents failed; trying again later");
+            }
+        }
+    });
 }

@@ -269,12 +269,13 @@ impl SiteBatch {
     /// Applies every write, or none: one outcome per write, in order. Give the call an
     /// identity ([`WriteCall::write_id`]) to make the batch safe to repeat.
     pub fn commit(self) -> WriteCall<'static, Vec<WriteOutcome>> {
-        WriteCall::new(move |write_id| async move {
+        WriteCall::new(move |write_id, expiry| async move {
             if let Some((index, err)) = self.refused {
                 return Err(crate::batch::failed(index, err));
             }
             let origin = Origin::with(&self.site.actor, &write_id);
-            self.site.store.write_all_with(&self.writes, origin).await
+            let store = &self.site.store;
+            store.write_all_with(&self.writes, origin, expiry).await
         })
     }
 }

@@ -82,6 +82,35 @@ pub fn push(value: Option<&Value>, descending: bool, out: &mut Vec<u8>) {
     }
 }
 
+/// The document id encoded by [`push_id`] at the start of `bytes` (the end of a composite
+/// key); `None` when `bytes` do not start with one.
+///
+/// ```
+/// let mut key = Vec::new();
+/// docstore::index::key::push_id("a\0b", &mut key);
+/// assert_eq!(docstore::index::key::decode_id(&key).as_deref(), Some("a\0b"));
+/// ```
+pub fn decode_id(bytes: &[u8]) -> Option<String> {
+    let (&TAG_STRING, mut rest) = bytes.split_first()? else {
+        return None;
+    };
+    let mut id = Vec::with_capacity(rest.len());
+    loop {
+        match rest {
+            [0x00, 0x00, ..] => return String::from_utf8(id).ok(),
+            [0x00, 0xFF, tail @ ..] => {
+                id.push(0x00);
+                rest = tail;
+            }
+            [b, tail @ ..] if *b != 0x00 => {
+                id.push(*b);
+                rest = tail;
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// Appends the encoding of a document id: an ascending string (the last component of every
 /// composite key).
 pub fn push_id(id: &str, out: &mut Vec<u8>) {

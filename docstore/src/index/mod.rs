@@ -34,6 +34,7 @@
 mod cost;
 pub mod key;
 mod plan;
+pub mod unique;
 
 pub use cost::{Candidate, Candidates, Choice, Estimate, Fit, Reading, Statistics};
 pub use plan::{IndexPlan, KeyRange, MAX_RANGES, RangeWalk, Step, candidates, plan};
@@ -83,6 +84,9 @@ pub struct Index {
     pub name: String,
     /// The fields, most significant first.
     pub fields: Vec<Order>,
+    /// Whether at most one document of a site's collection may hold each value of the
+    /// fields (`docs/contract.md`, "Unique indexes"); set with [`Index::unique`].
+    pub unique: bool,
 }
 
 /// The text form of an [`Index`] (config files).
@@ -92,13 +96,18 @@ struct IndexText {
     collection: String,
     name: String,
     fields: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    unique: bool,
 }
 
 impl TryFrom<IndexText> for Index {
     type Error = Error;
 
     fn try_from(text: IndexText) -> Result<Self> {
-        Index::parse(text.collection, text.name, text.fields)
+        let index = Index::parse(text.collection, text.name, text.fields)?;
+        let index = if text.unique { index.unique() } else { index };
+        index.validate()?;
+        Ok(index)
     }
 }
 
@@ -108,6 +117,7 @@ impl From<Index> for IndexText {
             fields: index.fields.iter().map(field_text).collect(),
             collection: index.collection,
             name: index.name,
+            unique: index.unique,
         }
     }
 }
@@ -134,7 +144,27 @@ impl Index {
             collection: collection.into(),
             name: name.into(),
             fields: fields.into_iter().collect(),
+            unique: false,
         }
+    }
+
+    /// The same declaration made unique: within a site's collection at most one document
+    /// holds each value of its fields; a document missing one of them, or holding `null`
+    /// there, is not constrained (`docs/contract.md`, "Unique indexes"). Only data fields
+    /// may be unique (checked with the rest of the declaration).
+    ///
+    /// ```
+    /// use docstore::index::Index;
+    ///
+    /// let by_email = Index::parse("users", "by_email", ["email"])?.unique();
+    /// assert!(by_email.unique);
+    /// assert_eq!(by_email.to_string(), "users.by_email(email) unique");
+    /// assert!(Index::parse("users", "x", ["$updated_at"])?.unique().validate().is_err());
+    /// # Ok::<(), docstore::Error>(())
+    /// ```
+    pub fn unique(mut self) -> Self {
+        self.unique = true;
+        self
     }
 
     /// A declaration with its fields in text form (`"-f"` descending, `"f"` or `"+f"`
@@ -164,8 +194,8 @@ impl Index {
 
     /// Checks the declaration alone: the collection name (as for keys), the index name
     /// (1–64 characters of `[A-Za-z0-9_-]`), 1 to [`MAX_INDEX_FIELDS`] fields, each a valid
-    /// field path, no field twice, and `$id` only as the last field (every key ends with the
-    /// id anyway). Each failure is [`Error::InvalidArgument`] naming the index and the rule.
+    /// field path, no field twice, `$id` only as the last field (every key ends with the
+    /// id anyway), and in a unique index data fields only. Each failure is [`Error::InvalidArgument`] naming the index and the rule.
     pub fn validate(&self) -> Result<()> {
         self.compile().map(drop)
     }
@@ -208,6 +238,12 @@ impl Index {
                     "$id may only be the last field (every key ends with the id)".into(),
                 ));
             }
+            if self.unique && !matches!(path, FieldPath::Data(_)) {
+                return Err(fail(format!(
+                    "a unique index holds data fields only, not {:?}",
+                    order.field
+                )));
+            }
             fields.push((path, order.descending));
         }
         Ok(CompiledIndex {
@@ -218,7 +254,7 @@ impl Index {
 }
 
 impl fmt::Display for Index {
-    /// `collection.name(field, -field, ...)`.
+    /// `collection.name(field, -field, ...)`, then ` unique` for a unique index.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let fields: Vec<String> = self.fields.iter().map(field_text).collect();
         write!(
@@ -227,7 +263,11 @@ impl fmt::Display for Index {
             self.collection,
             self.name,
             fields.join(", ")
-        )
+        )?;
+        if self.unique {
+            f.write_str(" unique")?;
+        }
+        Ok(())
     }
 }
 
@@ -267,7 +307,8 @@ impl CompiledIndex {
     /// use docstore::index::{Index, IndexSet};
     /// # let doc = |id: &str, n: i64| docstore::Document { id: id.into(),
     /// #     data: docstore::object(serde_json::json!({"n": n})).unwrap(), created_at: 0,
-    /// #     updated_at: 0, created_by: String::new(), updated_by: String::new(), version: 1 };
+    /// #     updated_at: 0, created_by: String::new(), updated_by: String::new(), version: 1,
+    /// #     expires_at: None };
     /// let set = IndexSet::new([Index::parse("c", "by_n", ["-n"])?])?;
     /// let index = &set.for_collection("c")[0];
     /// assert!(index.key(&doc("a", 5)) < index.key(&doc("b", 3)));
@@ -283,6 +324,122 @@ impl CompiledIndex {
         out
     }
 
+    /// Whether the index is unique ([`Index::unique`]).
+    pub fn is_unique(&self) -> bool {
+        self.declaration.unique
+    }
+
+    /// The value `doc` claims in this index when it is unique: the components of its key
+    /// without the id (so every key of a holder starts with it, see
+    /// [`unique::claim_range`]); `None` when the index is not unique or a field is missing
+    /// or `null` in `doc` (such a document is not constrained).
+    pub fn claim(&self, doc: &Document) -> Option<Vec<u8>> {
+        self.claim_in(&doc.data)
+    }
+
+    /// [`claim`](Self::claim) from the data alone: a unique index holds data fields only.
+    pub fn claim_in(&self, data: &crate::Data) -> Option<Vec<u8>> {
+        if !self.is_unique() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(32);
+        for (path, descending) in &self.fields {
+            let FieldPath::Data(segments) = path else {
+                return None;
+            };
+            let value = crate::query::resolve_in(data, segments);
+            if value.is_none_or(serde_json::Value::is_null) {
+                return None;
+            }
+            key::push(value, *descending, &mut out);
+        }
+        Some(out)
+    }
+
+    /// The claim of a document after `patch` is merged into it, when the patch alone decides
+    /// it — it sets every field (or removes one, or replaces a member on a field's path with
+    /// a non-object): `Some(claim)`; `None` when a field's value comes from the document.
+    ///
+    /// ```
+    /// use docstore::index::{Index, IndexSet};
+    ///
+    /// let set = IndexSet::new([Index::parse("u", "by_email", ["email"])?.unique()])?;
+    /// let index = &set.for_collection("u")[0];
+    /// let patch = |v: serde_json::Value| docstore::object(v).unwrap();
+    /// assert!(index.claim_after_patch(&patch(serde_json::json!({"email": "x"}))).unwrap().is_some());
+    /// assert_eq!(index.claim_after_patch(&patch(serde_json::json!({"email": null}))), Some(None));
+    /// assert_eq!(index.claim_after_patch(&patch(serde_json::json!({"age": 3}))), None);
+    /// # Ok::<(), docstore::Error>(())
+    /// ```
+    pub fn claim_after_patch(&self, patch: &crate::Data) -> Option<Option<Vec<u8>>> {
+        if !self.is_unique() {
+            return Some(None);
+        }
+        let mut out = Vec::with_capacity(32);
+        let mut constrained = true;
+        for (path, descending) in &self.fields {
+            let FieldPath::Data(segments) = path else {
+                return None;
+            };
+            match patched_value(patch, segments)? {
+                Some(value) if !value.is_null() => key::push(Some(value), *descending, &mut out),
+                _ => constrained = false,
+            }
+        }
+        Some(constrained.then_some(out))
+    }
+
+    /// Whether merging `patch` may change this index's claim: it sets or removes the
+    /// top-level member holding one of the fields. A patch that does not leaves the claim
+    /// as it was, so a store need not check it again.
+    pub fn patch_may_change_claim(&self, patch: &crate::Data) -> bool {
+        self.is_unique()
+            && self.fields.iter().any(|(path, _)| match path {
+                FieldPath::Data(segments) => segments
+                    .first()
+                    .is_some_and(|first| patch.contains_key(first)),
+                _ => true,
+            })
+    }
+
+    /// The claim ([`claim`](Self::claim)) of the document whose key in this index is `key`:
+    /// its components without the id, `None` when one is missing or `null` (or the bytes are
+    /// not a key of this index).
+    pub fn claim_of_key<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+        let mut at = 0;
+        for (_, descending) in &self.fields {
+            let tag = key.get(at).map(|b| if *descending { !b } else { *b })?;
+            if tag == key::TAG_MISSING || tag == key::TAG_NULL {
+                return None;
+            }
+            at += key::component_len(key.get(at..)?, *descending)?;
+        }
+        key.get(..at)
+    }
+
+    /// The document id a key of this index ends with.
+    pub fn id_of_key(&self, key: &[u8]) -> Option<String> {
+        let prefix = self.key_prefix(key, self.fields.len())?;
+        key::decode_id(&key[prefix.len()..])
+    }
+
+    /// The value of this index's fields in `doc`, as a refusal names it: the one field's
+    /// value, or the array of them for several fields.
+    pub fn value_of(&self, doc: &Document) -> serde_json::Value {
+        let mut values: Vec<serde_json::Value> = self
+            .fields
+            .iter()
+            .map(|(path, _)| {
+                path.resolve(doc)
+                    .map_or(serde_json::Value::Null, |v| v.into_owned())
+            })
+            .collect();
+        match values.len() {
+            1 => values.remove(0),
+            _ => serde_json::Value::Array(values),
+        }
+    }
+
     /// The first `fields` components of `key` (a key of this index): the part that decides
     /// a tie group of [`IndexPlan::tie_fields`]. `None` for bytes that are not such a key.
     pub fn key_prefix<'k>(&self, key: &'k [u8], fields: usize) -> Option<&'k [u8]> {
@@ -292,6 +449,28 @@ impl CompiledIndex {
         }
         key.get(..at)
     }
+}
+
+/// The value at `segments` after `patch` is merged into a document, when the patch alone
+/// decides it: `Some(Some(value))` set, `Some(None)` removed or cut off by a non-object on
+/// the way; `None` when it depends on the document (the patch does not reach the field, or
+/// merges an object into it).
+fn patched_value<'p>(
+    patch: &'p crate::Data,
+    segments: &[String],
+) -> Option<Option<&'p serde_json::Value>> {
+    let mut members = patch;
+    for (i, segment) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        match members.get(segment)? {
+            serde_json::Value::Null => return Some(None),
+            serde_json::Value::Object(_) if last => return None,
+            serde_json::Value::Object(inner) => members = inner,
+            value if last => return Some(Some(value)),
+            _ => return Some(None),
+        }
+    }
+    None
 }
 
 /// A checked set of index declarations: each valid, no two with the same name in one

@@ -679,6 +679,7 @@ mod tests {
 
     fn doc(id: &str, data: serde_json::Value) -> Document {
         Document {
+            expires_at: None,
             id: id.into(),
             data: crate::object(data).unwrap(),
             created_at: 1,
@@ -959,7 +960,7 @@ mod tests {
             let docs: Vec<Document> = data
                 .into_iter()
                 .enumerate()
-                .map(|(i, data)| Document {
+                .map(|(i, data)| Document { expires_at: None,
                     id: format!("d{}", (i * 5) % 14),
                     data,
                     created_at: 0,

@@ -408,7 +408,7 @@ pub fn matches(filter: &Filter, doc: &Document) -> Result<bool> {
 ///     id: id.into(),
 ///     data: docstore::object(serde_json::json!({"n": n})).unwrap(),
 ///     created_at: 0, updated_at: 0, created_by: String::new(), updated_by: String::new(),
-///     version: 1,
+///     version: 1, expires_at: None,
 /// };
 /// let docs = [doc("a", 3), doc("b", 1), doc("c", 2)];
 /// let query = Query::new().filter(Filter::gte("n", 2)).order_by("n").limit(1);
@@ -430,6 +430,7 @@ mod tests {
 
     fn doc(id: &str, data: Value) -> Document {
         Document {
+            expires_at: None,
             id: id.into(),
             data: crate::object(data).unwrap(),
             created_at: 10,

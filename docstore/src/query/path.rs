@@ -205,6 +205,7 @@ mod tests {
     #[test]
     fn resolves_only_through_objects() {
         let doc = Document {
+            expires_at: None,
             id: "d".into(),
             data: crate::object(serde_json::json!({"a": {"b": 1}, "arr": [{"b": 2}], "n": null}))
                 .unwrap(),
