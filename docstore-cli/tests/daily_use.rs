@@ -535,10 +535,11 @@ fn a_unique_index_refuses_a_held_value_and_fsck_reports_shared_values() {
     }
 }
 
-/// `create --expires-after` prints the document's expiry where the backend keeps one
-/// (memory), and is refused without writing where it does not yet (SQLite, exit 6).
+/// `create --expires-after` prints the document's expiry (memory, SQLite); `get` in
+/// another process shows it, and a `put --expires-after 0` makes the document read as
+/// deleted at once (exit 3), swept or not.
 #[test]
-fn expires_after_sets_the_expiry_or_is_refused() {
+fn expires_after_sets_the_expiry() {
     let sandbox = Sandbox::new();
     let created = json(&sandbox.run(
         &[
@@ -557,7 +558,7 @@ fn expires_after_sets_the_expiry_or_is_refused() {
     let created_at = created["created_at"].as_i64().unwrap();
     assert_eq!(expires_at - created_at, 60_000_000_000);
     let store = sandbox.sqlite("s.db");
-    let refused = sandbox.run(
+    let created = json(&sandbox.run(
         &[
             "--store",
             &store,
@@ -566,12 +567,27 @@ fn expires_after_sets_the_expiry_or_is_refused() {
             "s",
             "{}",
             "--expires-after",
-            "60",
+            "3600",
         ],
-        6,
-    );
-    let message = String::from_utf8_lossy(&refused.stderr);
-    assert!(message.contains("expiry"), "{message}");
-    sandbox.run(&["--store", &store, "create", "sessions", "t", "{}"], 0);
+        0,
+    ));
+    let expires_at = created["expires_at"].as_i64().expect("an expiry");
+    let created_at = created["created_at"].as_i64().unwrap();
+    assert_eq!(expires_at - created_at, 3_600_000_000_000);
+    let got = json(&sandbox.run(&["--store", &store, "get", "sessions", "s"], 0));
+    assert_eq!(got["expires_at"].as_i64(), Some(expires_at));
+    let args = [
+        "--store",
+        &store,
+        "put",
+        "sessions",
+        "s",
+        "{}",
+        "--expires-after",
+        "0",
+    ];
+    sandbox.run(&args, 0);
     sandbox.run(&["--store", &store, "get", "sessions", "s"], 3);
+    let count = sandbox.run(&["--store", &store, "count", "sessions"], 0);
+    assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "0");
 }

@@ -306,7 +306,9 @@ impl MemoryStore {
 
     fn check_quota(&self, site: Option<&Site>) -> Result<()> {
         if let Some(limit) = self.options.max_docs_per_site {
-            let count: usize = site.map_or(0, |s| s.values().map(Collection::len).sum());
+            // Expired documents not yet swept take no room (`docs/contract.md`, "Expiry").
+            let now = self.options.clock.now();
+            let count: usize = site.map_or(0, |s| s.values().map(|c| c.live_len(now)).sum());
             if count as u64 >= limit {
                 return Err(Error::QuotaExceeded { limit });
             }
@@ -867,6 +869,8 @@ struct QuotaCount<'a> {
     quota: Option<u64>,
     sites: &'a HashMap<String, Site>,
     counts: HashMap<&'a str, u64>,
+    /// Expired documents not yet swept take no room.
+    now: i64,
 }
 
 impl<'a> QuotaCount<'a> {
@@ -875,6 +879,7 @@ impl<'a> QuotaCount<'a> {
             quota: store.options.max_docs_per_site,
             sites,
             counts: HashMap::new(),
+            now: store.options.clock.now(),
         }
     }
 
@@ -885,11 +890,11 @@ impl<'a> QuotaCount<'a> {
             return Ok(());
         };
         let site = write.key().site();
-        let sites = self.sites;
+        let (sites, now) = (self.sites, self.now);
         let count = self.counts.entry(site).or_insert_with(|| {
             sites
                 .get(site)
-                .map_or(0, |s| s.values().map(|c| c.len() as u64).sum())
+                .map_or(0, |s| s.values().map(|c| c.live_len(now) as u64).sum())
         });
         let delta = decision.counter_delta();
         if delta > 0 && *count >= quota {

@@ -3,9 +3,10 @@
 //! the same triggers as single writes); several reads run in one read transaction.
 
 use crate::error::Fail;
-use crate::store::Inner;
+use crate::store::{By, Inner};
 use crate::{rows, write_ids};
 use docstore::batch::{self, BatchBytes, CheckedBatch, Write, WriteOutcome};
+use docstore::driver::Expiry;
 use docstore::{Document, Key, WriteId};
 use rusqlite::Connection;
 
@@ -15,15 +16,18 @@ pub(crate) enum Step {
     Create {
         key: Key,
         text: String,
+        expiry: Expiry,
     },
     Put {
         key: Key,
         text: String,
+        expiry: Expiry,
     },
     Patch {
         key: Key,
         patch: rows::Patch,
         expected_version: Option<u64>,
+        expiry: Expiry,
     },
     /// The batch's `Write::DeleteIf` (a key and a version: nothing to copy beyond the key),
     /// for [`batch::precondition`].
@@ -57,20 +61,25 @@ pub(crate) fn prepare(batch: &CheckedBatch<'_>) -> docstore::Result<(Vec<Step>, 
     let bytes = batch.bytes();
     let steps = writes
         .iter()
-        .map(|write| {
+        .enumerate()
+        .map(|(position, write)| {
+            let expiry = batch.expiry(position);
             Ok(match write {
                 Write::Create { key, data } => Step::Create {
                     key: key.clone(),
                     text: rows::text(data)?,
+                    expiry,
                 },
                 Write::Put { key, data } => Step::Put {
                     key: key.clone(),
                     text: rows::text(data)?,
+                    expiry,
                 },
                 Write::Update { key, patch } => Step::Patch {
                     key: key.clone(),
                     patch: rows::Patch::new(patch)?,
                     expected_version: None,
+                    expiry,
                 },
                 Write::UpdateIf {
                     key,
@@ -80,6 +89,7 @@ pub(crate) fn prepare(batch: &CheckedBatch<'_>) -> docstore::Result<(Vec<Step>, 
                     key: key.clone(),
                     patch: rows::Patch::new(patch)?,
                     expected_version: Some(*expected_version),
+                    expiry,
                 },
                 Write::DeleteIf { .. } => Step::DeleteIf(write.clone()),
                 Write::Check { .. } => Step::Check(write.clone()),
@@ -122,7 +132,7 @@ pub(crate) fn apply(
         .enumerate()
         .filter(|(_, (_, outcome))| matches!(outcome, WriteOutcome::Written(_)))
         .map(|(position, (step, _))| (position, step.key()));
-    crate::unique::check_batch(conn, &inner.indexes, stored)?;
+    crate::unique::check_batch(conn, inner, stored)?;
     Ok(outcomes)
 }
 
@@ -159,7 +169,7 @@ pub(crate) fn apply_once(
         .any(|kept| kept.repeats_delete(id, now))
     {
         let keys: Vec<Key> = steps.iter().map(|step| step.key().clone()).collect();
-        return Ok(Applied::Before(load_many_in(conn, &keys)?));
+        return Ok(Applied::Before(load_many_in(conn, &keys, now)?));
     }
     let outcomes = apply(inner, conn, steps, actor, bytes)?;
     for ((step, outcome), kept) in steps.iter().zip(&outcomes).zip(&kept) {
@@ -181,28 +191,35 @@ fn apply_one(
     step: &Step,
     actor: &str,
 ) -> Result<(WriteOutcome, usize), Fail> {
+    let by = |expiry: &Expiry| By {
+        actor,
+        expiry: *expiry,
+    };
     let outcome = match step {
-        Step::Create { key, text } => {
+        Step::Create { key, text, expiry } => {
             inner.check_absent(conn, key)?;
-            WriteOutcome::Written(inner.insert_new(conn, key, text, actor)?)
+            WriteOutcome::Written(inner.insert_new(conn, key, text, by(expiry))?)
         }
-        Step::Put { key, text } => WriteOutcome::Written(inner.put(conn, key, text, actor)?),
+        Step::Put { key, text, expiry } => {
+            WriteOutcome::Written(inner.put(conn, key, text, by(expiry))?)
+        }
         Step::Patch {
             key,
             patch,
             expected_version,
+            expiry,
         } => {
-            let merged = inner.patch(conn, key, patch, *expected_version, actor)?;
+            let merged = inner.patch(conn, key, patch, *expected_version, by(expiry))?;
             let size = merged.size();
             return Ok((WriteOutcome::Written(merged.into_document()?), size));
         }
         Step::DeleteIf(write) => {
-            batch::precondition(write, rows::version(conn, write.key())?)?;
+            batch::precondition(write, rows::version(conn, write.key(), inner.now())?)?;
             inner.remove(conn, write.key(), actor, inner.now())?;
             WriteOutcome::Deleted
         }
         Step::Check(write) => {
-            batch::precondition(write, rows::version(conn, write.key())?)?;
+            batch::precondition(write, rows::version(conn, write.key(), inner.now())?)?;
             WriteOutcome::Checked
         }
         Step::Restore {
@@ -236,14 +253,18 @@ pub(crate) fn attach_data(writes: &[Write], outcomes: &mut [WriteOutcome]) {
     }
 }
 
-/// Reads `keys` on `conn` inside one read transaction: one snapshot.
-pub(crate) fn load_many(conn: &Connection, keys: &[Key]) -> Result<Vec<Option<Document>>, Fail> {
+/// Reads `keys` at `now` on `conn` inside one read transaction: one snapshot.
+pub(crate) fn load_many(
+    conn: &Connection,
+    keys: &[Key],
+    now: i64,
+) -> Result<Vec<Option<Document>>, Fail> {
     // Dropped without commit: a read transaction has nothing to keep.
     let _snapshot = conn.unchecked_transaction()?;
-    load_many_in(conn, keys)
+    load_many_in(conn, keys, now)
 }
 
-/// Reads `keys` on `conn` inside the caller's transaction.
-fn load_many_in(conn: &Connection, keys: &[Key]) -> Result<Vec<Option<Document>>, Fail> {
-    keys.iter().map(|key| rows::load(conn, key)).collect()
+/// Reads `keys` at `now` on `conn` inside the caller's transaction.
+fn load_many_in(conn: &Connection, keys: &[Key], now: i64) -> Result<Vec<Option<Document>>, Fail> {
+    keys.iter().map(|key| rows::load(conn, key, now)).collect()
 }

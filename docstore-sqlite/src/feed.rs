@@ -201,7 +201,7 @@ impl Feed {
     ) -> Result<Vec<Change>, Fail> {
         let mut stmt = conn.prepare_cached(
             "SELECT position, site, collection, id, kind, version, json(data), created_at, \
-             created_by, time, actor, json(previous) FROM changes \
+             created_by, time, actor, json(previous), expires_at FROM changes \
              WHERE position > ?1 AND position <= ?2 \
              AND (?3 IS NULL OR site = ?3) AND (?4 IS NULL OR collection = ?4) \
              ORDER BY position LIMIT ?5",
@@ -239,6 +239,13 @@ impl Feed {
                 let change = Change::deleted(key, version, time, actor, cursor);
                 return Ok(change.with_previous(previous));
             }
+            "expired" => {
+                let change = Change::deleted(key, version, time, actor, cursor);
+                return Ok(Change {
+                    kind: ChangeKind::Expired,
+                    ..change
+                });
+            }
             "created" => ChangeKind::Created,
             "updated" => ChangeKind::Updated,
             other => return Err(corrupt(format!("change kind {other:?}")).into()),
@@ -247,7 +254,7 @@ impl Feed {
         let data: Data = serde_json::from_str(text.as_deref().unwrap_or("{}"))
             .map_err(|err| corrupt(format!("change data: {err}")))?;
         let document = Document {
-            expires_at: None,
+            expires_at: row.get(12)?,
             id,
             data,
             created_at: row.get::<_, Option<i64>>(7)?.unwrap_or(time),
@@ -269,6 +276,8 @@ struct PreviousRow {
     updated_at: i64,
     updated_by: String,
     version: u64,
+    #[serde(default)]
+    expires_at: Option<i64>,
 }
 
 /// The document of a change row's `previous` column (`None` when the row has none).
@@ -279,7 +288,7 @@ fn previous_document(id: &str, text: Option<String>) -> Result<Option<Document>,
     let row: PreviousRow = serde_json::from_str(&text)
         .map_err(|err| corrupt(format!("change previous value: {err}")))?;
     Ok(Some(Document {
-        expires_at: None,
+        expires_at: row.expires_at,
         id: id.to_owned(),
         data: row.data,
         created_at: row.created_at,
@@ -296,7 +305,8 @@ fn previous_document(id: &str, text: Option<String>) -> Result<Option<Document>,
 pub(crate) fn previous(conn: &Connection, key: &Key) -> Result<Option<Vec<u8>>, Fail> {
     let mut stmt = conn.prepare_cached(
         "SELECT jsonb_object('data', data, 'created_at', created_at, 'created_by', \
-         created_by, 'updated_at', updated_at, 'updated_by', updated_by, 'version', version) \
+         created_by, 'updated_at', updated_at, 'updated_by', updated_by, 'version', version, \
+         'expires_at', expires_at) \
          FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3",
     )?;
     let mut rows = stmt.query(params![key.site(), key.collection(), key.id()])?;
@@ -352,9 +362,10 @@ pub(crate) fn log_stored(
 ) -> Result<(), Fail> {
     let mut stmt = conn.prepare_cached(
         "INSERT INTO changes (site, collection, id, kind, version, data, created_at, \
-         created_by, time, actor, logged_at, previous) \
+         created_by, time, actor, logged_at, previous, expires_at) \
          SELECT site, collection, id, ?4, version, data, created_at, created_by, updated_at, \
-         updated_by, ?5, ?6 FROM documents WHERE site = ?1 AND collection = ?2 AND id = ?3",
+         updated_by, ?5, ?6, expires_at FROM documents \
+         WHERE site = ?1 AND collection = ?2 AND id = ?3",
     )?;
     stmt.execute(params![
         key.site(),
@@ -394,6 +405,30 @@ pub(crate) fn log_deleted(
         deletion.time,
         deletion.actor,
         deletion.previous
+    ])?;
+    Ok(())
+}
+
+/// Records the expiry of the document at `key` that a write or the sweep removed at `now`:
+/// at its expiry instant, by nobody (`docs/contract.md`, "Expiry"). Inside that
+/// transaction.
+pub(crate) fn log_expired(
+    conn: &Connection,
+    key: &Key,
+    expired: &crate::rows::Expired,
+    now: i64,
+) -> Result<(), Fail> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO changes (site, collection, id, kind, version, time, actor, logged_at) \
+         VALUES (?1, ?2, ?3, 'expired', ?4, ?5, '', ?6)",
+    )?;
+    stmt.execute(params![
+        key.site(),
+        key.collection(),
+        key.id(),
+        expired.version,
+        expired.expires_at,
+        now
     ])?;
     Ok(())
 }

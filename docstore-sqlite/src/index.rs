@@ -303,13 +303,14 @@ pub(crate) fn migrate_update_triggers(conn: &Connection) -> Result<(), Fail> {
     Ok(())
 }
 
-/// The statement reading one key range of one index, joined to the documents, with the
-/// plan's residual filter pushed down when SQL can apply it exactly (so rows it rejects are
+/// The statement reading one key range of one index, joined to the documents not expired
+/// at `now`, with the plan's residual filter pushed down when SQL can apply it exactly (so rows it rejects are
 /// never converted from JSONB nor parsed).
 fn range_sql(
     id: i64,
     site: &str,
     collection: &str,
+    now: i64,
     range: &KeyRange,
     reverse: bool,
     residual: Option<&CompiledFilter>,
@@ -319,7 +320,11 @@ fn range_sql(
     let s = sql.bind(SqlValue::Text(site.to_owned()));
     let c = sql.bind(SqlValue::Text(collection.to_owned()));
     let start = sql.bind(SqlValue::Blob(range.start.clone()));
-    let mut conditions = format!("index_id = {i} AND entry_site = {s} AND entry_key >= {start}");
+    let n = sql.bind(SqlValue::Integer(now));
+    let mut conditions = format!(
+        "index_id = {i} AND entry_site = {s} AND entry_key >= {start} \
+         AND (expires_at IS NULL OR expires_at > {n})"
+    );
     if let Some(end) = &range.end {
         let end = sql.bind(SqlValue::Blob(end.clone()));
         conditions.push_str(&format!(" AND entry_key < {end}"));
@@ -430,6 +435,7 @@ pub(crate) fn run(
     collection: &str,
     plan: &IndexPlan,
     query: &CompiledQuery,
+    now: i64,
 ) -> Result<(Page, u64), Fail> {
     let missing = |what: &str| {
         Fail::Store(Error::Backend {
@@ -453,6 +459,7 @@ pub(crate) fn run(
             id,
             site,
             collection,
+            now,
             range,
             plan.reverse,
             plan.residual.as_ref(),
@@ -463,7 +470,7 @@ pub(crate) fn run(
         while let Some(row) = rows.next()? {
             read += 1;
             let doc = rows::document(row)?;
-            let key: Vec<u8> = row.get(7)?;
+            let key: Vec<u8> = row.get(8)?;
             let matches = query.matches(&doc) && query.is_after_cursor(&doc);
             match walk.offer(def, &key, matches) {
                 Step::Keep => kept.push(doc),
@@ -490,6 +497,7 @@ pub(crate) fn query_plan(
         0,
         site,
         collection,
+        0,
         &range,
         plan.reverse,
         plan.residual.as_ref(),

@@ -30,6 +30,13 @@
 //!   document reads back identical: `u64::MAX`, `i64::MIN`, `5e-324`, `1` vs `1.0`), the
 //!   metadata as columns; table `collections` holds per-collection counts, kept exact by
 //!   triggers in the writing transaction.
+//! - **Expiry** (`docs/contract.md`, "Expiry"): a document's `expires_at` is a column, with
+//!   two partial indexes holding only expiring rows (by expiry, for the sweep; by site and
+//!   expiry, for counts). Every read asks for rows not expired at the store clock's instant,
+//!   a count subtracts the expired rows not yet swept from the counters, a write inserting
+//!   over an expired row first removes it with its `Expired` change, and
+//!   [`Store::sweep_expired`](docstore::Store::sweep_expired) (the store's background sweep)
+//!   removes expired rows 200 to a write transaction.
 //! - **Concurrency**: one writer connection; how a write reaches it depends on how long a
 //!   commit takes.
 //!   - [`Durability::Full`] (the default; every commit waits for an fsync): a write call

@@ -28,7 +28,8 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// Builds the statement of `compiled` (checked by the front end).
-    pub(crate) fn new(site: &str, collection: &str, compiled: &CompiledQuery) -> Self {
+    /// Only documents not expired at `now` match.
+    pub(crate) fn new(site: &str, collection: &str, compiled: &CompiledQuery, now: i64) -> Self {
         let compiled = compiled.clone();
         let mut sql = Sql::default();
         // `sql.text` first collects the WHERE clause.
@@ -36,7 +37,9 @@ impl Plan {
             sql.bind(SqlValue::Text(site.to_owned())),
             sql.bind(SqlValue::Text(collection.to_owned())),
         );
-        sql.text = format!("site = {s} AND collection = {c}");
+        let n = sql.bind(SqlValue::Integer(now));
+        sql.text =
+            format!("site = {s} AND collection = {c} AND (expires_at IS NULL OR expires_at > {n})");
         let filter_pushed = compiled.filter().is_none_or(crate::sql::pushable);
         if let Some(filter) = compiled.filter().filter(|_| filter_pushed) {
             sql.text.push_str(" AND ");

@@ -5,10 +5,10 @@ use crate::options::{Durability, SqliteOptions};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this library writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 7;
+pub(crate) const SCHEMA_VERSION: i64 = 8;
 
 /// Migration `n` (1-based) takes a database from version `n - 1` to `n`.
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 8] = [
     // Version 1: one row per document, the keys as the primary key, the data as SQLite's binary
     // JSON (JSONB keeps every number and string literal as the text serde_json wrote, so
     // `json(data)` gives that text back verbatim, and queries navigate it without parsing),
@@ -141,6 +141,18 @@ const MIGRATIONS: [&str; 7] = [
     // Version 7: unique indexes (`docs/contract.md`, "Unique indexes"): whether a recorded
     // index is unique, checked against its declaration like its fields.
     "ALTER TABLE indexes ADD COLUMN is_unique INTEGER NOT NULL DEFAULT 0;",
+    // Version 8: document expiry (`docs/contract.md`, "Expiry"): `expires_at` (store clock,
+    // NULL when the document never expires) on documents and on their changes (so a replay
+    // of the feed keeps it). Two partial indexes, holding only expiring documents, so a
+    // store that never uses expiry pays nothing for them: by expiry, for the sweep; by site
+    // and expiry, for the counts, which subtract the expired documents not yet swept.
+    r#"
+    ALTER TABLE documents ADD COLUMN expires_at INTEGER;
+    ALTER TABLE changes ADD COLUMN expires_at INTEGER;
+    CREATE INDEX documents_expiry ON documents (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE INDEX documents_expiry_by_site ON documents (site, expires_at)
+        WHERE expires_at IS NOT NULL;
+    "#,
 ];
 
 /// The version whose migration rebuilds the index update triggers.

@@ -9,7 +9,7 @@ use crate::unique::Claims;
 use crate::{query, rows, write_ids};
 use async_trait::async_trait;
 use docstore::batch::{CheckedBatch, WriteOutcome};
-use docstore::driver::{Driver, Origin};
+use docstore::driver::{Driver, Expiry, Origin};
 use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::query::CompiledQuery;
 use docstore::{
@@ -225,7 +225,7 @@ impl SqliteStore {
         self.write(move |inner, conn| {
             let kept = write_ids::kept(conn, &key)?;
             if kept.as_ref().is_some_and(|kept| kept.repeats_write(&id))
-                && let Some(doc) = rows::load(conn, &key)?
+                && let Some(doc) = rows::load(conn, &key, inner.now())?
             {
                 return Ok(repeat(doc));
             }
@@ -246,9 +246,52 @@ impl SqliteStore {
     }
 }
 
+/// Who makes a write, and what it does to the document's expiry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct By<'a> {
+    pub(crate) actor: &'a str,
+    pub(crate) expiry: Expiry,
+}
+
+impl<'a> By<'a> {
+    fn stamp(self, now: i64) -> rows::Stamp<'a> {
+        rows::Stamp {
+            now,
+            actor: self.actor,
+            expiry: self.expiry.into(),
+        }
+    }
+}
+
 impl Inner {
     pub(crate) fn now(&self) -> i64 {
         self.options.clock.now()
+    }
+
+    /// Removes the document at `key` if it has expired, recording its expiry on the feed
+    /// (`docs/contract.md`, "Expiry"): what a write does that finds an expired row where
+    /// it writes, and the sweep. Whether there was one.
+    pub(crate) fn expire_due(&self, conn: &Connection, key: &Key) -> Result<bool, Fail> {
+        let now = self.now();
+        let Some(expired) = rows::remove_expired(conn, key, now)? else {
+            return Ok(false);
+        };
+        if self.feed.enabled {
+            crate::feed::log_expired(conn, key, &expired, now)?;
+        }
+        Ok(true)
+    }
+
+    /// Inserts `doc` (without its data) with the data `text`; a key taken by an expired
+    /// document is first freed. Reads never see an expired row, so only a failed insert
+    /// looks: a write on a key without one costs nothing more.
+    fn insert(&self, conn: &Connection, key: &Key, doc: &Document, text: &str) -> Result<(), Fail> {
+        match rows::insert(conn, key, doc, text) {
+            Err(Fail::Store(Error::AlreadyExists)) if self.expire_due(conn, key)? => {
+                rows::insert(conn, key, doc, text)
+            }
+            inserted => inserted,
+        }
     }
 
     /// Records the change of the write that just left the document at `key` in place of
@@ -285,7 +328,7 @@ impl Inner {
         now: i64,
     ) -> Result<bool, Fail> {
         let previous = self.previous(conn, key)?;
-        let Some(version) = rows::remove(conn, key)? else {
+        let Some(version) = rows::remove(conn, key, now)? else {
             return Ok(false);
         };
         if self.feed.enabled {
@@ -304,7 +347,9 @@ impl Inner {
     /// With a quota, a taken id must be `AlreadyExists` before the quota is looked at, so
     /// it is checked first; without one the `INSERT` itself finds it (one statement less).
     pub(crate) fn check_absent(&self, conn: &Connection, key: &Key) -> Result<(), Fail> {
-        if self.options.max_docs_per_site.is_some() && rows::version(conn, key)?.is_some() {
+        if self.options.max_docs_per_site.is_some()
+            && rows::version(conn, key, self.now())?.is_some()
+        {
             return Err(Error::AlreadyExists.into());
         }
         Ok(())
@@ -312,7 +357,7 @@ impl Inner {
 
     pub(crate) fn check_quota(&self, conn: &Connection, site: &str) -> Result<(), Fail> {
         if let Some(limit) = self.options.max_docs_per_site
-            && rows::site_count(conn, site)? >= limit
+            && rows::site_count(conn, site, self.now())? >= limit
         {
             return Err(Error::QuotaExceeded { limit }.into());
         }
@@ -325,11 +370,12 @@ impl Inner {
         conn: &Connection,
         key: &Key,
         text: &str,
-        actor: &str,
+        by: By<'_>,
     ) -> Result<Document, Fail> {
         self.check_quota(conn, key.site())?;
-        let doc = Document::first(key.id(), Data::new(), actor, self.now());
-        rows::insert(conn, key, &doc, text)?;
+        let mut doc = Document::first(key.id(), Data::new(), by.actor, self.now());
+        doc.expires_at = by.expiry.apply(None, doc.updated_at);
+        self.insert(conn, key, &doc, text)?;
         self.log_stored(conn, key, ChangeKind::Created, None)?;
         Ok(doc)
     }
@@ -342,15 +388,16 @@ impl Inner {
         conn: &Connection,
         key: &Key,
         text: &str,
-        actor: &str,
+        by: By<'_>,
     ) -> Result<Document, Fail> {
         let previous = self.previous(conn, key)?;
-        if let Some(written) = rows::overwrite(conn, key, text, self.now(), actor)? {
+        let now = self.now();
+        if let Some(written) = rows::overwrite(conn, key, text, &by.stamp(now))? {
             self.log_stored(conn, key, ChangeKind::Updated, previous.as_deref())?;
             return Ok(written);
         }
-        match rows::version(conn, key)? {
-            None => self.insert_new(conn, key, text, actor),
+        match rows::version(conn, key, now)? {
+            None => self.insert_new(conn, key, text, by),
             Some(current) => Err(Error::Backend {
                 message: format!("version {} does not fit SQLite's INTEGER", current + 1),
                 source: None,
@@ -369,7 +416,7 @@ impl Inner {
     ) -> Result<(), Fail> {
         self.check_absent(conn, key)?;
         self.check_quota(conn, key.site())?;
-        rows::insert(conn, key, metadata, text)?;
+        self.insert(conn, key, metadata, text)?;
         self.log_stored(conn, key, ChangeKind::Created, None)
     }
 
@@ -381,10 +428,11 @@ impl Inner {
         mut current: Document,
         data: Data,
         text: &str,
-        actor: &str,
+        by: By<'_>,
     ) -> Result<Document, Fail> {
         current.data = data;
-        current.stamp_next(actor, self.now());
+        current.stamp_next(by.actor, self.now());
+        current.expires_at = by.expiry.apply(current.expires_at, current.updated_at);
         let previous = self.previous(conn, key)?;
         rows::rewrite(conn, key, &current, text)?;
         self.log_stored(conn, key, ChangeKind::Updated, previous.as_deref())?;
@@ -399,17 +447,18 @@ impl Inner {
         key: &Key,
         patch: &rows::Patch,
         expected_version: Option<u64>,
-        actor: &str,
+        by: By<'_>,
     ) -> Result<rows::Merged, Fail> {
         let text = match patch {
             rows::Patch::Text(text) => text,
             rows::Patch::Deep(patch) => {
-                return self.patch_in_rust(conn, key, patch, expected_version, actor);
+                return self.patch_in_rust(conn, key, patch, expected_version, by);
             }
         };
         let limit = self.options.max_doc_bytes;
         let previous = self.previous(conn, key)?;
-        match rows::merge(conn, key, text, expected_version, self.now(), actor)? {
+        let now = self.now();
+        match rows::merge(conn, key, text, expected_version, &by.stamp(now))? {
             // Written, and undone with the transaction (or the write's savepoint).
             Some(merged) if merged.size() > limit => Err(Error::TooLarge {
                 size: merged.size(),
@@ -420,7 +469,7 @@ impl Inner {
                 self.log_stored(conn, key, ChangeKind::Updated, previous.as_deref())?;
                 Ok(merged)
             }
-            None => match rows::version(conn, key)? {
+            None => match rows::version(conn, key, now)? {
                 None => Err(Error::not_found(key).into()),
                 Some(current) if expected_version.is_some_and(|v| v != current) => {
                     Err(Error::Conflict { current }.into())
@@ -442,9 +491,10 @@ impl Inner {
         key: &Key,
         patch: &Data,
         expected_version: Option<u64>,
-        actor: &str,
+        by: By<'_>,
     ) -> Result<rows::Merged, Fail> {
-        let mut current = rows::load(conn, key)?.ok_or_else(|| Error::not_found(key))?;
+        let mut current =
+            rows::load(conn, key, self.now())?.ok_or_else(|| Error::not_found(key))?;
         if expected_version.is_some_and(|expected| expected != current.version) {
             return Err(Error::Conflict {
                 current: current.version,
@@ -455,7 +505,7 @@ impl Inner {
         let mut data = std::mem::take(&mut current.data);
         docstore::merge_patch(&mut data, patch);
         let text = rows::encode(&data, self.options.max_doc_bytes)?;
-        let doc = self.replace(conn, key, current, data, &text, actor)?;
+        let doc = self.replace(conn, key, current, data, &text, by)?;
         Ok(rows::Merged::parsed(doc, text.len()))
     }
 }
@@ -484,7 +534,7 @@ fn remove_once(
         return Ok(true);
     }
     if let Some(expected) = expected_version {
-        let Some(current) = rows::version(conn, key)? else {
+        let Some(current) = rows::version(conn, key, now)? else {
             return Ok(false);
         };
         if expected != current {
@@ -544,11 +594,15 @@ impl Driver for SqliteStore {
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
         let text = rows::text(&data)?;
         let claims = Claims::of(&self.inner.indexes, key, &data);
-        let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
+        let (owned_key, actor, expiry) = (key.clone(), origin.actor.to_owned(), origin.expiry);
         let op = move |inner: &Inner, conn: &Connection| {
             inner.check_absent(conn, &owned_key)?;
-            let doc = inner.insert_new(conn, &owned_key, &text, &actor)?;
-            claims.check(conn, &inner.indexes, &owned_key)?;
+            let by = By {
+                actor: &actor,
+                expiry,
+            };
+            let doc = inner.insert_new(conn, &owned_key, &text, by)?;
+            claims.check(conn, inner, &owned_key)?;
             Ok(Written::Fresh(doc))
         };
         let written = self.write_once(key, origin.write_id, op, Written::Repeat);
@@ -556,17 +610,21 @@ impl Driver for SqliteStore {
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        let key = key.clone();
-        self.read(move |conn| rows::load(conn, &key)).await
+        let (key, now) = (key.clone(), self.inner.now());
+        self.read(move |conn| rows::load(conn, &key, now)).await
     }
 
     async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
         let text = rows::text(&data)?;
         let claims = Claims::of(&self.inner.indexes, key, &data);
-        let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
+        let (owned_key, actor, expiry) = (key.clone(), origin.actor.to_owned(), origin.expiry);
         let op = move |inner: &Inner, conn: &Connection| {
-            let doc = inner.put(conn, &owned_key, &text, &actor)?;
-            claims.check(conn, &inner.indexes, &owned_key)?;
+            let by = By {
+                actor: &actor,
+                expiry,
+            };
+            let doc = inner.put(conn, &owned_key, &text, by)?;
+            claims.check(conn, inner, &owned_key)?;
             Ok(Written::Fresh(doc))
         };
         let written = self.write_once(key, origin.write_id, op, Written::Repeat);
@@ -582,10 +640,14 @@ impl Driver for SqliteStore {
     ) -> Result<Document> {
         let check = crate::unique::PatchCheck::of(&self.inner.indexes, key, patch);
         let (owned_key, patch) = (key.clone(), rows::Patch::new(patch)?);
-        let actor = origin.actor.to_owned();
+        let (actor, expiry) = (origin.actor.to_owned(), origin.expiry);
         let op = move |inner: &Inner, conn: &Connection| {
-            let merged = inner.patch(conn, &owned_key, &patch, expected_version, &actor)?;
-            check.check(conn, &inner.indexes, &owned_key)?;
+            let by = By {
+                actor: &actor,
+                expiry,
+            };
+            let merged = inner.patch(conn, &owned_key, &patch, expected_version, by)?;
+            check.check(conn, inner, &owned_key)?;
             Ok(merged)
         };
         let repeat = |doc: Document| rows::Merged::parsed(doc, 0);
@@ -601,9 +663,9 @@ impl Driver for SqliteStore {
     ) -> Result<Document> {
         let text = rows::text(&data)?;
         let claims = Claims::of(&self.inner.indexes, key, &data);
-        let (owned_key, actor) = (key.clone(), origin.actor.to_owned());
+        let (owned_key, actor, expiry) = (key.clone(), origin.actor.to_owned(), origin.expiry);
         let op = move |inner: &Inner, conn: &Connection| {
-            let current = rows::load_metadata(conn, &owned_key)?
+            let current = rows::load_metadata(conn, &owned_key, inner.now())?
                 .ok_or_else(|| Error::not_found(&owned_key))?;
             if current.version != expected_version {
                 return Err(Error::Conflict {
@@ -611,8 +673,12 @@ impl Driver for SqliteStore {
                 }
                 .into());
             }
-            let doc = inner.replace(conn, &owned_key, current, Data::new(), &text, &actor)?;
-            claims.check(conn, &inner.indexes, &owned_key)?;
+            let by = By {
+                actor: &actor,
+                expiry,
+            };
+            let doc = inner.replace(conn, &owned_key, current, Data::new(), &text, by)?;
+            claims.check(conn, inner, &owned_key)?;
             Ok(Written::Fresh(doc))
         };
         let written = self.write_once(key, origin.write_id, op, Written::Repeat);
@@ -642,16 +708,16 @@ impl Driver for SqliteStore {
         let (owned_key, metadata) = (key.clone(), rows::without_data(document));
         let op = move |inner: &Inner, conn: &Connection| {
             inner.restore(conn, &owned_key, &metadata, &text)?;
-            claims.check(conn, &inner.indexes, &owned_key)
+            claims.check(conn, inner, &owned_key)
         };
         self.write_once(key, origin.write_id, op, drop).await
     }
 
     /// One read transaction on one connection: the answer is one snapshot.
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
-        let keys = keys.to_vec();
+        let (keys, now) = (keys.to_vec(), self.inner.now());
         let found = self
-            .read(move |conn| crate::batch::load_many(conn, &keys))
+            .read(move |conn| crate::batch::load_many(conn, &keys, now))
             .await?;
         let rows = found.iter().flatten().count() as u64;
         self.inner.documents_read.fetch_add(rows, Ordering::Relaxed);
@@ -692,15 +758,21 @@ impl Driver for SqliteStore {
     async fn query(&self, site: &str, collection: &str, compiled: &CompiledQuery) -> Result<Page> {
         let inner = Arc::clone(&self.inner);
         let (site, collection) = (site.to_owned(), collection.to_owned());
-        let compiled = compiled.clone();
+        let (compiled, now) = (compiled.clone(), self.inner.now());
         self.read(move |conn| {
             let choice =
                 crate::index::choose(conn, &inner.indexes, &site, &collection, &compiled, false)?;
             let (page, rows) = match &choice.plan {
-                Some(plan) => {
-                    crate::index::run(conn, &inner.indexes, &site, &collection, plan, &compiled)?
-                }
-                None => query::Plan::new(&site, &collection, &compiled).run(conn)?,
+                Some(plan) => crate::index::run(
+                    conn,
+                    &inner.indexes,
+                    &site,
+                    &collection,
+                    plan,
+                    &compiled,
+                    now,
+                )?,
+                None => query::Plan::new(&site, &collection, &compiled, now).run(conn)?,
             };
             inner.documents_read.fetch_add(rows, Ordering::Relaxed);
             Ok(page)
@@ -733,7 +805,7 @@ impl Driver for SqliteStore {
                     );
                     explain
                 }
-                None => query::Plan::new(&site, &collection, &compiled).explain(reads),
+                None => query::Plan::new(&site, &collection, &compiled, 0).explain(reads),
             };
             Ok(explain.with_choice(&choice))
         })
@@ -741,20 +813,52 @@ impl Driver for SqliteStore {
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
-        let site = site.to_owned();
-        self.read(move |conn| rows::collections(conn, &site)).await
+        let (site, now) = (site.to_owned(), self.inner.now());
+        self.read(move |conn| rows::collections(conn, &site, now))
+            .await
     }
 
     async fn count(&self, site: &str) -> Result<u64> {
-        let site = site.to_owned();
-        self.read(move |conn| rows::site_count(conn, &site)).await
+        let (site, now) = (site.to_owned(), self.inner.now());
+        self.read(move |conn| rows::site_count(conn, &site, now))
+            .await
     }
 
     /// From the documents themselves (so a site whose counters were lost is still listed)
     /// and the counters (so a counter left without documents is), on a reader connection,
     /// one primary-key seek per table and site: cheap at any table size.
     async fn sites(&self) -> Result<Vec<String>> {
-        self.read(rows::sites).await
+        let now = self.inner.now();
+        self.read(move |conn| rows::sites(conn, now)).await
+    }
+
+    fn supports_expiry(&self) -> bool {
+        true
+    }
+
+    /// In write transactions of at most [`SWEEP_CHUNK`] documents each, so the sweep never
+    /// holds the writer for long: each expired document found by the partial expiry index
+    /// is removed with its change, as a write on its key would.
+    async fn sweep_expired(&self, limit: usize) -> Result<usize> {
+        let mut swept = 0;
+        while swept < limit {
+            let chunk = SWEEP_CHUNK.min(limit - swept);
+            let removed = self
+                .write(move |inner, conn| {
+                    let keys = rows::expired_keys(conn, inner.now(), chunk)?;
+                    let mut removed = 0;
+                    for key in &keys {
+                        removed += usize::from(inner.expire_due(conn, key)?);
+                    }
+                    Ok(removed)
+                })
+                .await?;
+            swept += removed;
+            if removed < chunk {
+                break;
+            }
+        }
+        Ok(swept)
     }
 
     /// Counts inside one transaction, so the comparison (and the repair) sees one state: a
@@ -820,6 +924,9 @@ impl Driver for SqliteStore {
     }
 }
 
+/// The most expired documents one write transaction of the sweep removes.
+const SWEEP_CHUNK: usize = 200;
+
 /// Counts `site`'s documents per collection and compares the counters (setting them on
 /// [`RecountMode::Repair`]).
 fn recount(
@@ -829,7 +936,7 @@ fn recount(
     mode: RecountMode,
 ) -> Result<Recount, Fail> {
     let collections = rows::counted_collections(conn, site)?;
-    let counters: BTreeMap<String, u64> = rows::collections(conn, site)?.into_iter().collect();
+    let counters: BTreeMap<String, u64> = rows::counters(conn, site)?.into_iter().collect();
     let documents: BTreeMap<String, u64> = collections.iter().cloned().collect();
     let changes = docstore::driver::counter_changes(&documents, &counters);
     if mode == RecountMode::Repair {

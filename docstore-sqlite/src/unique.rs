@@ -7,8 +7,9 @@
 //! swaps of values go through), and the writer's lock makes the lookup exact. Every query
 //! is parameterized, the index's fields included.
 
-use crate::error::Fail;
+use crate::error::{Fail, corrupt};
 use crate::index::{INDEX_KEY, Indexes, fields_json};
+use crate::store::Inner;
 use docstore::index::unique::{self, DuplicateFinder};
 use docstore::index::{CompiledIndex, Index, IndexSet};
 use docstore::{Data, Error, Key, UniqueProblem};
@@ -31,20 +32,15 @@ impl Claims {
 
     /// Refuses the write that just stored these claims' data at `key` when another document
     /// holds one of them; the write is then rolled back.
-    pub(crate) fn check(
-        &self,
-        conn: &Connection,
-        indexes: &Indexes,
-        key: &Key,
-    ) -> Result<(), Fail> {
+    pub(crate) fn check(&self, conn: &Connection, inner: &Inner, key: &Key) -> Result<(), Fail> {
         for (index_id, claim) in &self.0 {
-            if let Some(holder) = claim_holder(conn, *index_id, key, claim)? {
-                let unique = indexes.unique_of(key.collection());
+            if let Some(holder) = claim_holder(conn, inner, *index_id, key, claim)? {
+                let unique = inner.indexes.unique_of(key.collection());
                 let (_, index) = unique
                     .iter()
                     .find(|(id, _)| id == index_id)
                     .expect("a claim of one of the collection's unique indexes");
-                return refuse(conn, index, key, &holder);
+                return refuse(conn, inner, index, key, &holder);
             }
         }
         Ok(())
@@ -84,33 +80,34 @@ impl PatchCheck {
 
     /// Refuses the update that just merged its patch into the document at `key` when
     /// another document holds one of the values it set.
-    pub(crate) fn check(
-        &self,
-        conn: &Connection,
-        indexes: &Indexes,
-        key: &Key,
-    ) -> Result<(), Fail> {
+    pub(crate) fn check(&self, conn: &Connection, inner: &Inner, key: &Key) -> Result<(), Fail> {
         match self {
             PatchCheck::Unchanged => Ok(()),
-            PatchCheck::Claims(claims) => claims.check(conn, indexes, key),
-            PatchCheck::Stored => check_stored(conn, indexes, key),
+            PatchCheck::Claims(claims) => claims.check(conn, inner, key),
+            PatchCheck::Stored => check_stored(conn, inner, key),
         }
     }
 }
 
 /// The refusal of the write that stored the document at `key`, naming `holder`.
-fn refuse(conn: &Connection, index: &CompiledIndex, key: &Key, holder: &str) -> Result<(), Fail> {
-    let doc = crate::rows::load(conn, key)?.ok_or_else(|| Error::not_found(key))?;
+fn refuse(
+    conn: &Connection,
+    inner: &Inner,
+    index: &CompiledIndex,
+    key: &Key,
+    holder: &str,
+) -> Result<(), Fail> {
+    let doc = crate::rows::load(conn, key, inner.now())?.ok_or_else(|| Error::not_found(key))?;
     Err(unique::violation(index, &doc, holder).into())
 }
 
 /// Refuses the write that just stored the document at `key` when another document of its
 /// collection holds one of its unique values ([`Error::UniqueViolation`]); its claims read
 /// from the stored row (a merge made in SQL).
-pub(crate) fn check_stored(conn: &Connection, indexes: &Indexes, key: &Key) -> Result<(), Fail> {
-    for (index_id, index) in indexes.unique_of(key.collection()) {
-        if let Some(holder) = holder(conn, index_id, index, key)? {
-            return refuse(conn, index, key, &holder);
+pub(crate) fn check_stored(conn: &Connection, inner: &Inner, key: &Key) -> Result<(), Fail> {
+    for (index_id, index) in inner.indexes.unique_of(key.collection()) {
+        if let Some(holder) = holder(conn, inner, index_id, index, key)? {
+            return refuse(conn, inner, index, key, &holder);
         }
     }
     Ok(())
@@ -121,11 +118,11 @@ pub(crate) fn check_stored(conn: &Connection, indexes: &Indexes, key: &Key) -> R
 /// position of the first write whose value another document holds.
 pub(crate) fn check_batch<'k>(
     conn: &Connection,
-    indexes: &Indexes,
+    inner: &Inner,
     stored: impl IntoIterator<Item = (usize, &'k Key)>,
 ) -> Result<(), Fail> {
     for (position, key) in stored {
-        check_stored(conn, indexes, key).map_err(|fail| match fail {
+        check_stored(conn, inner, key).map_err(|fail| match fail {
             Fail::Store(err) => Fail::Store(docstore::batch::failed(position, err)),
             sql => sql,
         })?;
@@ -137,6 +134,7 @@ pub(crate) fn check_batch<'k>(
 /// claim of the document stored at `key` (none when that document claims nothing).
 fn holder(
     conn: &Connection,
+    inner: &Inner,
     index_id: i64,
     index: &CompiledIndex,
     key: &Key,
@@ -159,12 +157,34 @@ fn holder(
     let Some(claim) = stored.as_deref().and_then(|k| index.claim_of_key(k)) else {
         return Ok(None);
     };
-    claim_holder(conn, index_id, key, claim)
+    claim_holder(conn, inner, index_id, key, claim)
+}
+
+/// The document, other than `key`'s, holding `claim` in unique index `index_id`. A holder
+/// that has expired holds nothing (`docs/contract.md`, "Expiry"): the write removes it, with
+/// its change, and looks again.
+fn claim_holder(
+    conn: &Connection,
+    inner: &Inner,
+    index_id: i64,
+    key: &Key,
+    claim: &[u8],
+) -> Result<Option<String>, Fail> {
+    loop {
+        let Some(holder) = first_other_entry(conn, index_id, key, claim)? else {
+            return Ok(None);
+        };
+        let holder_key = Key::new(key.site(), key.collection(), holder.as_str())
+            .map_err(|err| corrupt(format!("index entry id: {err}")))?;
+        if !inner.expire_due(conn, &holder_key)? {
+            return Ok(Some(holder));
+        }
+    }
 }
 
 /// The smallest id, other than `key`'s, whose entry in unique index `index_id` carries
 /// `claim`.
-fn claim_holder(
+fn first_other_entry(
     conn: &Connection,
     index_id: i64,
     key: &Key,

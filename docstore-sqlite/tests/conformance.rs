@@ -24,10 +24,7 @@ impl conformance_tests::Harness for SqliteHarness {
     }
 
     fn capabilities(&self) -> conformance_tests::Capabilities {
-        conformance_tests::Capabilities::default()
-            .with_secondary_indexes(true)
-            // Expiry on SQLite is not built yet: writes giving one are refused.
-            .with_expiry(false)
+        conformance_tests::Capabilities::default().with_secondary_indexes(true)
     }
 }
 
@@ -69,7 +66,6 @@ mod normal_durability {
             conformance_tests::Capabilities::default()
                 .with_secondary_indexes(true)
                 .with_feed_previous(true)
-                .with_expiry(false)
         }
 
         /// The SQL is the FULL harness's, which runs every property case; a quarter here
@@ -95,10 +91,7 @@ mod in_memory {
         }
 
         fn capabilities(&self) -> conformance_tests::Capabilities {
-            conformance_tests::Capabilities::default()
-                .with_secondary_indexes(true)
-                // Expiry on SQLite is not built yet: writes giving one are refused.
-                .with_expiry(false)
+            conformance_tests::Capabilities::default().with_secondary_indexes(true)
         }
 
         /// The SQL is the file harness's, which runs every property case; a quarter here

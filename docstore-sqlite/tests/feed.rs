@@ -288,12 +288,13 @@ async fn a_version_3_file_migrates_with_an_empty_feed() {
         let store = Store::new(SqliteStore::open(&db).unwrap());
         store.create(&k, data(json!({"n": 1})), "a").await.unwrap();
     }
-    // Back to version 3: no feed tables, no index uniqueness (version 7) — what a file of
-    // that release holds.
+    // Back to version 3: no feed tables, no index uniqueness (version 7), no expiry
+    // (version 8) — what a file of that release holds.
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch(
         "DROP TABLE changes; DROP TABLE feed; ALTER TABLE indexes DROP COLUMN is_unique; \
-         PRAGMA user_version = 3;",
+         DROP INDEX documents_expiry; DROP INDEX documents_expiry_by_site; \
+         ALTER TABLE documents DROP COLUMN expires_at; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -331,7 +332,9 @@ async fn a_version_5_file_migrates_and_feed_previous_records_the_document_before
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch(
         "ALTER TABLE changes DROP COLUMN previous; ALTER TABLE indexes DROP COLUMN is_unique; \
-         PRAGMA user_version = 5;",
+         DROP INDEX documents_expiry; DROP INDEX documents_expiry_by_site; \
+         ALTER TABLE documents DROP COLUMN expires_at; \
+         ALTER TABLE changes DROP COLUMN expires_at; PRAGMA user_version = 5;",
     )
     .unwrap();
     drop(conn);

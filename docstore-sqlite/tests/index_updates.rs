@@ -80,11 +80,13 @@ async fn indexed_answers_stay_exact_through_updates_and_the_migration() {
     drop(store);
 
     // A version-4 file (without what later versions added: the changes' `previous` column of
-    // version 6, the indexes' `is_unique` of version 7): the migration rebuilds the update
-    // triggers, entries unchanged.
+    // version 6, the indexes' `is_unique` of version 7, the expiry columns and indexes of
+    // version 8): the migration rebuilds the update triggers, entries unchanged.
     let conn = rusqlite::Connection::open(&indexed).unwrap();
     conn.execute_batch(
-        "ALTER TABLE changes DROP COLUMN previous; ALTER TABLE indexes DROP COLUMN is_unique;",
+        "ALTER TABLE changes DROP COLUMN previous; ALTER TABLE indexes DROP COLUMN is_unique; \
+         DROP INDEX documents_expiry; DROP INDEX documents_expiry_by_site; \
+         ALTER TABLE documents DROP COLUMN expires_at; ALTER TABLE changes DROP COLUMN expires_at;",
     )
     .unwrap();
     conn.pragma_update(None, "user_version", 4).unwrap();

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// The schema version this docstore-sqlite writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 /// Takes the write lock on `db` from a foreign connection and holds it until told to let go.
 fn hold_write_lock(db: &Path) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>) {
@@ -237,7 +237,8 @@ async fn a_version_2_file_is_migrated_and_keeps_its_documents() {
     conn.execute_batch(
         "DROP TRIGGER write_ids_forget; DROP TABLE write_ids; DROP TABLE changes; \
          DROP TABLE feed; ALTER TABLE indexes DROP COLUMN is_unique; \
-         PRAGMA user_version = 2;",
+         DROP INDEX documents_expiry; DROP INDEX documents_expiry_by_site; \
+         ALTER TABLE documents DROP COLUMN expires_at; PRAGMA user_version = 2;",
     )
     .unwrap();
     drop(conn);

@@ -21,7 +21,7 @@ fn hold_write_transaction(db: &Path) -> (mpsc::Sender<()>, std::thread::JoinHand
         let conn = Connection::open(db).unwrap();
         conn.execute_batch(
             "BEGIN IMMEDIATE; \
-             INSERT INTO documents VALUES ('s', 'c', 'uncommitted', jsonb('{}'), 0, 0, '', '', 1);",
+             INSERT INTO documents VALUES ('s', 'c', 'uncommitted', jsonb('{}'), 0, 0, '', '', 1, NULL);",
         )
         .unwrap();
         locked_tx.send(()).unwrap();

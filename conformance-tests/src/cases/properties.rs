@@ -12,6 +12,7 @@ use proptest_state_machine::ReferenceStateMachine;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 const COLLECTIONS: [&str; 2] = ["a", "b"];
 const IDS: [&str; 3] = ["1", "2", "3"];
@@ -48,6 +49,12 @@ pub enum Op {
     Clock(i64),
     /// `write_all` of 1–4 writes (keys may repeat: `InvalidArgument`).
     Batch(Vec<BatchOp>, &'static str),
+    /// `put` that makes the document expire this many nanoseconds after the write (a plain
+    /// `put` where the backend keeps no expiry).
+    PutExpiring(&'static str, &'static str, Data, &'static str, i64),
+    /// `update` with an empty patch and `never_expires` (a plain empty `update` where the
+    /// backend keeps no expiry).
+    Persist(&'static str, &'static str, &'static str),
 }
 
 /// One write of an [`Op::Batch`].
@@ -139,13 +146,18 @@ fn unique_indexes() -> &'static IndexSet {
     SET.get_or_init(|| IndexSet::new([Index::parse("a", "by_b", ["b"]).unwrap().unique()]).unwrap())
 }
 
-/// The pure model: documents by (collection, id), the clock, and whether the unique index
-/// (field `b` of collection `a`) is enforced.
+/// The pure model: documents by (collection, id), the clock, whether the unique index
+/// (field `b` of collection `a`) is enforced and whether documents expire.
+///
+/// An expired document is dropped at the start of the next step: the store only hides it
+/// until a write or the sweep removes it, which reads cannot tell apart as long as the
+/// clock does not step back over its expiry, so the run sweeps before every clock move.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
     docs: BTreeMap<(&'static str, &'static str), Document>,
     now: i64,
     unique: bool,
+    expiry: bool,
     /// Inside a batch the unique index is judged once every write is applied.
     in_batch: bool,
 }
@@ -221,6 +233,8 @@ impl Model {
     /// Applies `op` and says what the store must answer. Error precedence: size, then
     /// existence/version, then quota.
     fn step(&mut self, op: &Op) -> Outcome {
+        let now = self.now;
+        self.docs.retain(|_, doc| !doc.is_expired(now));
         match op {
             Op::Create(c, id, data, actor) => {
                 if let Some(err) = Self::too_large(data) {
@@ -300,6 +314,25 @@ impl Model {
                 Outcome::Done
             }
             Op::Batch(writes, actor) => self.batch(writes, actor),
+            Op::PutExpiring(c, id, data, actor, after) => {
+                let put = self.step(&Op::Put(c, id, data.clone(), actor));
+                match put {
+                    Outcome::Doc(mut doc) if self.expiry => {
+                        doc.expires_at = Some(doc.updated_at + after);
+                        self.docs.insert((c, id), doc.clone());
+                        Outcome::Doc(doc)
+                    }
+                    other => other,
+                }
+            }
+            Op::Persist(c, id, actor) => match self.patch((c, id), &Data::new(), None, actor) {
+                Outcome::Doc(mut doc) if self.expiry => {
+                    doc.expires_at = None;
+                    self.docs.insert((c, id), doc.clone());
+                    Outcome::Doc(doc)
+                }
+                other => other,
+            },
         }
     }
 
@@ -396,6 +429,7 @@ impl ReferenceStateMachine for Model {
             docs: BTreeMap::new(),
             now: START,
             unique: true,
+            expiry: true,
             in_batch: false,
         })
         .boxed()
@@ -447,7 +481,7 @@ impl ReferenceStateMachine for Model {
             1 => (c.clone(), id.clone()).prop_map(|(c, i)| Op::Delete(c, i)),
             1 => (c.clone(), id.clone(), version).prop_map(|(c, i, v)| Op::DeleteIf(c, i, v)),
             1 => (c.clone(), id.clone()).prop_map(|(c, i)| Op::Get(c, i)),
-            1 => (c.clone(), id, data(), actor.clone(), 1u64..6, 0i64..1_000, 0i64..1_000)
+            1 => (c.clone(), id.clone(), data(), actor.clone(), 1u64..6, 0i64..1_000, 0i64..1_000)
                 .prop_map(|(c, id, data, actor, version, age, edited)| {
                     let document = Document { expires_at: None,
                         id: id.to_owned(),
@@ -460,9 +494,12 @@ impl ReferenceStateMachine for Model {
                     };
                     Op::Restore(c, document)
                 }),
-            2 => (c, docstore::strategies::query()).prop_map(|(c, q)| Op::Query(c, q)),
+            2 => (c.clone(), docstore::strategies::query()).prop_map(|(c, q)| Op::Query(c, q)),
             1 => Just(Op::Counters),
             1 => prop_oneof![Just(0i64), 1i64..1_000, -1_000i64..0].prop_map(Op::Clock),
+            2 => (c.clone(), id.clone(), data(), actor.clone(), 1i64..2_000)
+                .prop_map(|(c, i, d, a, after)| Op::PutExpiring(c, i, d, a, after)),
+            1 => (c, id, actor).prop_map(|(c, i, a)| Op::Persist(c, i, a)),
         ]
         .boxed()
     }
@@ -494,12 +531,14 @@ fn run_blocking<S: Strategy>(
 }
 
 /// Random sequences of every operation (with a small size limit, a quota, a clock that
-/// also steps back and a unique index on a field whose values often collide) give exactly
-/// the answers of a pure model, call by call.
+/// also steps back, a unique index on a field whose values often collide and documents
+/// expiring within the clock's steps) give exactly the answers of a pure model, call by
+/// call.
 pub async fn random_operations_match_the_model(h: &dyn Harness) {
     let handle = tokio::runtime::Handle::current();
     let knows_last = h.capabilities().knows_last_page;
     let unique = h.capabilities().unique_indexes;
+    let expiry = h.capabilities().expiry;
     let mut runner = runner(h, 256);
     let strategy = Model::sequential_strategy(1..40);
     run_blocking(&mut runner, &strategy, |(initial, ops, seen)| {
@@ -515,12 +554,13 @@ pub async fn random_operations_match_the_model(h: &dyn Harness) {
             let ctx = Ctx::with_options(h, "model", options).await;
             let mut model = initial;
             model.unique = unique;
+            model.expiry = expiry;
             for (i, op) in ops.iter().enumerate() {
                 if let Some(seen) = &seen {
                     seen.fetch_add(1, Ordering::SeqCst);
                 }
                 let expected = model.step(op);
-                let got = run_on_store(&ctx, &clock, model.now, op).await;
+                let got = run_on_store(&ctx, &clock, (model.now, expiry), op).await;
                 let (got, expected) = match (got, expected) {
                     // Without last-page knowledge only the documents must agree.
                     (Outcome::Page(g, _), Outcome::Page(e, _)) if !knows_last => {
@@ -535,7 +575,12 @@ pub async fn random_operations_match_the_model(h: &dyn Harness) {
     });
 }
 
-async fn run_on_store(ctx: &Ctx, clock: &ManualClock, now: i64, op: &Op) -> Outcome {
+async fn run_on_store(
+    ctx: &Ctx,
+    clock: &ManualClock,
+    (now, expiry): (i64, bool),
+    op: &Op,
+) -> Outcome {
     let store = &ctx.store;
     let key = |c: &str, id: &str| Key::new(&ctx.site, c, id).unwrap();
     let doc = |r: docstore::Result<Document>| r.map_or_else(failure, Outcome::Doc);
@@ -575,8 +620,26 @@ async fn run_on_store(ctx: &Ctx, clock: &ManualClock, now: i64, op: &Op) -> Outc
             Outcome::Counters(collections, store.count(&ctx.site).await.unwrap())
         }
         Op::Clock(_) => {
+            // Nothing expired stays behind to reappear when the clock steps back.
+            store.sweep_expired().await.unwrap();
             clock.set(now);
             Outcome::Done
+        }
+        Op::PutExpiring(c, id, data, actor, after) => {
+            let key = key(c, id);
+            let put = store.put(&key, data.clone(), actor);
+            match expiry {
+                true => doc(put.expires_after(Duration::from_nanos(*after as u64)).await),
+                false => doc(put.await),
+            }
+        }
+        Op::Persist(c, id, actor) => {
+            let (key, empty) = (key(c, id), Data::new());
+            let update = store.update(&key, &empty, actor);
+            match expiry {
+                true => doc(update.never_expires().await),
+                false => doc(update.await),
+            }
         }
         Op::Batch(writes, actor) => {
             use docstore::{Write, WriteOutcome};

@@ -117,10 +117,16 @@ pub const SCHEMA: &str = r#"
 
     ALTER TABLE changes ADD COLUMN previous BLOB;
     ALTER TABLE indexes ADD COLUMN is_unique INTEGER NOT NULL DEFAULT 0;
+
+    ALTER TABLE documents ADD COLUMN expires_at INTEGER;
+    ALTER TABLE changes ADD COLUMN expires_at INTEGER;
+    CREATE INDEX documents_expiry ON documents (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE INDEX documents_expiry_by_site ON documents (site, expires_at)
+        WHERE expires_at IS NOT NULL;
 "#;
 
 /// The schema version [`SCHEMA`] is (docstore-sqlite's `PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 /// The change row of a write that just left the document at the key `?1, ?2, ?3`: the
 /// document's row copied (its data as stored, not converted again), `?4` the kind.
