@@ -240,6 +240,10 @@
 //! timeouts, I/O errors and 5xx answers that outlast the SDK's retries are `Unavailable`; a
 //! missing table is `Backend` with a message naming the table; anything else is `Backend`.
 
+// The write futures nest the delete path of an expired document (`sweep`) inside the
+// counter, guard and marker reads of each write: deeper types than the default limit allows.
+#![recursion_limit = "256"]
+
 mod attempts;
 mod backoff;
 mod batch;
@@ -247,6 +251,7 @@ mod batch_get;
 mod counters;
 mod deleted;
 mod errors;
+mod expiring;
 mod explain;
 mod feed;
 mod guard_check;
@@ -266,6 +271,7 @@ mod sites;
 mod stamps;
 mod store;
 mod stream_admin;
+mod sweep;
 mod table_scan;
 mod writes;
 

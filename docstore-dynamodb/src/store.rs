@@ -54,6 +54,8 @@ pub struct DynamoStore {
     pub(crate) registry: Arc<Mutex<Option<Arc<crate::index::Registry>>>>,
     /// The change feed's stream ARN and shard list between reads (see `feed::cache`).
     pub(crate) feed_cache: Arc<crate::feed::FeedCache>,
+    /// The sites with expiry markers as this store knows them (see [`crate::expiring`]).
+    pub(crate) expiring_sites: Arc<crate::expiring::ExpiringSites>,
 }
 
 /// The SDK's retries as this backend sets them in [`DynamoStore::connect`]: the standard
@@ -195,6 +197,7 @@ impl DynamoStore {
             options,
             registry: Arc::default(),
             feed_cache: Arc::default(),
+            expiring_sites: Arc::default(),
         })
     }
 
@@ -433,8 +436,11 @@ impl Driver for DynamoStore {
         self.create_document(key, data, origin).await
     }
 
+    /// An expired document reads as absent (`docs/contract.md`, "Expiry").
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        Ok(self.read(key).await?.map(|stored| stored.doc))
+        let now = self.options.clock.now();
+        let read = self.read(key).await?.map(|stored| stored.doc);
+        Ok(read.filter(|doc| !doc.is_expired(now)))
     }
 
     async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
@@ -557,6 +563,17 @@ impl Driver for DynamoStore {
         origin: Origin<'_>,
     ) -> Result<Vec<docstore::WriteOutcome>> {
         self.write_all_items(batch, origin).await
+    }
+
+    /// Expiry is kept with markers and the sweep: see [`crate::expiring`].
+    fn supports_expiry(&self) -> bool {
+        true
+    }
+
+    /// Due markers of the registered sites, at most `limit`, each document removed with its
+    /// expiry stamp: see [`crate::expiring`].
+    async fn sweep_expired(&self, limit: usize) -> Result<usize> {
+        self.sweep_expired_documents(limit).await
     }
 }
 

@@ -251,9 +251,6 @@ impl conformance_tests::Harness for Harness {
             .with_secondary_indexes(true)
             .with_feed_commit_order(false)
             .with_feed_previous(true)
-            // Expiry on DynamoDB (native TTL, reads filtering) is not built yet: the store
-            // refuses writes giving one, which the expiry family checks.
-            .with_expiry(false)
     }
 
     /// moto runs a quarter of each property test's cases (64 of 256 random operation
