@@ -273,6 +273,7 @@ mod store;
 mod stream_admin;
 mod sweep;
 mod table_scan;
+mod ttl_admin;
 mod writes;
 
 /// The DynamoDB Streams SDK this crate reads the change feed with, for building the client
@@ -284,6 +285,7 @@ pub use item::MAX_DOC_BYTES_LIMIT;
 pub use reads::PARTIAL_ANSWER_TARGET;
 pub use store::DynamoStore;
 pub use stream_admin::StreamEnabled;
+pub use ttl_admin::TtlEnabled;
 
 /// Entry points for the fuzz targets (`fuzz/`) and their replay test; not part of the API.
 #[doc(hidden)]

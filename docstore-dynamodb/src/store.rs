@@ -262,29 +262,18 @@ impl DynamoStore {
         Ok(())
     }
 
-    /// Turns on DynamoDB's time to live for the records of caller-identified deletes
-    /// ([`crate::deleted`]), so they go once their window is over. A service without time to
-    /// live (some emulators) keeps them; reads ignore expired ones either way, so it only
-    /// costs storage, and the warning says so.
+    /// Turns on DynamoDB's time to live on `expires` ([`crate::ttl_admin`]), so delete records
+    /// and stamps go once their window is over and an expired document no sweep removed goes
+    /// a day after its expiry. A service without time to live (some emulators) keeps them;
+    /// reads ignore them either way, so it only costs storage, and the warning says so.
     async fn expire_delete_records(&self) {
-        let spec = aws_sdk_dynamodb::types::TimeToLiveSpecification::builder()
-            .attribute_name(crate::deleted::EXPIRES)
-            .enabled(true)
-            .build()
-            .expect("name and flag are set");
-        let enabled = self
-            .client
-            .update_time_to_live()
-            .table_name(&self.table)
-            .time_to_live_specification(spec)
-            .send()
-            .await;
-        if let Err(err) = enabled {
+        if let Err(err) = self.update_ttl().await {
             tracing::warn!(
                 table = %self.table,
-                error = %self.error("UpdateTimeToLive", err),
+                error = %err,
                 "time to live could not be enabled: records of deletes stay after their window \
-                 (they are ignored once expired)"
+                 and expired documents until a sweep removes them (they are ignored once \
+                 expired)"
             );
         }
     }
