@@ -252,6 +252,7 @@ mod counters;
 mod deleted;
 mod errors;
 mod expiring;
+mod expiry_check;
 mod explain;
 mod feed;
 mod guard_check;
