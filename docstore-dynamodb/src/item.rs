@@ -62,7 +62,8 @@ const WRITE_ID_BYTES: usize = 32;
 const HISTORY_BYTES: usize = 3 + (HISTORY_LEN - 1) * (1 + WRITE_ID_BYTES);
 
 /// The largest `max_doc_bytes` a store accepts: the item limit less the longest keys, the
-/// attribute names, the numbers, the full write history and two actors of the longest kind.
+/// attribute names, the numbers (expiry and time to live included), the full write history and
+/// two actors of the longest kind.
 pub const MAX_DOC_BYTES_LIMIT: usize = ITEM_LIMIT
     - item_overhead(
         docstore::key::MAX_NAME_LEN * 2 + 1 + crate::layout::MAX_SUFFIX_BYTES,

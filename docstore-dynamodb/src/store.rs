@@ -554,13 +554,14 @@ impl Driver for DynamoStore {
         self.write_all_items(batch, origin).await
     }
 
-    /// Expiry is kept with markers and the sweep: see [`crate::expiring`].
+    /// Expiry is kept with markers and the sweep: see the [crate docs](crate), "Expiring
+    /// documents".
     fn supports_expiry(&self) -> bool {
         true
     }
 
     /// Due markers of the registered sites, at most `limit`, each document removed with its
-    /// expiry stamp: see [`crate::expiring`].
+    /// expiry stamp: see the [crate docs](crate), "Expiring documents".
     async fn sweep_expired(&self, limit: usize) -> Result<usize> {
         self.sweep_expired_documents(limit).await
     }
