@@ -424,17 +424,7 @@ impl DynamoStore {
                 }
                 (_, None) => unreachable!("every other write has a document"),
             };
-            let after = match &outcome {
-                WriteOutcome::Written(doc) => Some(doc),
-                _ => None,
-            };
-            let markers = match write {
-                Write::Check { .. } => Vec::new(),
-                _ => {
-                    let before = current.as_ref().map(|read| &read.doc);
-                    self.markers(layout, key, before, after).await?
-                }
-            };
+            let markers = self.batch_markers(layout, write, current, &outcome).await?;
             planned.push(Planned {
                 action,
                 outcome,
@@ -451,6 +441,27 @@ impl DynamoStore {
             counters,
         }
         .within_one_transaction()
+    }
+
+    /// The expiry markers one write of a batch puts and deletes (a check: none).
+    async fn batch_markers(
+        &self,
+        layout: Layout,
+        write: &Write,
+        current: &Option<Stored>,
+        outcome: &WriteOutcome,
+    ) -> Result<Vec<Companion>> {
+        let after = match outcome {
+            WriteOutcome::Written(doc) => Some(doc),
+            _ => None,
+        };
+        match write {
+            Write::Check { .. } => Ok(Vec::new()),
+            _ => {
+                let before = current.as_ref().map(|read| &read.doc);
+                self.markers(layout, write.key(), before, after).await
+            }
+        }
     }
 
     /// The refusal of a batch whose guards `refused`: the violation of the first write in

@@ -508,19 +508,10 @@ impl DynamoStore {
     ) -> Result<bool> {
         let chosen = origin.write_id;
         let (mut first_read, recorded) = match chosen {
-            Some(id) => {
-                let (read, recorded) = self.read_with_deletes(key).await?;
-                if recorded.holds(id) {
-                    return Ok(true);
-                }
-                let read = match read {
-                    Some(read) if self.expired_in_the_way(key, Some(&read)).await? => {
-                        self.read_live(key).await?
-                    }
-                    read => read,
-                };
-                (Some(read), Some(recorded))
-            }
+            Some(id) => match self.read_for_identified_delete(key, id).await? {
+                Some((read, recorded)) => (Some(read), Some(recorded)),
+                None => return Ok(true),
+            },
             None => (None, None),
         };
         let mut foreign = Foreign::default();
@@ -547,18 +538,8 @@ impl DynamoStore {
             let shape = self.item_shape().await?;
             let layout = shape.layout;
             let guards = shape.guards(key, Some(&read.doc), None, &foreign)?;
-            let stamp = stamp_item(layout, key, &read, origin.actor, now, &w);
-            let mut with = vec![Companion::Put(stamp)];
-            if let Some(recorded) = &recorded {
-                let record = crate::deleted::record_item(layout, key, recorded, &w, now);
-                with.push(Companion::Put(record));
-            }
-            with.extend(crate::expiring::marker_changes(
-                layout,
-                key,
-                Some(&read.doc),
-                None,
-            ));
+            let by = (origin.actor, now);
+            let with = delete_companions(layout, key, &read, recorded.as_ref(), by, &w);
             // Exact counters move the counter in the delete's transaction; fast counters
             // right after it commits (`count_late`), never in the transaction, so deletes
             // do not contend on the collection's counter item.
@@ -670,6 +651,27 @@ impl DynamoStore {
             }
         }
         Err(busy("delete", key))
+    }
+
+    /// The first read of a delete with the identity `id`: the document (removed first when it
+    /// expired) and the key's recorded deletes, read together; `None` when they hold `id`
+    /// (an earlier try did this delete).
+    async fn read_for_identified_delete(
+        &self,
+        key: &Key,
+        id: &WriteId,
+    ) -> Result<Option<(Option<Stored>, docstore::identity::WriteIds)>> {
+        let (read, recorded) = self.read_with_deletes(key).await?;
+        if recorded.holds(id) {
+            return Ok(None);
+        }
+        let read = match read {
+            Some(read) if self.expired_in_the_way(key, Some(&read)).await? => {
+                self.read_live(key).await?
+            }
+            read => read,
+        };
+        Ok(Some((read, recorded)))
     }
 
     /// `read` with `edit` applied as the next revision by `actor` with write identity `w`.
@@ -807,6 +809,31 @@ impl DynamoStore {
             _ => Err(may_have_been_applied(err)),
         }
     }
+}
+
+/// The items a delete `w` of `read` at `key` by `actor` at `now` writes or removes with it:
+/// its stamp, the record of a caller-identified delete (`recorded`: the key's earlier ones),
+/// and the removal of the document's expiry marker.
+fn delete_companions(
+    layout: Layout,
+    key: &Key,
+    read: &Stored,
+    recorded: Option<&docstore::identity::WriteIds>,
+    (actor, now): (&str, i64),
+    w: &WriteId,
+) -> Vec<Companion> {
+    let mut with = vec![Companion::Put(stamp_item(layout, key, read, actor, now, w))];
+    if let Some(recorded) = recorded {
+        let record = crate::deleted::record_item(layout, key, recorded, w, now);
+        with.push(Companion::Put(record));
+    }
+    with.extend(crate::expiring::marker_changes(
+        layout,
+        key,
+        Some(&read.doc),
+        None,
+    ));
+    with
 }
 
 /// The identity of one attempt: the caller's, or a fresh one.
