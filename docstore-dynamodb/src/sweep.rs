@@ -28,8 +28,10 @@ impl DynamoStore {
         let moved = if exact { -1 } else { 0 };
         let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
+        // One identity for every try: an earlier try whose answer was lost is recognised by
+        // its stamp.
+        let w = WriteId::random();
         loop {
-            let w = WriteId::random();
             let now = self.options.clock.now();
             let guards = shape.guards(key, Some(&read.doc), None, &foreign)?;
             let mut with = vec![Companion::Put(expiry_stamp_item(
@@ -48,10 +50,10 @@ impl DynamoStore {
                 Sent::Contended { maybe_applied } => {
                     maybe_applied && self.expired_by(key, read, &w).await?
                 }
-                Sent::Refused { resent, .. } => {
-                    // The revision is gone or rewritten: this call's lost attempt, or another.
-                    let own = resent && self.expired_by(key, read, &w).await?;
-                    if !own {
+                Sent::Refused { .. } => {
+                    // The revision is gone or rewritten: by an earlier try of this call whose
+                    // answer was lost (its stamp names `w`), or by another call.
+                    if !self.expired_by(key, read, &w).await? {
                         return Ok(false);
                     }
                     true
