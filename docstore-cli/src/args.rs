@@ -171,6 +171,15 @@ pub enum StreamsAction {
     Enable,
 }
 
+/// `docstore ttl ...`.
+#[derive(Debug, Subcommand)]
+pub enum TtlAction {
+    /// Enable DynamoDB's time to live on the attribute `expires` of an existing table;
+    /// prints whether it was already on. It removes delete records once their window is
+    /// over, and expired documents no sweep removed a day after their expiry.
+    Enable,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -407,6 +416,12 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: StreamsAction,
+    },
+    /// DynamoDB's time to live on the table (tables made by create-table have it already).
+    Ttl {
+        /// What to do.
+        #[command(subcommand)]
+        action: TtlAction,
     },
     /// Apply writes atomically, all or nothing: a JSON array (or JSON lines) of
     /// `{"op": "create|put|update|update_if|delete_if|check", "collection", "id", "data" |

@@ -1,6 +1,8 @@
 //! Running one parsed command line.
 
-use crate::args::{Cli, Command, DEFAULT_SITE, DEFAULT_STORE, FeedFrom, STORE_ENV, StreamsAction};
+use crate::args::{
+    Cli, Command, DEFAULT_SITE, DEFAULT_STORE, FeedFrom, STORE_ENV, StreamsAction, TtlAction,
+};
 use crate::exit::{self, CliError};
 use crate::live_copy;
 use crate::output::Out;
@@ -39,6 +41,12 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     } = cli.command
     {
         return enable_stream(&config, &mut Out::new(cli.time)).await;
+    }
+    if let Command::Ttl {
+        action: TtlAction::Enable,
+    } = cli.command
+    {
+        return enable_ttl(&config, &mut Out::new(cli.time)).await;
     }
     check_import_site(&cli)?;
     check_plain_import(&cli)?;
@@ -364,7 +372,10 @@ async fn execute(
                 "why": plan.why,
             }))?;
         }
-        Command::CreateTable | Command::Index { .. } | Command::Streams { .. } => {
+        Command::CreateTable
+        | Command::Index { .. }
+        | Command::Streams { .. }
+        | Command::Ttl { .. } => {
             unreachable!("handled before opening the store")
         }
     }
@@ -1053,6 +1064,22 @@ async fn enable_stream(config: &Config, out: &mut Out) -> Result<(), CliError> {
         "already enabled"
     };
     out.value(&json!({ "table": table, "stream_arn": enabled.stream_arn, "status": status }))?;
+    out.flush()
+}
+
+/// `docstore ttl enable`.
+async fn enable_ttl(config: &Config, out: &mut Out) -> Result<(), CliError> {
+    let (store, table) = dynamodb_store(config, "ttl enable").await?;
+    let status = if store.enable_ttl().await?.newly_enabled {
+        eprintln!("enabled time to live on `expires` of table `{table}`");
+        "enabled"
+    } else {
+        eprintln!(
+            "time to live on `expires` of table `{table}` was already enabled; left as it is"
+        );
+        "already enabled"
+    };
+    out.value(&json!({ "table": table, "attribute": "expires", "status": status }))?;
     out.flush()
 }
 

@@ -379,3 +379,47 @@ fn streams_enable_turns_the_feed_on_for_an_existing_table() {
         "the feed starts when the stream was enabled"
     );
 }
+
+/// `docstore ttl enable` turns DynamoDB's time to live on `expires` on for a table made
+/// without it (create-table enables it), and leaves it alone when it is on.
+#[test]
+fn ttl_enable_turns_time_to_live_on_for_an_existing_table() {
+    let endpoint = std::env::var("DOCSTORE_DYNOXIDE_ENDPOINT").expect(
+        "DOCSTORE_DYNOXIDE_ENDPOINT is not set: run the tests through \
+         scripts/with-dynamodb-emulators (scripts/test does)",
+    );
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let table = format!("ttl-{}-{}", std::process::id(), nanos.as_nanos());
+    let url = format!("dynamodb://{table}?region=us-east-1&endpoint={endpoint}");
+    lines(&url, &["create-table"], 0);
+    let already = lines(&url, &["ttl", "enable"], 0);
+    assert_eq!(
+        already[0]["status"], "already enabled",
+        "create-table enables it"
+    );
+    // A table from before: time to live off.
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let off = aws_sdk_dynamodb::types::TimeToLiveSpecification::builder()
+            .attribute_name("expires")
+            .enabled(false)
+            .build()
+            .unwrap();
+        raw_client(&endpoint)
+            .await
+            .update_time_to_live()
+            .table_name(&table)
+            .time_to_live_specification(off)
+            .send()
+            .await
+            .unwrap();
+    });
+    let enabled = lines(&url, &["ttl", "enable"], 0);
+    assert_eq!(
+        (&enabled[0]["status"], &enabled[0]["attribute"]),
+        (&json!("enabled"), &json!("expires"))
+    );
+    let again = lines(&url, &["ttl", "enable"], 0);
+    assert_eq!(again[0]["status"], "already enabled");
+}

@@ -22,11 +22,11 @@ use crate::guards::{ClaimChange, Foreign, GuardAction, GuardVerdict, guard_actio
 use crate::history::Stored;
 use crate::item::{Item, check_item_size, data_text, is_document, key_of};
 use crate::layout::Layout;
-use crate::send::{Expect, Guarded, RefusedGuard, TransactionFailure, transact_action};
+use crate::send::{Companion, Expect, Guarded, RefusedGuard, TransactionFailure, transact_action};
 use crate::store::DynamoStore;
 use crate::writes::{ItemShape, indexed_item};
 use aws_sdk_dynamodb::types::TransactWriteItem;
-use docstore::batch::{self, BatchBytes, CheckedBatch, Decision, Write, WriteOutcome};
+use docstore::batch::{self, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::config::CounterMode;
 use docstore::driver::Origin;
 use docstore::index::{
@@ -51,6 +51,8 @@ struct Planned {
     puts: bool,
     /// For a delete: its stamp ([`crate::stamps`]).
     stamp: Option<Item>,
+    /// Its document's expiry markers put and deleted ([`crate::expiring`]).
+    markers: Vec<Companion>,
 }
 
 /// What a batch adds to one counter shard.
@@ -81,7 +83,8 @@ impl Stamps {
     ///
     /// [`MAX_BATCH_WRITES`]: docstore::batch::MAX_BATCH_WRITES
     fn split(planned: &[Planned], counters: usize) -> Stamps {
-        let room = MAX_ACTIONS.saturating_sub(planned.len() + counters);
+        let markers: usize = planned.iter().map(|p| p.markers.len()).sum();
+        let room = MAX_ACTIONS.saturating_sub(planned.len() + counters + markers);
         let mut stamps: Vec<Item> = planned.iter().filter_map(|p| p.stamp.clone()).collect();
         let after = stamps.split_off(room.min(stamps.len()));
         Stamps {
@@ -103,14 +106,16 @@ impl PlannedBatch {
     /// The batch, when its writes, guards and counter moves fit in one transaction;
     /// otherwise `InvalidArgument` naming the count.
     fn within_one_transaction(self) -> Result<Self> {
-        let actions = self.planned.len() + self.guards.len() + self.counters.len();
+        let markers: usize = self.planned.iter().map(|p| p.markers.len()).sum();
+        let actions = self.planned.len() + self.guards.len() + self.counters.len() + markers;
         if actions <= MAX_ACTIONS {
             return Ok(self);
         }
         Err(Error::invalid(format!(
             "this batch needs {actions} actions in one DynamoDB transaction ({} writes, {} \
-             unique-index guards, {} counter shards), which holds at most {MAX_ACTIONS}; split \
-             it (docs/contract.md, \"How the backends differ\", DynamoDB)",
+             unique-index guards, {} counter shards, {markers} expiry markers), which holds at \
+             most {MAX_ACTIONS}; split it (docs/contract.md, \"How the backends differ\", \
+             DynamoDB)",
             self.planned.len(),
             self.guards.len(),
             self.counters.len()
@@ -143,12 +148,14 @@ impl DynamoStore {
     /// `get_many`: consistent `BatchGetItem`s of 100 keys, unprocessed keys asked again with
     /// jittered backoff. Each document is read strongly consistently, but the answer is not
     /// one snapshot: the items are read at slightly different moments.
+    /// An expired document reads as absent.
     pub(crate) async fn get_many_items(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
+        let now = self.options.clock.now();
         Ok(self
             .read_many(keys)
             .await?
             .into_iter()
-            .map(|stored| stored.map(|s| s.doc))
+            .map(|stored| stored.map(|s| s.doc).filter(|doc| !doc.is_expired(now)))
             .collect())
     }
 
@@ -203,13 +210,17 @@ impl DynamoStore {
         batch: &CheckedBatch<'_>,
         origin: Origin<'_>,
     ) -> Result<Vec<WriteOutcome>> {
-        let (writes, bytes) = (batch.writes(), batch.bytes());
+        let writes = batch.writes();
         let actor = origin.actor;
         let keys: Vec<Key> = writes.iter().map(|w| w.key().clone()).collect();
         let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         loop {
             let read = self.read_many(&keys).await?;
+            if self.expire_read(&keys, &read).await? {
+                // Expired documents were removed as their expiries: their keys are empty.
+                continue;
+            }
             if let Some(id) = origin.write_id
                 && self.batch_repeated(&keys, &read, id).await?
             {
@@ -221,7 +232,7 @@ impl DynamoStore {
                 planned,
                 guards,
                 counters,
-            } = self.plan(writes, &read, actor, bytes, &w, &foreign).await?;
+            } = self.plan(batch, &read, actor, &w, &foreign).await?;
             let stamps = Stamps::split(&planned, guards.len() + counters.len());
             match self
                 .send_batch(&planned, &guards, &counters, &stamps.inside, &w)
@@ -232,7 +243,8 @@ impl DynamoStore {
                     if resent && self.batch_proves(&keys, &planned, &counters, &w).await? {
                         return Ok(self.committed(planned, stamps.after).await);
                     }
-                    if let Some(err) = self.guards_refused(&guards, refused, &mut foreign).await? {
+                    let refused = self.guards_refused(&keys, &guards, refused, &mut foreign);
+                    if let Some(err) = refused.await? {
                         return Err(err);
                     }
                     if !backoff.wait().await {
@@ -258,6 +270,13 @@ impl DynamoStore {
                     };
                     if current.as_ref().is_some_and(|c| c.holds(&w)) {
                         return Ok(self.committed(planned, stamps.after).await);
+                    }
+                    if !resent
+                        && self
+                            .expired_in_the_way(&keys[index], current.as_ref())
+                            .await?
+                    {
+                        continue;
                     }
                     if resent {
                         if self.batch_proves(&keys, &planned, &counters, &w).await? {
@@ -306,13 +325,13 @@ impl DynamoStore {
     /// documents created or deleted.
     async fn plan(
         &self,
-        writes: &[Write],
+        batch: &CheckedBatch<'_>,
         read: &[Option<Stored>],
         actor: &str,
-        mut bytes: BatchBytes,
         w: &WriteId,
         foreign: &Foreign,
     ) -> Result<PlannedBatch> {
+        let (writes, mut bytes) = (batch.writes(), batch.bytes());
         let now = self.options.clock.now();
         let limit = self.options.max_doc_bytes;
         let shape = self.item_shape().await?;
@@ -331,7 +350,8 @@ impl DynamoStore {
                 now,
                 limit,
                 &mut bytes,
-            )?;
+            )?
+            .expire(batch.expiry(index));
             let expect = match current {
                 None => Expect::Absent,
                 Some(read) => Expect::Revision(read),
@@ -404,11 +424,13 @@ impl DynamoStore {
                 }
                 (_, None) => unreachable!("every other write has a document"),
             };
+            let markers = self.batch_markers(layout, write, current, &outcome).await?;
             planned.push(Planned {
                 action,
                 outcome,
                 puts,
                 stamp,
+                markers,
             });
         }
         counters.retain(|moved| moved.delta != 0);
@@ -421,11 +443,33 @@ impl DynamoStore {
         .within_one_transaction()
     }
 
+    /// The expiry markers one write of a batch puts and deletes (a check: none).
+    async fn batch_markers(
+        &self,
+        layout: Layout,
+        write: &Write,
+        current: &Option<Stored>,
+        outcome: &WriteOutcome,
+    ) -> Result<Vec<Companion>> {
+        let after = match outcome {
+            WriteOutcome::Written(doc) => Some(doc),
+            _ => None,
+        };
+        match write {
+            Write::Check { .. } => Ok(Vec::new()),
+            _ => {
+                let before = current.as_ref().map(|read| &read.doc);
+                self.markers(layout, write.key(), before, after).await
+            }
+        }
+    }
+
     /// The refusal of a batch whose guards `refused`: the violation of the first write in
     /// batch order whose value another document holds, or `None` to send again (a guard the
     /// batch gives up is another document's, now in `foreign`; or the guard changed since).
     async fn guards_refused(
         &self,
+        keys: &[Key],
         guards: &[GuardAction],
         refused: Vec<RefusedGuard>,
         foreign: &mut Foreign,
@@ -433,8 +477,9 @@ impl DynamoStore {
         let mut first: Option<(usize, Error)> = None;
         for RefusedGuard { at, item } in refused {
             let guard = self.refused_guard(&guards[at], item).await?;
-            if let GuardVerdict::Taken { position, error } =
-                crate::guards::judge(&guards[at], guard.as_ref(), foreign)
+            let verdict = crate::guards::judge(&guards[at], guard.as_ref(), foreign);
+            if let GuardVerdict::Taken { position, error } = verdict
+                && !self.holder_expired(&keys[position], &error).await?
                 && first.as_ref().is_none_or(|(p, _)| position < *p)
             {
                 first = Some((position, error));
@@ -475,6 +520,9 @@ impl DynamoStore {
                     )?)
                     .build(),
             );
+        }
+        for marker in planned.iter().flat_map(|p| &p.markers) {
+            request = request.transact_items(marker.transact_item(&self.table)?);
         }
         for stamp in stamps {
             let put = aws_sdk_dynamodb::types::Put::builder()

@@ -170,11 +170,20 @@ impl DynamoStore {
         );
     }
 
-    /// The counters of `site` whose shards sum to more than 0, by collection name.
+    /// The counters of `site` whose shards sum to more than 0, by collection name, less the
+    /// documents whose expiry is due at the store clock's now and that no sweep removed yet
+    /// (their markers, read alongside: [`crate::expiring`]).
     pub(crate) async fn read_counters(&self, site: &str) -> Result<Vec<(String, u64)>> {
-        let sums = self.counter_sums(site).await?;
+        let now = self.options.clock.now();
+        let (sums, due) =
+            futures_util::future::try_join(self.counter_sums(site), self.due_counts(site, now))
+                .await?;
         Ok(sums
             .into_iter()
+            .map(|(collection, sum)| {
+                let due = due.get(&collection).copied().unwrap_or(0);
+                (collection, sum.saturating_sub(due))
+            })
             .filter(|(_, sum)| *sum > 0)
             .map(|(collection, sum)| (collection, sum as u64))
             .collect())

@@ -49,6 +49,8 @@ struct Gathered<'a> {
     group: Vec<(Vec<u8>, Document)>,
     group_key: Option<Vec<u8>>,
     kept: &'a mut Vec<Document>,
+    /// The store clock's now: a document expired by then is left out.
+    now: i64,
 }
 
 impl DynamoStore {
@@ -101,6 +103,7 @@ impl DynamoStore {
             group: Vec::new(),
             group_key: None,
             kept,
+            now: self.options.clock.now(),
         };
         loop {
             if gathered.walk.is_done() && gathered.group.is_empty() {
@@ -247,7 +250,8 @@ fn offer_group(
         if !range.contains(&key) {
             continue;
         }
-        let matches = query.matches(&doc) && query.is_after_cursor(&doc);
+        let matches =
+            !doc.is_expired(gathered.now) && query.matches(&doc) && query.is_after_cursor(&doc);
         match gathered.walk.offer(&index.compiled, &key, matches) {
             Step::Keep => gathered.kept.push(doc),
             Step::Skip => {}

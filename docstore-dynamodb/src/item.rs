@@ -36,6 +36,17 @@ pub(crate) const WRITE_HISTORY: &str = "wh";
 pub(crate) const COUNTER_WRITE_ID: &str = "w";
 /// A counter's document count (N).
 pub(crate) const COUNT: &str = "n";
+/// When the document expires, unix nanoseconds of the store's clock (N; absent when it never
+/// expires: `docs/contract.md`, "Expiry").
+pub(crate) const EXPIRES_AT: &str = "expires_at";
+/// DynamoDB's time to live on a document item (N, unix seconds): its expiry plus
+/// [`TTL_GRACE_SECS`], the service's backstop for a document no sweep removed
+/// ([`crate::expiring`]). The same attribute delete records and stamps expire by.
+pub(crate) const TTL: &str = crate::deleted::EXPIRES;
+/// How long after its expiry the service's time to live may delete a document item that the
+/// library's sweep missed: one day, so that the service only removes what no sweep ran for
+/// (its delete bypasses the counters: see [`crate::expiring`]).
+pub(crate) const TTL_GRACE_SECS: i64 = 24 * 60 * 60;
 
 /// DynamoDB's item size limit: 400 KB.
 pub(crate) const ITEM_LIMIT: usize = 409_600;
@@ -51,7 +62,8 @@ const WRITE_ID_BYTES: usize = 32;
 const HISTORY_BYTES: usize = 3 + (HISTORY_LEN - 1) * (1 + WRITE_ID_BYTES);
 
 /// The largest `max_doc_bytes` a store accepts: the item limit less the longest keys, the
-/// attribute names, the numbers, the full write history and two actors of the longest kind.
+/// attribute names, the numbers (expiry and time to live included), the full write history and
+/// two actors of the longest kind.
 pub const MAX_DOC_BYTES_LIMIT: usize = ITEM_LIMIT
     - item_overhead(
         docstore::key::MAX_NAME_LEN * 2 + 1 + crate::layout::MAX_SUFFIX_BYTES,
@@ -86,6 +98,10 @@ pub(crate) const fn item_overhead(
         + WRITE_ID_BYTES
         + WRITE_HISTORY.len()
         + HISTORY_BYTES
+        + EXPIRES_AT.len()
+        + NUMBER_BYTES
+        + TTL.len()
+        + NUMBER_BYTES
 }
 
 /// The shard, in `0..shards`, that a document with this id belongs to wherever the layout
@@ -133,6 +149,10 @@ pub(crate) fn document_item(key: &Key, doc: &Document, history: &[String], layou
     item.insert(CREATED_BY.to_owned(), text(&doc.created_by));
     item.insert(UPDATED_BY.to_owned(), text(&doc.updated_by));
     item.insert(VERSION.to_owned(), num(doc.version));
+    if let Some(at) = doc.expires_at {
+        item.insert(EXPIRES_AT.to_owned(), num(at));
+        item.insert(TTL.to_owned(), num(ttl_seconds(at)));
+    }
     if let Some((w, earlier)) = history.split_first() {
         item.insert(WRITE_ID.to_owned(), text(w));
         if !earlier.is_empty() {
@@ -145,6 +165,15 @@ pub(crate) fn document_item(key: &Key, doc: &Document, history: &[String], layou
     item
 }
 
+/// The time to live (unix seconds) of a document expiring at `expires_at` (unix
+/// nanoseconds): the expiry rounded up to a second, plus [`TTL_GRACE_SECS`].
+pub(crate) fn ttl_seconds(expires_at: i64) -> i64 {
+    expires_at
+        .div_euclid(1_000_000_000)
+        .saturating_add(i64::from(expires_at.rem_euclid(1_000_000_000) != 0))
+        .saturating_add(TTL_GRACE_SECS)
+}
+
 /// Whether `item` is a stored document (and not, say, the bare key that an emulator returns
 /// as the "old" image of an item an update created).
 pub(crate) fn is_document(item: &Item) -> bool {
@@ -153,8 +182,12 @@ pub(crate) fn is_document(item: &Item) -> bool {
 
 /// The document an item holds.
 pub(crate) fn parse_document(item: &Item) -> Result<Document> {
+    let expires_at = match item.get(EXPIRES_AT) {
+        None => None,
+        Some(_) => Some(number(item, EXPIRES_AT)?),
+    };
     let doc = Document {
-        expires_at: None,
+        expires_at,
         id: string(item, SK)?.to_owned(),
         data: serde_json::from_str(string(item, DATA)?)
             .map_err(|e| corrupt(item, DATA, e.to_string()))?,
@@ -284,6 +317,21 @@ mod tests {
         );
         let item = document_item(&key, &doc, &[], Layout::SINGLE);
         assert_eq!(parse_document(&item).unwrap(), doc);
+        assert!(
+            !item.contains_key(TTL),
+            "a document that never expires has no TTL"
+        );
+        let expiring = Document {
+            expires_at: Some(1_700_000_000_500_000_000),
+            ..doc
+        };
+        let item = document_item(&key, &expiring, &[], Layout::SINGLE);
+        assert_eq!(parse_document(&item).unwrap(), expiring);
+        assert_eq!(
+            number::<i64>(&item, TTL).unwrap(),
+            1_700_000_001 + TTL_GRACE_SECS
+        );
+        assert_eq!(ttl_seconds(2_000_000_000), 2 + TTL_GRACE_SECS);
     }
 
     #[test]

@@ -40,7 +40,10 @@
 //!   `version` (N) — the layout's original attributes, unchanged — and the write history: `w` (S, the
 //!   random identity of the write call that produced this revision; the original layout set it for
 //!   `create` and `update_if`, every write sets it now) and `wh` (L of S, the identities of the
-//!   up to 15 writes before it, most recent first; absent after a creation);
+//!   up to 15 writes before it, most recent first; absent after a creation); for a document
+//!   that expires, `expires_at` (N, unix nanoseconds of the store clock) and `expires` (N,
+//!   unix seconds: the expiry plus one day, DynamoDB's time to live — see "Expiring
+//!   documents" below);
 //! - counters, spread over shards: `pk = "<site>#__collections"` (shard `s` in partition
 //!   `s mod P`), `sk = <collection>` (shard
 //!   0, the layout's original counter item) or `<collection>#<s>` (shard `s`), `n` (N), and,
@@ -51,6 +54,10 @@
 //! - no list of sites: `sites` ([`Store::sites`](docstore::Store::sites)) is a paginated Scan
 //!   of the partition keys, keeping the sites of document items — it reads the whole table,
 //!   like `recount`: a maintenance call;
+//! - expiry markers, one per expiring document: `pk = "<site>#__expiring"` (then `#<p>`,
+//!   spread like documents), `sk = "<expires_at, 20 digits>#<collection>#<id>"`; and the
+//!   registry of sites with markers, `pk = "__docstore#expiring"`, `sk = <site>` (see
+//!   "Expiring documents");
 //! - declared indexes: on each document item, `gNpk` (S, `<site>#<collection>#<index>`) and
 //!   `gNsk` (B, the index key, cut to 1 024 bytes) for the index in GSI slot `N`
 //!   (`docstore-gN`); the table's index records under `pk = "__docstore#indexes"`. See
@@ -84,6 +91,51 @@
 //! missing guard and deletes an orphan one (documents sharing a value are left to the
 //! application); [`DynamoStore::check_unique`] returns what it found ([`docstore::UniqueProblem`]),
 //! `recount` logs it.
+//!
+//! ## Expiring documents
+//! Expiry (`docs/contract.md`, "Expiry") is kept by the library, on the store clock, with
+//! DynamoDB's time to live as a backstop:
+//! - **Reads**: `get`, `get_many`, queries (Scan-like id order, bounded scans and GSIs) and
+//!   streams leave out a document whose `expires_at` is at or before the store clock's now;
+//!   `sites` skips it too.
+//! - **Counts stay exact at once**: each expiring document has a marker item, put or deleted
+//!   in the document's own `TransactWriteItems` (like unique guards) whenever a write gives,
+//!   changes or removes its expiry or deletes it. Markers sort by expiry, so `count`,
+//!   `collections` and the quota subtract, per collection, the markers due now — one strongly
+//!   consistent `Query` per marker partition, sent alongside the counter shards' (about one
+//!   read unit each while nothing is due). A sweep running at the same moment may make one
+//!   such count off by one for that moment (counters and markers are two reads).
+//! - **Removal**: [`Store::sweep_expired`](docstore::Store::sweep_expired) (and the store's
+//!   background sweep) lists the registry of sites with markers (again at most once a minute;
+//!   sites this store registered it knows at once), reads the due markers of each site's
+//!   partitions — at most its limit in all — and removes each document with one
+//!   `TransactWriteItems`: the document's delete conditioned on the revision read (so on its
+//!   expiry, which only a new version changes), the counter shard's decrement, the marker's
+//!   delete, the release of its unique guards and an expiry stamp (`<site>#__removed`, marked
+//!   `ex`), which the feed shows as one `Expired` change at the expiry instant with an empty
+//!   actor. Two sweepers racing on a document remove it once. A write that reads an expired
+//!   document (`create` and `restore` meet it in their condition) removes it the same way
+//!   first, then finds the key empty; a unique value an expired document holds is freed the
+//!   same way when another write claims it.
+//! - **Time to live**: `create_table` enables it on `expires` (also for delete records and
+//!   stamps); for an older table, [`DynamoStore::enable_ttl`] (`docstore ttl enable`). The
+//!   service deletes a document item one day (`TTL_GRACE_SECS`, 86 400 s) after its expiry —
+//!   only what no sweep removed in that day. Such a delete moves no counter and writes no
+//!   stamp: the feed shows it as `Expired` too (with a warning), `count` stays exact while its
+//!   marker is due, `recount` (`docstore fsck`) reports the counter one above the documents,
+//!   and the next sweep settles it (the orphan marker's delete and the counter's decrement in
+//!   one transaction, conditioned on the document still being absent); `recount` with repair
+//!   deletes such markers before it sets the counters.
+//!
+//! What it costs: a write that gives, changes or removes an expiry is a `TransactWriteItems`
+//! (transactional writes cost twice): a replacing `put` or an `update` then costs twice the
+//! document's write units plus 2 per marker put or deleted (about 60 bytes each; changing an
+//! expiry deletes one and puts one); creates and deletes, already transactions, 2 more; a
+//! batch's markers count against its 100 actions. A write that keeps the expiry as it was
+//! (an `update` without one) touches no marker and costs as before. The first expiring write
+//! of a site in a process also puts the registry item (one write unit, once). A sweep's
+//! removal costs what a delete does, plus the marker (2); each sweep round reads the due
+//! markers of every registered site (one `Query` per partition and site).
 //!
 //! ## Counters: exact (default) or fast
 //! `database.dynamodb.counters` ([`CounterMode`](docstore::config::CounterMode)):
@@ -139,6 +191,11 @@
 //! | `delete`, `delete_if` | GetItem, TransactWriteItems: Delete on the revision read + counter `ADD -1` + delete stamp Put | GetItem, TransactWriteItems (Delete + stamp Put), UpdateItem (counter) |
 //! | `write_all` | BatchGetItem, one TransactWriteItems (writes, checks, one counter `ADD` per collection) | same |
 //! | `get_many` | consistent BatchGetItem per 100 keys (unprocessed keys again, with backoff) | same |
+//!
+//! A write that gives, changes or removes its document's expiry adds the marker's Put or
+//! Delete to its transaction (a lone PutItem becomes a TransactWriteItems); a write that
+//! reads an expired document first removes it (see "Expiring documents"); `count`,
+//! `collections` and the quota read the due markers beside the counters.
 //!
 //! `delete` and `delete_if` never touch a document created after their read: when the revision
 //! read is gone and another incarnation stands at the key (told apart by `created_at` and the
@@ -228,8 +285,10 @@
 //!   SDKs, time to live) has no stamp: the feed shows it with an empty actor and the stream's
 //!   approximate time, and logs a warning. The stamp also settles a delete whose answer was
 //!   lost: it names the call that deleted that revision.
-//! - **What is not shown**: counters, index records, delete records, stamps and other internal
-//!   items, and rewrites that move neither the version nor the write identity.
+//! - **Expiries**: a document removed as its expiry shows as one `Expired` change (time: the
+//!   expiry instant, actor empty), read from its expiry stamp.
+//! - **What is not shown**: counters, index records, delete records, stamps, expiry markers
+//!   and other internal items, and rewrites that move neither the version nor the write identity.
 //!
 //! ## Sizes and errors
 //! `max_doc_bytes` above [`MAX_DOC_BYTES_LIMIT`] (what a 400 KB item holds next to the longest
@@ -240,6 +299,10 @@
 //! timeouts, I/O errors and 5xx answers that outlast the SDK's retries are `Unavailable`; a
 //! missing table is `Backend` with a message naming the table; anything else is `Backend`.
 
+// The write futures nest the delete path of an expired document (`sweep`) inside the
+// counter, guard and marker reads of each write: deeper types than the default limit allows.
+#![recursion_limit = "256"]
+
 mod attempts;
 mod backoff;
 mod batch;
@@ -247,6 +310,8 @@ mod batch_get;
 mod counters;
 mod deleted;
 mod errors;
+mod expiring;
+mod expiry_check;
 mod explain;
 mod feed;
 mod guard_check;
@@ -266,7 +331,9 @@ mod sites;
 mod stamps;
 mod store;
 mod stream_admin;
+mod sweep;
 mod table_scan;
+mod ttl_admin;
 mod writes;
 
 /// The DynamoDB Streams SDK this crate reads the change feed with, for building the client
@@ -278,6 +345,7 @@ pub use item::MAX_DOC_BYTES_LIMIT;
 pub use reads::PARTIAL_ANSWER_TARGET;
 pub use store::DynamoStore;
 pub use stream_admin::StreamEnabled;
+pub use ttl_admin::TtlEnabled;
 
 /// Entry points for the fuzz targets (`fuzz/`) and their replay test; not part of the API.
 #[doc(hidden)]

@@ -1,4 +1,5 @@
-//! Reads: `get` and the document queries.
+//! Reads: `get` and the document queries. An expired document is left out of every answer
+//! (`docs/contract.md`, "Expiry").
 
 use crate::history::Stored;
 use crate::id_order::IdOrderReader;
@@ -81,6 +82,7 @@ impl DynamoStore {
         let after = query.after().map(|position| position.id.as_str());
         let mut reader = IdOrderReader::new(pks, after, !descending);
         let mut matched = Vec::new();
+        let now = self.options.clock.now();
         loop {
             if let Some(limit) = query.limit() {
                 if matched.len() > limit {
@@ -108,7 +110,7 @@ impl DynamoStore {
                 break;
             };
             let doc = parse_document(&item)?;
-            if query.matches(&doc) {
+            if !doc.is_expired(now) && query.matches(&doc) {
                 matched.push(doc);
             }
         }
@@ -128,6 +130,7 @@ impl DynamoStore {
         let mut reader = IdOrderReader::new(pks, None, true);
         let mut docs = Vec::new();
         let mut exhausted = false;
+        let now = self.options.clock.now();
         loop {
             reader.expect(Some(budget.page_limit().max(1) as usize), false);
             let Some(item) = reader.next(self).await? else {
@@ -137,7 +140,10 @@ impl DynamoStore {
                 exhausted = true;
                 break;
             }
-            docs.push(parse_document(&item)?);
+            let doc = parse_document(&item)?;
+            if !doc.is_expired(now) {
+                docs.push(doc);
+            }
             budget.record(data_len(&item));
         }
         if exhausted {

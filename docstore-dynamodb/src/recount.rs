@@ -2,9 +2,10 @@
 //! with (and optionally written over) the counter shards under `<site>#__collections`.
 
 use crate::counters::{counted_collection, shard_number};
+use crate::expiry_check::ExpiryScan;
 use crate::guard_check::GuardScan;
 use crate::guards::HOLDER;
-use crate::item::{COUNT, DATA, PK, SK, VERSION, num, number, string, text};
+use crate::item::{COUNT, DATA, EXPIRES_AT, PK, SK, VERSION, num, number, string, text};
 use crate::layout::{Layout, Partition, parse_pk};
 use crate::store::DynamoStore;
 use crate::table_scan::TableScan;
@@ -27,6 +28,17 @@ impl SeenShards {
     }
 }
 
+/// What one Scan of a site found.
+struct SiteScan {
+    /// Document items per collection, expired ones included: what the counters hold.
+    documents: BTreeMap<String, u64>,
+    /// Documents per collection not expired at the store clock's now: what reads see.
+    live: BTreeMap<String, u64>,
+    shards: BTreeMap<String, SeenShards>,
+    guards: Option<GuardScan>,
+    expiry: ExpiryScan,
+}
+
 impl DynamoStore {
     /// Scans the table for the site's items (`begins_with(pk, "<site>#")`, keys and `n`
     /// only), counts documents per collection, and compares with the sums of the counter
@@ -41,12 +53,25 @@ impl DynamoStore {
     /// When the table holds unique indexes, the same Scan reads the documents' data and the
     /// site's guards, and the guards are checked and, in repair mode, repaired as
     /// [`check_unique`](Self::check_unique) does ([`Recount::unique`] lists the problems).
+    ///
+    /// Counters count a document until it is removed, so expired documents no sweep removed
+    /// yet count on both sides; [`Recount::collections`] lists what reads see (without them).
+    /// Expiry markers without their document are logged and, with repair, deleted before
+    /// the counters are set ([`crate::expiry_check`]).
     pub(crate) async fn recount_site(&self, site: &str, mode: RecountMode) -> Result<Recount> {
-        let (documents, shards, guards) = self.scan_site_counts(site).await?;
+        let SiteScan {
+            documents,
+            live,
+            shards,
+            guards,
+            expiry,
+        } = self.scan_site_counts(site).await?;
         let unique = match guards {
             Some(guards) => self.settle_guards(site, &guards, mode).await?,
             None => Vec::new(),
         };
+        // Before the counters: see `crate::expiry_check`.
+        self.settle_markers(site, &expiry, mode).await?;
         let changes = counter_changes(&documents, &shards);
         if mode == RecountMode::Repair {
             for change in &changes {
@@ -56,25 +81,22 @@ impl DynamoStore {
             }
         }
         Ok(Recount {
-            collections: documents.into_iter().collect(),
+            collections: live.into_iter().filter(|(_, n)| *n > 0).collect(),
             changes,
             unique,
         })
     }
 
     /// The documents of each collection of `site` and its counter shards, from one Scan;
-    /// with the claims and guards of its unique indexes when the table has any.
-    async fn scan_site_counts(
-        &self,
-        site: &str,
-    ) -> Result<(
-        BTreeMap<String, u64>,
-        BTreeMap<String, SeenShards>,
-        Option<GuardScan>,
-    )> {
+    /// with the claims and guards of its unique indexes when the table has any, and its
+    /// expiry markers.
+    async fn scan_site_counts(&self, site: &str) -> Result<SiteScan> {
         let prefix = format!("{site}#");
         let mut documents: BTreeMap<String, u64> = BTreeMap::new();
+        let mut live: BTreeMap<String, u64> = BTreeMap::new();
         let mut shards: BTreeMap<String, SeenShards> = BTreeMap::new();
+        let mut expiry = ExpiryScan::default();
+        let now = self.options.clock.now();
         let registry = self.registry().await?;
         let layout = self.layout().await?;
         let unique = registry.indexes.iter().any(|i| i.compiled.is_unique());
@@ -86,16 +108,17 @@ impl DynamoStore {
                 .expression_attribute_names("#pk", PK)
                 .expression_attribute_names("#sk", SK)
                 .expression_attribute_names("#n", COUNT)
+                .expression_attribute_names("#ea", EXPIRES_AT)
                 .expression_attribute_values(":prefix", text(&prefix));
             match unique {
                 // A Scan costs what it reads whatever it returns: the data comes at no more
                 // read capacity.
                 true => request
-                    .projection_expression("#pk, #sk, #n, #d, #v, #h")
+                    .projection_expression("#pk, #sk, #n, #ea, #d, #v, #h")
                     .expression_attribute_names("#d", DATA)
                     .expression_attribute_names("#v", VERSION)
                     .expression_attribute_names("#h", HOLDER),
-                false => request.projection_expression("#pk, #sk, #n"),
+                false => request.projection_expression("#pk, #sk, #n, #ea"),
             }
         };
         while let Some(items) = scan.next_page(site_items).await? {
@@ -103,6 +126,7 @@ impl DynamoStore {
                 if let Some(guards) = guards.as_mut() {
                     guards.add(&registry, layout, site, item)?;
                 }
+                expiry.add(site, item)?;
                 match parse_pk(string(item, PK)?) {
                     Partition::Counters { site: of } if of == site => {
                         let sort_key = string(item, SK)?;
@@ -116,7 +140,12 @@ impl DynamoStore {
                         site: of,
                         collection,
                     } if of == site => {
+                        // Counters count a document until it is removed, expired or not.
                         *documents.entry(collection.to_owned()).or_default() += 1;
+                        let expired = number::<i64>(item, EXPIRES_AT).is_ok_and(|at| at <= now);
+                        if !expired {
+                            *live.entry(collection.to_owned()).or_default() += 1;
+                        }
                     }
                     _ => {}
                 }
@@ -124,7 +153,13 @@ impl DynamoStore {
             let read = scan.scanned();
             tracing::info!(site, items_scanned = read, "recount: scanning the table");
         }
-        Ok((documents, shards, guards))
+        Ok(SiteScan {
+            documents,
+            live,
+            shards,
+            guards,
+            expiry,
+        })
     }
 
     /// Sets the counter of `collection` to `actual` if its shards still hold what the scan saw

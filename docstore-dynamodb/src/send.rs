@@ -63,6 +63,41 @@ pub(crate) enum Action {
     Delete,
 }
 
+/// An item a write puts or deletes unconditionally in its own `TransactWriteItems`, so that
+/// it exists exactly when the write committed: a delete's stamp ([`crate::stamps`]) and record
+/// ([`crate::deleted`]), a document's expiry marker ([`crate::expiring`]).
+#[derive(Clone, Debug)]
+pub(crate) enum Companion {
+    /// Put this item.
+    Put(Item),
+    /// Delete the item with this key.
+    Delete(Item),
+}
+
+impl Companion {
+    /// The `TransactWriteItems` action.
+    pub(crate) fn transact_item(&self, table: &str) -> Result<TransactWriteItem> {
+        Ok(match self {
+            Companion::Put(item) => {
+                let put = Put::builder()
+                    .table_name(table)
+                    .set_item(Some(item.clone()))
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().put(put).build()
+            }
+            Companion::Delete(key) => {
+                let delete = Delete::builder()
+                    .table_name(table)
+                    .set_key(Some(key.clone()))
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().delete(delete).build()
+            }
+        })
+    }
+}
+
 /// What one write did.
 #[derive(Debug)]
 pub(crate) enum Sent {
@@ -117,9 +152,11 @@ impl Sent {
 
 impl DynamoStore {
     /// Sends `action` at `key` under `expect`, moving the collection counter by `delta`
-    /// (0, 1 or -1) as the counter mode says, with the write's unique-index `guards`. `w` is
-    /// the call's write identity: it goes on the counter item in exact mode. A write with
-    /// guards is always a transaction (fast counters still move after it).
+    /// (0, 1 or -1) as the counter mode says, with the write's unique-index `guards` and
+    /// expiry markers (`markers`, [`crate::expiring`]). `w` is the call's write identity: it
+    /// goes on the counter item in exact mode. A write with guards or markers is always a
+    /// transaction (fast counters still move after it).
+    #[allow(clippy::too_many_arguments)] // the parts of one write
     pub(crate) async fn send_write(
         &self,
         key: &Key,
@@ -128,12 +165,13 @@ impl DynamoStore {
         delta: i64,
         w: &WriteId,
         guards: &[GuardAction],
+        markers: Vec<Companion>,
     ) -> Result<Sent> {
         let exact = self.counters == CounterMode::Exact;
-        if (delta != 0 && exact) || !guards.is_empty() {
+        if (delta != 0 && exact) || !guards.is_empty() || !markers.is_empty() {
             let moved = if exact { delta } else { 0 };
             let sent = self
-                .send_transaction(key, action, expect, moved, w, Vec::new(), guards)
+                .send_transaction(key, action, expect, moved, w, markers, guards)
                 .await?;
             if moved != delta && matches!(sent, Sent::Applied) {
                 self.bump_counter(key, delta).await;
@@ -148,7 +186,8 @@ impl DynamoStore {
     }
 
     /// A delete with the items that go with it — its stamp ([`crate::stamps`]) and, for a
-    /// caller-identified delete, the record of its identity ([`crate::deleted`]) — and the
+    /// caller-identified delete, the record of its identity ([`crate::deleted`]), the removal
+    /// of its expiry marker ([`crate::expiring`]) — and the
     /// counter move when `delta` is not 0 (exact counters; fast counters pass 0 and move it
     /// after), in one `TransactWriteItems` in either counter mode: those items exist exactly
     /// when the delete happened.
@@ -158,7 +197,7 @@ impl DynamoStore {
         expect: Expect<'_>,
         delta: i64,
         w: &WriteId,
-        with: Vec<Item>,
+        with: Vec<Companion>,
         guards: &[GuardAction],
     ) -> Result<Sent> {
         self.send_transaction(key, &Action::Delete, expect, delta, w, with, guards)
@@ -246,7 +285,7 @@ impl DynamoStore {
         expect: Expect<'_>,
         delta: i64,
         w: &WriteId,
-        with: Vec<Item>,
+        with: Vec<Companion>,
         guards: &[GuardAction],
     ) -> Result<Sent> {
         let guarded = match action {
@@ -263,13 +302,8 @@ impl DynamoStore {
             let counter = counter_update(&self.table, layout, &shard, delta, Some(w))?;
             actions.push(TransactWriteItem::builder().update(counter).build());
         }
-        for record in with {
-            let put = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(record))
-                .build()
-                .map_err(build_error)?;
-            actions.push(TransactWriteItem::builder().put(put).build());
+        for companion in &with {
+            actions.push(companion.transact_item(&self.table)?);
         }
         let attempts = Attempts::default();
         let result = self

@@ -4,7 +4,7 @@
 //! The layout keys every item by its site (`<site>#<collection>`, `<site>#__collections`,
 //! …) and keeps no list of sites, so no Query can find them: the table is scanned, keys only.
 
-use crate::item::{COUNT, Item, PK, SK, number, string};
+use crate::item::{COUNT, EXPIRES_AT, Item, PK, SK, number, string};
 use crate::layout::{Partition, parse_pk};
 use crate::store::DynamoStore;
 use crate::table_scan::TableScan;
@@ -27,19 +27,31 @@ impl DynamoStore {
         let mut scan = TableScan::new(self, None);
         let keys_only = |request: ScanFluentBuilder| {
             request
-                .projection_expression("#pk, #sk, #n")
+                .projection_expression("#pk, #sk, #n, #ea")
                 .expression_attribute_names("#pk", PK)
                 .expression_attribute_names("#sk", SK)
                 .expression_attribute_names("#n", COUNT)
+                .expression_attribute_names("#ea", EXPIRES_AT)
         };
+        let now = self.options.clock.now();
         while let Some(items) = scan.next_page(keys_only).await? {
             for item in &items {
-                match parse_pk(string(item, PK)?) {
-                    Partition::Documents { site, .. } => {
+                let pk = string(item, PK)?;
+                match parse_pk(pk) {
+                    Partition::Documents { site, .. } if !expired(item, now) => {
                         sites.insert(site.to_owned());
                     }
+                    Partition::Documents { .. } => {}
                     Partition::Counters { site } => counters.add(site, item)?,
-                    Partition::Other => {}
+                    Partition::Other => {
+                        // An expired document no sweep removed yet: its counter still
+                        // counts it, its due marker takes it off.
+                        let due = crate::expiring::marker_site(pk)
+                            .and_then(|site| crate::expiring::due_marker(site, item, now));
+                        if let Some(marker) = due {
+                            counters.take_off(marker.key.site(), marker.key.collection());
+                        }
+                    }
                 }
             }
             tracing::info!(items_scanned = scan.scanned(), "sites: scanning the table");
@@ -51,6 +63,11 @@ impl DynamoStore {
 
 /// The sums of collection counters' shards, by site and collection: a single shard may be
 /// below zero, only a collection's sum means anything.
+/// Whether the document `item` has expired at `now`.
+fn expired(item: &Item, now: i64) -> bool {
+    number::<i64>(item, EXPIRES_AT).is_ok_and(|at| at <= now)
+}
+
 #[derive(Debug, Default)]
 struct CounterSums {
     /// The sum of each `(site, collection)` counter's shards (`None` when one is unreadable:
@@ -74,6 +91,15 @@ impl CounterSums {
     }
 
     /// The sites with a collection counter that does not sum to 0.
+    /// Takes one document off the sum of `collection` in `site` (a due expiry).
+    fn take_off(&mut self, site: &str, collection: &str) {
+        let sum = self
+            .sums
+            .entry((site.to_owned(), collection.to_owned()))
+            .or_insert(Some(0));
+        *sum = sum.map(|sum| sum.saturating_sub(1));
+    }
+
     fn sites_not_zero(self) -> impl Iterator<Item = String> {
         self.sums
             .into_iter()

@@ -17,6 +17,9 @@
 //! write unit, two as a transactional write — and, with fast counters, a delete becomes a
 //! two-item `TransactWriteItems` (the delete and its stamp) instead of a `DeleteItem`, still
 //! followed by the counter's own `UpdateItem` (so deletes do not contend on the counter item).
+//! An expiry's stamp ([`crate::expiring`]) has no actor, the expiry instant as `at`, and `ex`
+//! (BOOL, true): the feed shows it as an `Expired` change.
+//!
 //! Reading the feed costs one consistent read (half a read unit) per delete it shows, the
 //! stamps of a page asked for together in `BatchGetItem`s.
 
@@ -25,6 +28,7 @@ use crate::history::Stored;
 use crate::item::{Item, PK, SK, num, number, string, text};
 use crate::layout::{Layout, REMOVED};
 use crate::store::DynamoStore;
+use aws_sdk_dynamodb::types::AttributeValue;
 use docstore::{Key, Result, WriteId};
 use std::collections::HashMap;
 
@@ -34,6 +38,9 @@ const BY: &str = "by";
 const AT: &str = "at";
 /// The deleting call's write identity (S).
 const DELETER: &str = "dw";
+/// On the stamp of an expiry ([`crate::expiring`]): `true` (BOOL). The feed then shows the
+/// delete as [`ChangeKind::Expired`](docstore::ChangeKind::Expired) at the expiry instant.
+const EXPIRED: &str = "ex";
 /// How long a stamp is kept: twice the stream's retention.
 const KEPT_FOR_SECS: i64 = 2 * 24 * 60 * 60;
 
@@ -46,6 +53,21 @@ pub(crate) struct Stamp {
     pub(crate) time: i64,
     /// The deleting call's write identity.
     pub(crate) deleter: String,
+    /// Whether the delete was the document's expiry (the sweep's, or a write's that found it
+    /// expired): actor empty, time the expiry instant.
+    pub(crate) expired: bool,
+}
+
+impl Stamp {
+    /// The stamp an item holds.
+    fn of(item: &Item) -> Result<Stamp> {
+        Ok(Stamp {
+            actor: string(item, BY)?.to_owned(),
+            time: number(item, AT)?,
+            deleter: string(item, DELETER)?.to_owned(),
+            expired: matches!(item.get(EXPIRED), Some(AttributeValue::Bool(true))),
+        })
+    }
 }
 
 /// The key of the stamp of the delete of `removed` at `key`.
@@ -83,6 +105,23 @@ pub(crate) fn stamp_item(
     item
 }
 
+/// The stamp of the expiry of `removed` (which has an expiry) by the delete `w` at `now`:
+/// no actor, the expiry instant as its time, marked expired; kept as long as any stamp from
+/// `now` on.
+pub(crate) fn expiry_stamp_item(
+    layout: Layout,
+    key: &Key,
+    removed: &Stored,
+    now: i64,
+    w: &WriteId,
+) -> Item {
+    let mut item = stamp_item(layout, key, removed, "", now, w);
+    let at = removed.doc.expires_at.unwrap_or(now);
+    item.insert(AT.to_owned(), num(at));
+    item.insert(EXPIRED.to_owned(), AttributeValue::Bool(true));
+    item
+}
+
 impl DynamoStore {
     /// The stamp of the delete of `removed` at `key` (a strongly consistent read), `None`
     /// when no docstore delete removed it.
@@ -91,11 +130,7 @@ impl DynamoStore {
         let Some(item) = self.consistent_get(stamp_key(layout, key, removed)).await? else {
             return Ok(None);
         };
-        Ok(Some(Stamp {
-            actor: string(&item, BY)?.to_owned(),
-            time: number(&item, AT)?,
-            deleter: string(&item, DELETER)?.to_owned(),
-        }))
+        Stamp::of(&item).map(Some)
     }
 }
 
@@ -116,12 +151,7 @@ impl DynamoStore {
         let mut found: HashMap<(String, String), Stamp> = HashMap::new();
         for chunk in distinct.chunks(MAX_KEYS) {
             for item in self.batch_get(chunk.to_vec(), "delete stamps").await? {
-                let stamp = Stamp {
-                    actor: string(&item, BY)?.to_owned(),
-                    time: number(&item, AT)?,
-                    deleter: string(&item, DELETER)?.to_owned(),
-                };
-                found.insert(item_id(&item), stamp);
+                found.insert(item_id(&item), Stamp::of(&item)?);
             }
         }
         Ok(keys

@@ -54,6 +54,8 @@ pub struct DynamoStore {
     pub(crate) registry: Arc<Mutex<Option<Arc<crate::index::Registry>>>>,
     /// The change feed's stream ARN and shard list between reads (see `feed::cache`).
     pub(crate) feed_cache: Arc<crate::feed::FeedCache>,
+    /// The sites with expiry markers as this store knows them (see [`crate::expiring`]).
+    pub(crate) expiring_sites: Arc<crate::expiring::ExpiringSites>,
 }
 
 /// The SDK's retries as this backend sets them in [`DynamoStore::connect`]: the standard
@@ -195,6 +197,7 @@ impl DynamoStore {
             options,
             registry: Arc::default(),
             feed_cache: Arc::default(),
+            expiring_sites: Arc::default(),
         })
     }
 
@@ -259,29 +262,18 @@ impl DynamoStore {
         Ok(())
     }
 
-    /// Turns on DynamoDB's time to live for the records of caller-identified deletes
-    /// ([`crate::deleted`]), so they go once their window is over. A service without time to
-    /// live (some emulators) keeps them; reads ignore expired ones either way, so it only
-    /// costs storage, and the warning says so.
+    /// Turns on DynamoDB's time to live on `expires` ([`crate::ttl_admin`]), so delete records
+    /// and stamps go once their window is over and an expired document no sweep removed goes
+    /// a day after its expiry. A service without time to live (some emulators) keeps them;
+    /// reads ignore them either way, so it only costs storage, and the warning says so.
     async fn expire_delete_records(&self) {
-        let spec = aws_sdk_dynamodb::types::TimeToLiveSpecification::builder()
-            .attribute_name(crate::deleted::EXPIRES)
-            .enabled(true)
-            .build()
-            .expect("name and flag are set");
-        let enabled = self
-            .client
-            .update_time_to_live()
-            .table_name(&self.table)
-            .time_to_live_specification(spec)
-            .send()
-            .await;
-        if let Err(err) = enabled {
+        if let Err(err) = self.update_ttl().await {
             tracing::warn!(
                 table = %self.table,
-                error = %self.error("UpdateTimeToLive", err),
+                error = %err,
                 "time to live could not be enabled: records of deletes stay after their window \
-                 (they are ignored once expired)"
+                 and expired documents until a sweep removes them (they are ignored once \
+                 expired)"
             );
         }
     }
@@ -433,8 +425,11 @@ impl Driver for DynamoStore {
         self.create_document(key, data, origin).await
     }
 
+    /// An expired document reads as absent (`docs/contract.md`, "Expiry").
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        Ok(self.read(key).await?.map(|stored| stored.doc))
+        let now = self.options.clock.now();
+        let read = self.read(key).await?.map(|stored| stored.doc);
+        Ok(read.filter(|doc| !doc.is_expired(now)))
     }
 
     async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
@@ -557,6 +552,18 @@ impl Driver for DynamoStore {
         origin: Origin<'_>,
     ) -> Result<Vec<docstore::WriteOutcome>> {
         self.write_all_items(batch, origin).await
+    }
+
+    /// Expiry is kept with markers and the sweep: see the [crate docs](crate), "Expiring
+    /// documents".
+    fn supports_expiry(&self) -> bool {
+        true
+    }
+
+    /// Due markers of the registered sites, at most `limit`, each document removed with its
+    /// expiry stamp: see the [crate docs](crate), "Expiring documents".
+    async fn sweep_expired(&self, limit: usize) -> Result<usize> {
+        self.sweep_expired_documents(limit).await
     }
 }
 

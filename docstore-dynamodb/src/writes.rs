@@ -21,12 +21,12 @@ use crate::history::Stored;
 use crate::index::Registry;
 use crate::item::{check_full_item, check_item_size, data_text, document_item};
 use crate::layout::Layout;
-use crate::send::{Action, Expect, Sent};
+use crate::send::{Action, Companion, Expect, Sent};
 use crate::stamps::stamp_item;
 use crate::store::DynamoStore;
 use docstore::config::CounterMode;
 use docstore::document::check_size;
-use docstore::driver::Origin;
+use docstore::driver::{Expiry, Origin};
 use docstore::{Data, Document, Error, Key, Result, WriteId};
 use std::sync::Arc;
 
@@ -78,14 +78,15 @@ impl DynamoStore {
         data: Data,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        let doc = Document::first(key.id(), data, origin.actor, self.options.clock.now());
+        let mut doc = Document::first(key.id(), data, origin.actor, self.options.clock.now());
+        doc.expires_at = origin.expiry.apply(None, doc.updated_at);
         match self.insert_new(key, &doc, origin.write_id).await? {
             Some(repeated) => Ok(repeated),
             None => Ok(doc),
         }
     }
 
-    /// `restore`: `doc` written exactly as given, like `create`.
+    /// `restore`: `doc` written exactly as given (its expiry too), like `create`.
     pub(crate) async fn restore_document(
         &self,
         key: &Key,
@@ -111,7 +112,7 @@ impl DynamoStore {
         )?;
         if self.quota_reached(key.site()).await? {
             // A taken id is AlreadyExists even in a full site (or this call's repeat).
-            if let Some(current) = self.read(key).await? {
+            if let Some(current) = self.read_live(key).await? {
                 return match repeats(chosen, &current) {
                     true => Ok(Some(current.doc)),
                     false => Err(Error::AlreadyExists),
@@ -123,12 +124,21 @@ impl DynamoStore {
         let shape = self.item_shape().await?;
         let first = [w.as_str().to_owned()];
         let action = Action::Put(indexed_item(&shape, key, doc, &first)?);
+        let markers = self.markers(shape.layout, key, None, Some(doc)).await?;
         let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         loop {
             let guards = shape.guards(key, None, Some(doc), &foreign)?;
             let sent = self
-                .send_write(key, &action, Expect::Absent, 1, &w, &guards)
+                .send_write(
+                    key,
+                    &action,
+                    Expect::Absent,
+                    1,
+                    &w,
+                    &guards,
+                    markers.clone(),
+                )
                 .await?;
             match sent {
                 Sent::Applied => return Ok(None),
@@ -159,6 +169,10 @@ impl DynamoStore {
                         }
                         self.count_late(key, 1).await;
                         return Ok(None);
+                    }
+                    if self.expired_in_the_way(key, current.as_ref()).await? {
+                        // Removed as its expiry: the key is empty now.
+                        continue;
                     }
                     if !resent {
                         return Err(Error::AlreadyExists);
@@ -200,7 +214,7 @@ impl DynamoStore {
         let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         loop {
-            let current = self.read(key).await?;
+            let current = self.read_live(key).await?;
             if let Some(read) = current.as_ref().filter(|read| repeats(chosen, read)) {
                 return Ok(read.doc.clone());
             }
@@ -211,11 +225,13 @@ impl DynamoStore {
                     if self.quota_reached(key.site()).await? {
                         return Err(self.quota_error());
                     }
-                    let doc = Document::first(key.id(), data.clone(), actor, now);
+                    let mut doc = Document::first(key.id(), data.clone(), actor, now);
+                    doc.expires_at = origin.expiry.apply(None, doc.updated_at);
                     (doc, vec![w.as_str().to_owned()], 1)
                 }
                 Some(read) => {
-                    let doc = read.doc.next(data.clone(), actor, now);
+                    let mut doc = read.doc.next(data.clone(), actor, now);
+                    doc.expires_at = origin.expiry.apply(doc.expires_at, doc.updated_at);
                     (doc, read.next_history(&w), 0)
                 }
             };
@@ -228,8 +244,9 @@ impl DynamoStore {
             };
             let before = current.as_ref().map(|read| &read.doc);
             let guards = shape.guards(key, before, Some(&doc), &foreign)?;
+            let markers = self.markers(shape.layout, key, before, Some(&doc)).await?;
             match self
-                .send_write(key, &action, expect, delta, &w, &guards)
+                .send_write(key, &action, expect, delta, &w, &guards, markers)
                 .await?
             {
                 Sent::Applied => return Ok(doc),
@@ -306,7 +323,7 @@ impl DynamoStore {
         let mut backoff = self.backoff();
         let mut seen;
         loop {
-            let Some(read) = self.read(key).await? else {
+            let Some(read) = self.read_live(key).await? else {
                 return Err(Error::not_found(key));
             };
             if repeats(chosen, &read) {
@@ -315,10 +332,22 @@ impl DynamoStore {
             seen = read.doc.version;
             let w = identity(chosen);
             let shape = self.item_shape().await?;
-            let (doc, action) = self.patched(&shape, key, &read, Edit::Merge(patch), actor, &w)?;
+            let by = (actor, origin.expiry);
+            let (doc, action) = self.patched(&shape, key, &read, Edit::Merge(patch), by, &w)?;
             let guards = shape.guards(key, Some(&read.doc), Some(&doc), &foreign)?;
+            let markers = self
+                .markers(shape.layout, key, Some(&read.doc), Some(&doc))
+                .await?;
             match self
-                .send_write(key, &action, Expect::Revision(&read), 0, &w, &guards)
+                .send_write(
+                    key,
+                    &action,
+                    Expect::Revision(&read),
+                    0,
+                    &w,
+                    &guards,
+                    markers,
+                )
                 .await?
             {
                 Sent::Applied => return Ok(doc),
@@ -377,7 +406,7 @@ impl DynamoStore {
         origin: Origin<'_>,
     ) -> Result<Document> {
         let (actor, chosen) = (origin.actor, origin.write_id);
-        let Some(read) = self.read(key).await? else {
+        let Some(read) = self.read_live(key).await? else {
             return Err(Error::not_found(key));
         };
         if repeats(chosen, &read) {
@@ -390,13 +419,25 @@ impl DynamoStore {
         }
         let w = identity(chosen);
         let shape = self.item_shape().await?;
-        let (doc, action) = self.patched(&shape, key, &read, edit, actor, &w)?;
+        let (doc, action) = self.patched(&shape, key, &read, edit, (actor, origin.expiry), &w)?;
+        let markers = self
+            .markers(shape.layout, key, Some(&read.doc), Some(&doc))
+            .await?;
         let mut foreign = Foreign::default();
         let mut backoff = self.backoff();
         loop {
             let guards = shape.guards(key, Some(&read.doc), Some(&doc), &foreign)?;
+            let markers = markers.clone();
             match self
-                .send_write(key, &action, Expect::Revision(&read), 0, &w, &guards)
+                .send_write(
+                    key,
+                    &action,
+                    Expect::Revision(&read),
+                    0,
+                    &w,
+                    &guards,
+                    markers,
+                )
                 .await?
             {
                 Sent::Applied => return Ok(doc),
@@ -428,7 +469,8 @@ impl DynamoStore {
                     {
                         return Err(unknown_outcome("update_if", key));
                     }
-                    return match current {
+                    let now = self.options.clock.now();
+                    return match current.filter(|c| !c.doc.is_expired(now)) {
                         None => Err(Error::not_found(key)),
                         Some(c) => Err(Error::Conflict {
                             current: c.doc.version,
@@ -466,13 +508,10 @@ impl DynamoStore {
     ) -> Result<bool> {
         let chosen = origin.write_id;
         let (mut first_read, recorded) = match chosen {
-            Some(id) => {
-                let (read, recorded) = self.read_with_deletes(key).await?;
-                if recorded.holds(id) {
-                    return Ok(true);
-                }
-                (Some(read), Some(recorded))
-            }
+            Some(id) => match self.read_for_identified_delete(key, id).await? {
+                Some((read, recorded)) => (Some(read), Some(recorded)),
+                None => return Ok(true),
+            },
             None => (None, None),
         };
         let mut foreign = Foreign::default();
@@ -480,7 +519,7 @@ impl DynamoStore {
         loop {
             let read = match first_read.take() {
                 Some(read) => read,
-                None => self.read(key).await?,
+                None => self.read_live(key).await?,
             };
             let Some(read) = read else {
                 return Ok(false);
@@ -499,10 +538,8 @@ impl DynamoStore {
             let shape = self.item_shape().await?;
             let layout = shape.layout;
             let guards = shape.guards(key, Some(&read.doc), None, &foreign)?;
-            let mut with = vec![stamp_item(layout, key, &read, origin.actor, now, &w)];
-            if let Some(recorded) = &recorded {
-                with.push(crate::deleted::record_item(layout, key, recorded, &w, now));
-            }
+            let by = (origin.actor, now);
+            let with = delete_companions(layout, key, &read, recorded.as_ref(), by, &w);
             // Exact counters move the counter in the delete's transaction; fast counters
             // right after it commits (`count_late`), never in the transaction, so deletes
             // do not contend on the collection's counter item.
@@ -536,6 +573,10 @@ impl DynamoStore {
                     }
                 }
                 Sent::Refused { current, resent } => {
+                    if self.expired_in_the_way(key, current.as_ref()).await? {
+                        // Removed as its expiry: read again, and find the key empty.
+                        continue;
+                    }
                     let same = current.as_ref().filter(|c| c.same_incarnation(&read));
                     if let Some(still) = same {
                         // The incarnation read still stands, so no delete of it was applied.
@@ -612,6 +653,27 @@ impl DynamoStore {
         Err(busy("delete", key))
     }
 
+    /// The first read of a delete with the identity `id`: the document (removed first when it
+    /// expired) and the key's recorded deletes, read together; `None` when they hold `id`
+    /// (an earlier try did this delete).
+    async fn read_for_identified_delete(
+        &self,
+        key: &Key,
+        id: &WriteId,
+    ) -> Result<Option<(Option<Stored>, docstore::identity::WriteIds)>> {
+        let (read, recorded) = self.read_with_deletes(key).await?;
+        if recorded.holds(id) {
+            return Ok(None);
+        }
+        let read = match read {
+            Some(read) if self.expired_in_the_way(key, Some(&read)).await? => {
+                self.read_live(key).await?
+            }
+            read => read,
+        };
+        Ok(Some((read, recorded)))
+    }
+
     /// `read` with `edit` applied as the next revision by `actor` with write identity `w`.
     fn patched(
         &self,
@@ -619,7 +681,7 @@ impl DynamoStore {
         key: &Key,
         read: &Stored,
         edit: Edit<'_>,
-        actor: &str,
+        (actor, expiry): (&str, Expiry),
         w: &WriteId,
     ) -> Result<(Document, Action)> {
         let current = &read.doc;
@@ -631,9 +693,28 @@ impl DynamoStore {
             current.created_by.len(),
             actor.len(),
         )?;
-        let doc = current.next(data, actor, self.options.clock.now());
+        let mut doc = current.next(data, actor, self.options.clock.now());
+        doc.expires_at = expiry.apply(doc.expires_at, doc.updated_at);
         let item = indexed_item(shape, key, &doc, &read.next_history(w))?;
         Ok((doc, Action::Put(item)))
+    }
+
+    /// Whether `current`, which a write's condition met, has expired: it is then removed as
+    /// its expiry (`Ok(true)`: the write reads again and finds the key empty).
+    pub(crate) async fn expired_in_the_way(
+        &self,
+        key: &Key,
+        current: Option<&Stored>,
+    ) -> Result<bool> {
+        let now = self.options.clock.now();
+        match current.filter(|c| c.doc.is_expired(now)) {
+            Some(expired) => {
+                // Boxed: the delete path's future inside every write's would be too deep a type.
+                Box::pin(self.expire_stored(key, expired)).await?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// Whether a write moving the counter by `delta` is sent as a transaction with a client
@@ -677,9 +758,26 @@ impl DynamoStore {
             return Ok(true);
         }
         match crate::guards::judge(action, guard, foreign) {
-            GuardVerdict::Taken { error, .. } => Err(error),
-            GuardVerdict::Again => Ok(false),
+            GuardVerdict::Taken { error, .. } if !self.holder_expired(key, &error).await? => {
+                Err(error)
+            }
+            _ => Ok(false),
         }
+    }
+
+    /// Whether the document holding the value of a [`Error::UniqueViolation`] (in the
+    /// collection of `key`, the write claiming it) has expired: it is then removed as its
+    /// expiry, which releases the value (`docs/contract.md`, "Expiry"), and the write is sent
+    /// again.
+    pub(crate) async fn holder_expired(&self, key: &Key, error: &Error) -> Result<bool> {
+        let Error::UniqueViolation { holder, .. } = error else {
+            return Ok(false);
+        };
+        let Ok(holder_key) = Key::new(key.site(), key.collection(), holder.as_str()) else {
+            return Ok(false);
+        };
+        let read = self.read(&holder_key).await?;
+        self.expired_in_the_way(&holder_key, read.as_ref()).await
     }
 
     /// Whether the document at `key` holds the write `w` (one consistent read): a write whose
@@ -711,6 +809,31 @@ impl DynamoStore {
             _ => Err(may_have_been_applied(err)),
         }
     }
+}
+
+/// The items a delete `w` of `read` at `key` by `actor` at `now` writes or removes with it:
+/// its stamp, the record of a caller-identified delete (`recorded`: the key's earlier ones),
+/// and the removal of the document's expiry marker.
+fn delete_companions(
+    layout: Layout,
+    key: &Key,
+    read: &Stored,
+    recorded: Option<&docstore::identity::WriteIds>,
+    (actor, now): (&str, i64),
+    w: &WriteId,
+) -> Vec<Companion> {
+    let mut with = vec![Companion::Put(stamp_item(layout, key, read, actor, now, w))];
+    if let Some(recorded) = recorded {
+        let record = crate::deleted::record_item(layout, key, recorded, w, now);
+        with.push(Companion::Put(record));
+    }
+    with.extend(crate::expiring::marker_changes(
+        layout,
+        key,
+        Some(&read.doc),
+        None,
+    ));
+    with
 }
 
 /// The identity of one attempt: the caller's, or a fresh one.

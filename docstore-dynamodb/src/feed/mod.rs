@@ -105,9 +105,21 @@ fn change(pending: Pending, stamp: Option<Stamp>, cursor: ChangeCursor) -> Chang
             approximate_time,
         } => {
             let version = removed.doc.version;
-            let previous = Some(removed.doc);
             let change = match stamp {
+                Some(stamp) if stamp.expired => Change::expired(key, &removed.doc, cursor),
                 Some(stamp) => Change::deleted(key, version, stamp.time, stamp.actor, cursor),
+                // The service's time to live removes a document the sweep missed
+                // (`crate::expiring`) one day after it expired: its expiry.
+                None if removed.doc.is_expired(approximate_time) => {
+                    tracing::warn!(
+                        %key,
+                        version,
+                        "the change feed shows an expired document removed by DynamoDB's time \
+                         to live, which no sweep removed: the collection counter still counts \
+                         it until a sweep or `recount` (docstore fsck) settles it"
+                    );
+                    Change::expired(key, &removed.doc, cursor)
+                }
                 None => {
                     // Every docstore delete writes its stamp in its own transaction:
                     // this delete came from elsewhere (the console, another SDK, time to
@@ -121,7 +133,7 @@ fn change(pending: Pending, stamp: Option<Stamp>, cursor: ChangeCursor) -> Chang
                     Change::deleted(key, version, approximate_time, "", cursor)
                 }
             };
-            change.with_previous(previous)
+            change.with_previous(Some(removed.doc))
         }
     }
 }
