@@ -774,7 +774,8 @@ fn query_all_streams_in_flat_memory_over_100_000_documents() {
     conn.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
          INSERT INTO documents SELECT site, collection, printf('d%06d', i), data, created_at,
-             updated_at, created_by, updated_by, version FROM documents, n WHERE id = 'seed'",
+             updated_at, created_by, updated_by, version, expires_at FROM documents, n \
+         WHERE id = 'seed'",
     )
     .unwrap();
     drop(conn);

@@ -14,7 +14,7 @@ use docstore::config::CounterMode;
 use docstore::{Document, Error, Key, RecountMode, Store, StoreOptions, WriteId};
 use serde_json::json;
 use support::faults::{Faults, Loss, Refusal};
-use support::{Emulator, ensure_table, obj, site, store_for, store_on, store_with_counters};
+use support::{Emulator, ensure_table, obj, site, store_on, store_with_counters};
 use tokio::sync::OnceCell;
 
 static DYNOXIDE: OnceCell<String> = OnceCell::const_new();
@@ -38,6 +38,28 @@ struct Setup {
     mode: CounterMode,
 }
 
+/// Options for a store whose requests go through a fault script: no background sweep, whose
+/// own requests (the expiry registry's read) would take the faults meant for the case's.
+fn quiet_options() -> StoreOptions {
+    StoreOptions::default().with_sweep_interval(None)
+}
+
+/// A store on `table` through `client` (a faulty one) with [`quiet_options`].
+fn lossy_store(
+    emulator: Emulator,
+    client: aws_sdk_dynamodb::Client,
+    table: &str,
+) -> docstore_dynamodb::DynamoStore {
+    let config = support::config_for(emulator, table);
+    docstore_dynamodb::DynamoStore::from_client(
+        client,
+        emulator.streams(),
+        &config,
+        quiet_options(),
+    )
+    .expect("valid settings")
+}
+
 impl Setup {
     async fn new(emulator: Emulator, cell: &'static OnceCell<String>) -> Self {
         Self::with_mode(emulator, cell, CounterMode::Exact).await
@@ -57,8 +79,7 @@ impl Setup {
             counters: mode,
             ..support::config_for(emulator, &table)
         };
-        let one_try =
-            docstore::StoreOptions::default().with_retry(docstore::retry::RetryPolicy::NONE);
+        let one_try = quiet_options().with_retry(docstore::retry::RetryPolicy::NONE);
         let lossy = docstore_dynamodb::DynamoStore::from_client(
             emulator.faulty_client(&faults),
             emulator.streams(),
@@ -765,7 +786,11 @@ async fn racing_writers_with_losses_never_both_win(
         .map(|task| {
             let faults = Faults::default();
             faults.lose_randomly(0.5, 0x7ace + task);
-            let store = Store::new(store_for(emulator, emulator.faulty_client(&faults), &table));
+            let store = Store::new(lossy_store(
+                emulator,
+                emulator.faulty_client(&faults),
+                &table,
+            ));
             let (site, ids) = (site.clone(), ids.clone());
             tokio::spawn(async move {
                 let actor = format!("t{task}");
@@ -1273,8 +1298,11 @@ async fn concurrent_writers_with_losses_match_the_model(
             .map(|task| {
                 let faults = Faults::default();
                 faults.lose_randomly(0.3, seed ^ ((task + 1) * 0x9e37_79b9));
-                let store =
-                    Store::new(store_for(emulator, emulator.faulty_client(&faults), &table));
+                let store = Store::new(lossy_store(
+                    emulator,
+                    emulator.faulty_client(&faults),
+                    &table,
+                ));
                 let site = site.clone();
                 let tokens = emulator.honours_request_tokens();
                 tokio::spawn(task_run(
