@@ -27,8 +27,10 @@ pub(crate) async fn run(
 ) -> Result<(Page, u64), Fail> {
     let mut params: Params = vec![Box::new(site.to_owned()), Box::new(collection.to_owned())];
     let mut filter = String::new();
-    if let Some(pushed) = compiled.filter().and_then(|f| push(f, &mut params)) {
-        filter = format!(" AND (raw IS NOT NULL OR {pushed})");
+    match compiled.filter().and_then(|f| push(f, &mut params)) {
+        Some(pushed) => filter = format!(" AND (raw IS NOT NULL OR {pushed})"),
+        // A part that could not be said left its earlier parts' parameters behind.
+        None => params.truncate(2),
     }
     let base = format!(
         "SELECT {} FROM {schema}.documents WHERE site = $1 AND collection = $2{filter}",
@@ -143,6 +145,12 @@ fn field(path: &[String], params: &mut Params) -> String {
 /// A range on numbers (compared as `numeric`: exact), strings (bytes) or booleans; `FALSE`
 /// for a bound of another kind, as no value of another kind is in range.
 fn range(path: &[String], bound: &Value, op: &str, params: &mut Params) -> Option<String> {
+    match bound {
+        Value::Number(_) | Value::Bool(_) => {}
+        Value::String(s) if !s.contains('\0') => {}
+        Value::String(_) => return None,
+        _ => return Some("FALSE".to_owned()),
+    }
     let at = field(path, params);
     let (kind, left, right) = match bound {
         Value::Number(n) => {
@@ -153,7 +161,7 @@ fn range(path: &[String], bound: &Value, op: &str, params: &mut Params) -> Optio
             params.push(Box::new(text));
             ("number", format!("({at})::numeric"), format!("${}::text::numeric", params.len()))
         }
-        Value::String(s) if !s.contains('\0') => {
+        Value::String(s) => {
             params.push(Box::new(s.clone()));
             ("string", format!("({at} #>> '{{}}') COLLATE \"C\""), format!("${}", params.len()))
         }
@@ -161,8 +169,7 @@ fn range(path: &[String], bound: &Value, op: &str, params: &mut Params) -> Optio
             params.push(Box::new(b.to_string()));
             ("boolean", at.clone(), format!("${}::text::jsonb", params.len()))
         }
-        Value::String(_) => return None,
-        _ => return Some("FALSE".to_owned()),
+        _ => unreachable!("refused above"),
     };
     // CASE, not AND: PostgreSQL may evaluate AND's sides in any order, and the cast to
     // numeric fails on another kind.

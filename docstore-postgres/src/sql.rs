@@ -11,6 +11,7 @@ pub(crate) struct Statements {
     pub(crate) update: String,
     pub(crate) delete: String,
     pub(crate) count_into: String,
+    pub(crate) count_down: String,
     pub(crate) keep_ids: String,
     pub(crate) forget_ids: String,
     pub(crate) prune_ids: String,
@@ -58,6 +59,9 @@ impl Statements {
             count_into: format!(
                 "INSERT INTO {s}.counters AS c (site, collection, n) VALUES ($1, $2, $3) \
                  ON CONFLICT (site, collection) DO UPDATE SET n = c.n + excluded.n"
+            ),
+            count_down: format!(
+                "UPDATE {s}.counters SET n = n + $3 WHERE site = $1 AND collection = $2"
             ),
             keep_ids: format!(
                 "INSERT INTO {s}.write_ids (site, collection, id, ids, deleted_at) \

@@ -333,7 +333,9 @@ impl<'s> Plan<'s> {
         for ((site, collection), delta) in counters.into_iter().filter(|(_, d)| *d != 0) {
             let params: Vec<Box<dyn ToSql + Sync + Send>> =
                 vec![Box::new(site.to_owned()), Box::new(collection.to_owned()), Box::new(delta)];
-            plan.push(&sql.count_into, params, false);
+            // A check constraint holds the inserted row too: a decrement cannot be an upsert.
+            let statement = if delta > 0 { &sql.count_into } else { &sql.count_down };
+            plan.push(statement, params, delta < 0);
         }
         if !changes.kinds.is_empty() {
             plan.push(&sql.log_changes, changes.params(inner), false);
