@@ -29,9 +29,9 @@ impl Fail {
     pub(crate) fn is_race(&self) -> bool {
         match self {
             Fail::Raced => true,
-            Fail::Sql(err) => err.code().is_some_and(|code| {
-                ["23505", "40001", "40P01"].contains(&code.code())
-            }),
+            Fail::Sql(err) => err
+                .code()
+                .is_some_and(|code| ["23505", "40001", "40P01"].contains(&code.code())),
             Fail::Store(_) => false,
         }
     }
@@ -52,7 +52,9 @@ pub(crate) fn sql(err: tokio_postgres::Error) -> Error {
         None => true,
         Some(code) => {
             let code = code.code();
-            ["08", "40", "53", "57"].iter().any(|class| code.starts_with(class))
+            ["08", "40", "53", "57"]
+                .iter()
+                .any(|class| code.starts_with(class))
                 || code == "55P03"
         }
     };
@@ -72,5 +74,8 @@ pub(crate) fn pool(err: deadpool_postgres::PoolError) -> Error {
 
 /// Data in the database that this crate did not write (a row edited by hand).
 pub(crate) fn corrupt(what: impl std::fmt::Display) -> Error {
-    Error::backend(format!("PostgreSQL row docstore cannot read: {what}"), "corrupt row")
+    Error::backend(
+        format!("PostgreSQL row docstore cannot read: {what}"),
+        "corrupt row",
+    )
 }

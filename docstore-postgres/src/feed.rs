@@ -173,7 +173,8 @@ impl Feed {
     /// notifications (a connection of its own that `LISTEN`s).
     pub(crate) async fn subscribe(&self, config: &tokio_postgres::Config) -> watch::Receiver<u64> {
         let receiver = self.commits.subscribe();
-        let (config, channel, commits) = (config.clone(), self.channel.clone(), self.commits.clone());
+        let (config, channel, commits) =
+            (config.clone(), self.channel.clone(), self.commits.clone());
         self.listener
             .get_or_init(|| async move { tokio::spawn(listen(config, channel, commits)) })
             .await;

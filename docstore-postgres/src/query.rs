@@ -41,17 +41,27 @@ pub(crate) async fn run(
         let read = docs.len() as u64;
         return Ok((compiled.evaluate_owned(docs), read));
     };
-    let (compare, direction) = if descending { ("<", "DESC") } else { (">", "ASC") };
+    let (compare, direction) = if descending {
+        ("<", "DESC")
+    } else {
+        (">", "ASC")
+    };
     let wanted = limit.saturating_add(1);
     let (chunk, mut from) = (wanted.min(CHUNK), compiled.after().map(|c| c.id.clone()));
     let (mut matched, mut read_rows) = (Vec::new(), 0);
     loop {
-        let mut params_now: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as _).collect();
-        let after = from.as_ref().map(|_| format!(" AND id {compare} ${}", params.len() + 1));
+        let mut params_now: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| p.as_ref() as _).collect();
+        let after = from
+            .as_ref()
+            .map(|_| format!(" AND id {compare} ${}", params.len() + 1));
         if let Some(id) = &from {
             params_now.push(id);
         }
-        let sql = format!("{base}{} ORDER BY id {direction} LIMIT {chunk}", after.unwrap_or_default());
+        let sql = format!(
+            "{base}{} ORDER BY id {direction} LIMIT {chunk}",
+            after.unwrap_or_default()
+        );
         let rows = client.query(&sql, &params_now).await?;
         read_rows += rows.len() as u64;
         let full = rows.len() == chunk;
@@ -69,10 +79,16 @@ pub(crate) async fn run(
     Ok((compiled.evaluate_owned(matched), read_rows))
 }
 
-async fn read(client: &deadpool_postgres::Client, sql: &str, params: &Params) -> Result<Vec<Document>, Fail> {
+async fn read(
+    client: &deadpool_postgres::Client,
+    sql: &str,
+    params: &Params,
+) -> Result<Vec<Document>, Fail> {
     let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as _).collect();
     let rows = client.query(sql, &params).await?;
-    rows.iter().map(|row| crate::rows::document(row, 0)).collect()
+    rows.iter()
+        .map(|row| crate::rows::document(row, 0))
+        .collect()
 }
 
 /// The SQL of `filter` — true exactly where the reference evaluator matches, on documents
@@ -82,19 +98,28 @@ async fn read(client: &deadpool_postgres::Client, sql: &str, params: &Params) ->
 fn push(filter: &CompiledFilter, params: &mut Params) -> Option<String> {
     Some(match filter {
         CompiledFilter::And(all) | CompiledFilter::Or(all) if all.is_empty() => {
-            (if matches!(filter, CompiledFilter::And(_)) { "TRUE" } else { "FALSE" }).to_owned()
+            (if matches!(filter, CompiledFilter::And(_)) {
+                "TRUE"
+            } else {
+                "FALSE"
+            })
+            .to_owned()
         }
         CompiledFilter::And(all) => join(all, " AND ", params)?,
         CompiledFilter::Or(all) => join(all, " OR ", params)?,
         CompiledFilter::Not(inner) => format!("(NOT {})", push(inner, params)?),
         CompiledFilter::Eq(FieldPath::Id, value) => match value {
-            Value::String(id) if !id.contains('\0') => format!("(id = {})", bind(params, Box::new(id.clone()))),
+            Value::String(id) if !id.contains('\0') => {
+                format!("(id = {})", bind(params, Box::new(id.clone())))
+            }
             Value::String(_) => return None,
             _ => "FALSE".to_owned(),
         },
         CompiledFilter::In(path, values) => {
-            let eqs: Vec<CompiledFilter> =
-                values.iter().map(|v| CompiledFilter::Eq(path.clone(), v.clone())).collect();
+            let eqs: Vec<CompiledFilter> = values
+                .iter()
+                .map(|v| CompiledFilter::Eq(path.clone(), v.clone()))
+                .collect();
             return push(&CompiledFilter::Or(eqs), params);
         }
         CompiledFilter::Exists(FieldPath::Id) => "TRUE".to_owned(),
@@ -104,13 +129,20 @@ fn push(filter: &CompiledFilter, params: &mut Params) -> Option<String> {
                 return None;
             }
             let value = bind(params, Box::new(body.text));
-            format!("coalesce({} = {value}::text::jsonb, FALSE)", field(path, params))
+            format!(
+                "coalesce({} = {value}::text::jsonb, FALSE)",
+                field(path, params)
+            )
         }
-        CompiledFilter::Exists(FieldPath::Data(path)) => format!("({} IS NOT NULL)", field(path, params)),
+        CompiledFilter::Exists(FieldPath::Data(path)) => {
+            format!("({} IS NOT NULL)", field(path, params))
+        }
         CompiledFilter::Prefix(FieldPath::Data(path), prefix) if !prefix.contains('\0') => {
             let at = field(path, params);
             let prefix = bind(params, Box::new(prefix.clone()));
-            format!("coalesce(jsonb_typeof({at}) = 'string' AND starts_with(({at} #>> '{{}}') COLLATE \"C\", {prefix}), FALSE)")
+            format!(
+                "coalesce(jsonb_typeof({at}) = 'string' AND starts_with(({at} #>> '{{}}') COLLATE \"C\", {prefix}), FALSE)"
+            )
         }
         CompiledFilter::Lt(FieldPath::Data(p), v) => range(p, v, "<", params)?,
         CompiledFilter::Lte(FieldPath::Data(p), v) => range(p, v, "<=", params)?,
@@ -159,19 +191,33 @@ fn range(path: &[String], bound: &Value, op: &str, params: &mut Params) -> Optio
                 _ => n.to_string(),
             };
             params.push(Box::new(text));
-            ("number", format!("({at})::numeric"), format!("${}::text::numeric", params.len()))
+            (
+                "number",
+                format!("({at})::numeric"),
+                format!("${}::text::numeric", params.len()),
+            )
         }
         Value::String(s) => {
             params.push(Box::new(s.clone()));
-            ("string", format!("({at} #>> '{{}}') COLLATE \"C\""), format!("${}", params.len()))
+            (
+                "string",
+                format!("({at} #>> '{{}}') COLLATE \"C\""),
+                format!("${}", params.len()),
+            )
         }
         Value::Bool(b) => {
             params.push(Box::new(b.to_string()));
-            ("boolean", at.clone(), format!("${}::text::jsonb", params.len()))
+            (
+                "boolean",
+                at.clone(),
+                format!("${}::text::jsonb", params.len()),
+            )
         }
         _ => unreachable!("refused above"),
     };
     // CASE, not AND: PostgreSQL may evaluate AND's sides in any order, and the cast to
     // numeric fails on another kind.
-    Some(format!("(CASE WHEN jsonb_typeof({at}) = '{kind}' THEN {left} {op} {right} ELSE FALSE END)"))
+    Some(format!(
+        "(CASE WHEN jsonb_typeof({at}) = '{kind}' THEN {left} {op} {right} ELSE FALSE END)"
+    ))
 }

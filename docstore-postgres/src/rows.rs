@@ -26,8 +26,12 @@ pub(crate) fn document(row: &Row, offset: usize) -> Result<Document, Fail> {
 
 /// The key of a row whose first columns are site, collection and id.
 pub(crate) fn key(row: &Row) -> Result<Key, Fail> {
-    Key::new(row.try_get::<_, String>(0)?, row.try_get::<_, String>(1)?, row.try_get::<_, String>(2)?)
-        .map_err(|err| Fail::Store(corrupt(format!("key: {err}"))))
+    Key::new(
+        row.try_get::<_, String>(0)?,
+        row.try_get::<_, String>(1)?,
+        row.try_get::<_, String>(2)?,
+    )
+    .map_err(|err| Fail::Store(corrupt(format!("key: {err}"))))
 }
 
 /// The identities of a `write_ids` row (site, collection, id, ids, deleted_at).

@@ -32,7 +32,8 @@ impl Statements {
     pub(crate) fn new(schema: &str) -> Self {
         let s = format!("\"{schema}\"");
         let doc = crate::rows::DOC_COLUMNS;
-        let keys = "(site, collection, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))";
+        let keys =
+            "(site, collection, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))";
         Statements {
             lock_for_write: format!(
                 "SELECT site, collection, {doc} FROM {s}.documents WHERE {keys} \
@@ -86,7 +87,9 @@ impl Statements {
                 "SELECT {doc} FROM {s}.documents WHERE site = $1 AND collection = $2 AND id = $3"
             ),
             get_many: format!("SELECT site, collection, {doc} FROM {s}.documents WHERE {keys}"),
-            site_count: format!("SELECT coalesce(sum(n), 0)::bigint FROM {s}.counters WHERE site = $1"),
+            site_count: format!(
+                "SELECT coalesce(sum(n), 0)::bigint FROM {s}.counters WHERE site = $1"
+            ),
             collections: format!(
                 "SELECT collection, n FROM {s}.counters WHERE site = $1 AND n > 0 ORDER BY collection"
             ),

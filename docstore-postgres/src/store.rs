@@ -140,7 +140,10 @@ impl PostgresStore {
         match self.write(request).await? {
             Answer::Applied(mut outcomes) => match outcomes.pop() {
                 Some(WriteOutcome::Written(document)) => Ok(document),
-                other => Err(Error::backend(format!("unexpected outcome {other:?}"), "write")),
+                other => Err(Error::backend(
+                    format!("unexpected outcome {other:?}"),
+                    "write",
+                )),
             },
             Answer::Repeat(mut current) => current
                 .pop()
@@ -161,9 +164,17 @@ impl PostgresStore {
         row: impl Fn(&tokio_postgres::Row) -> std::result::Result<T, Fail>,
     ) -> Result<Vec<T>> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(sql).await.map_err(crate::error::sql)?;
-        let rows = client.query(&statement, params).await.map_err(crate::error::sql)?;
-        rows.iter().map(|r| row(r).map_err(Fail::into_error)).collect()
+        let statement = client
+            .prepare_cached(sql)
+            .await
+            .map_err(crate::error::sql)?;
+        let rows = client
+            .query(&statement, params)
+            .await
+            .map_err(crate::error::sql)?;
+        rows.iter()
+            .map(|r| row(r).map_err(Fail::into_error))
+            .collect()
     }
 }
 
@@ -186,7 +197,9 @@ impl Driver for PostgresStore {
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
             [&key.site(), &key.collection(), &key.id()];
         let mut found = self
-            .query_rows(&self.inner.sql.get, &params, |row| crate::rows::document(row, 0))
+            .query_rows(&self.inner.sql.get, &params, |row| {
+                crate::rows::document(row, 0)
+            })
             .await?;
         Ok(found.pop())
     }
@@ -319,7 +332,12 @@ impl Driver for PostgresStore {
             ),
             None => ("the collection's rows, sorted in memory", size),
         };
-        Ok(Explain::scan(how, Reading::of_scan(query), Some(reads), true))
+        Ok(Explain::scan(
+            how,
+            Reading::of_scan(query),
+            Some(reads),
+            true,
+        ))
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
@@ -404,7 +422,9 @@ impl Driver for PostgresStore {
         let mut commits = self.inner.feed.subscribe(&self.inner.config).await;
         loop {
             let head = self
-                .query_rows(&self.inner.sql.head, &[], |row| Ok(row.try_get::<_, i64>(0)?))
+                .query_rows(&self.inner.sql.head, &[], |row| {
+                    Ok(row.try_get::<_, i64>(0)?)
+                })
                 .await?;
             if head.first().is_some_and(|&head| head > position) {
                 return Ok(());

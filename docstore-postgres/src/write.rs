@@ -121,8 +121,8 @@ async fn transaction(
     {
         return Ok(Answer::Repeat(current));
     }
-    let decisions = decide_all(inner, request, &current, now)?;
-    check_quota(inner, &tx, request, &decisions).await?;
+    let mut counts = site_counts(inner, &tx, request).await?;
+    let decisions = decide_all(inner, request, &current, (now, &mut counts))?;
     let plan = Plan::new(inner, request, &current, &decisions, (&kept_ids, now))?;
     plan.send(&tx).await?;
     tx.commit().await?;
@@ -162,73 +162,104 @@ fn decide_all(
     inner: &Inner,
     request: &Request<'_>,
     current: &[Option<Document>],
-    now: i64,
+    (now, counts): (i64, &mut HashMap<String, u64>),
 ) -> Result<Vec<Decision>, Error> {
     let limit = inner.options.max_doc_bytes;
     let mut bytes = request.batch.unwrap_or_default();
-    let decisions = request.ops.iter().zip(current).enumerate().map(|(i, (op, current))| {
-        let current = current.as_ref();
-        match op {
-            Op::Write(write) => batch::decide(i, write, current, request.actor, now, limit, &mut bytes),
-            Op::ReplaceIf { key, data, expected } => match current {
-                None => Err(batch::failed(i, Error::not_found(key))),
-                Some(doc) if doc.version != *expected => {
-                    Err(batch::failed(i, Error::Conflict { current: doc.version }))
+    let decisions = request
+        .ops
+        .iter()
+        .zip(current)
+        .enumerate()
+        .map(|(i, (op, current))| {
+            let current = current.as_ref();
+            match op {
+                Op::Write(write) => {
+                    batch::decide(i, write, current, request.actor, now, limit, &mut bytes)
                 }
-                Some(doc) => Ok(Decision::Store {
-                    document: doc.next((*data).clone(), request.actor, now),
-                    creates: false,
-                }),
-            },
-            Op::Delete { key, expected } => match (current, expected) {
-                (None, None) => Ok(Decision::Keep),
-                (None, Some(_)) => Err(batch::failed(i, Error::not_found(key))),
-                (Some(doc), Some(v)) if doc.version != *v => {
-                    Err(batch::failed(i, Error::Conflict { current: doc.version }))
-                }
-                (Some(_), _) => Ok(Decision::Remove),
-            },
-        }
-    });
-    let decisions: Result<Vec<_>, Error> = decisions.collect();
+                Op::ReplaceIf {
+                    key,
+                    data,
+                    expected,
+                } => match current {
+                    None => Err(batch::failed(i, Error::not_found(key))),
+                    Some(doc) if doc.version != *expected => Err(batch::failed(
+                        i,
+                        Error::Conflict {
+                            current: doc.version,
+                        },
+                    )),
+                    Some(doc) => Ok(Decision::Store {
+                        document: doc.next((*data).clone(), request.actor, now),
+                        creates: false,
+                    }),
+                },
+                Op::Delete { key, expected } => match (current, expected) {
+                    (None, None) => Ok(Decision::Keep),
+                    (None, Some(_)) => Err(batch::failed(i, Error::not_found(key))),
+                    (Some(doc), Some(v)) if doc.version != *v => Err(batch::failed(
+                        i,
+                        Error::Conflict {
+                            current: doc.version,
+                        },
+                    )),
+                    (Some(_), _) => Ok(Decision::Remove),
+                },
+            }
+        });
+    let decisions: Result<Vec<_>, Error> = decisions
+        .enumerate()
+        .map(|(i, decision)| {
+            let decision = decision?;
+            check_quota(inner, counts, (i, request.ops[i].key()), &decision)?;
+            Ok(decision)
+        })
+        .collect();
     match request.batch {
         Some(_) => decisions,
         None => decisions.map_err(single),
     }
 }
 
-/// With `max_docs_per_site`, refuses the first create that would take its site past it
-/// (soft: creates racing in other transactions are not counted).
-async fn check_quota(
+/// With `max_docs_per_site`, the documents of each site a request may create in (counted
+/// from the counters: soft, creates racing in other transactions are not counted).
+async fn site_counts(
     inner: &Inner,
     tx: &deadpool_postgres::Transaction<'_>,
     request: &Request<'_>,
-    decisions: &[Decision],
-) -> Result<(), Fail> {
-    let Some(limit) = inner.options.max_docs_per_site else {
-        return Ok(());
-    };
-    let mut counts: HashMap<&str, u64> = HashMap::new();
-    for (i, (op, decision)) in request.ops.iter().zip(decisions).enumerate() {
-        if !matches!(decision, Decision::Store { creates: true, .. }) {
-            continue;
-        }
+) -> Result<HashMap<String, u64>, Fail> {
+    let mut counts = HashMap::new();
+    if inner.options.max_docs_per_site.is_none() {
+        return Ok(counts);
+    }
+    for op in &request.ops {
         let site = op.key().site();
         if !counts.contains_key(site) {
             let row = tx.query_one(&inner.sql.site_count, &[&site]).await?;
-            counts.insert(site, row.get::<_, i64>(0) as u64);
+            counts.insert(site.to_owned(), row.get::<_, i64>(0) as u64);
         }
-        let count = counts.get_mut(site).expect("just counted");
-        if *count >= limit {
-            let err = Error::QuotaExceeded { limit };
-            return Err(match request.batch {
-                Some(_) => batch::failed(i, err),
-                None => err,
-            }
-            .into());
-        }
-        *count += 1;
     }
+    Ok(counts)
+}
+
+/// Refuses write `index` when it creates a document in a site already at the quota (counts
+/// from [`site_counts`], moved by each create).
+fn check_quota(
+    inner: &Inner,
+    counts: &mut HashMap<String, u64>,
+    (index, key): (usize, &Key),
+    decision: &Decision,
+) -> Result<(), Error> {
+    let (Some(limit), Decision::Store { creates: true, .. }) =
+        (inner.options.max_docs_per_site, decision)
+    else {
+        return Ok(());
+    };
+    let count = counts.entry(key.site().to_owned()).or_default();
+    if *count >= limit {
+        return Err(batch::failed(index, Error::QuotaExceeded { limit }));
+    }
+    *count += 1;
     Ok(())
 }
 
@@ -266,7 +297,9 @@ impl<'s> Plan<'s> {
         (kept, now): (&HashMap<Key, KeptIds>, i64),
     ) -> Result<Self, Fail> {
         let sql = &inner.sql;
-        let mut plan = Plan { statements: Vec::new() };
+        let mut plan = Plan {
+            statements: Vec::new(),
+        };
         let mut counters: BTreeMap<(&str, &str), i64> = BTreeMap::new();
         let mut changes = ChangeRows::default();
         let mut bodies: Vec<Option<String>> = vec![None; decisions.len()];
@@ -331,10 +364,17 @@ impl<'s> Plan<'s> {
             }
         }
         for ((site, collection), delta) in counters.into_iter().filter(|(_, d)| *d != 0) {
-            let params: Vec<Box<dyn ToSql + Sync + Send>> =
-                vec![Box::new(site.to_owned()), Box::new(collection.to_owned()), Box::new(delta)];
+            let params: Vec<Box<dyn ToSql + Sync + Send>> = vec![
+                Box::new(site.to_owned()),
+                Box::new(collection.to_owned()),
+                Box::new(delta),
+            ];
             // A check constraint holds the inserted row too: a decrement cannot be an upsert.
-            let statement = if delta > 0 { &sql.count_into } else { &sql.count_down };
+            let statement = if delta > 0 {
+                &sql.count_into
+            } else {
+                &sql.count_down
+            };
             plan.push(statement, params, delta < 0);
         }
         if !changes.kinds.is_empty() {
@@ -344,7 +384,11 @@ impl<'s> Plan<'s> {
     }
 
     fn push(&mut self, sql: &'s str, params: Vec<Box<dyn ToSql + Sync + Send>>, one_row: bool) {
-        self.statements.push(Statement { sql, params, one_row });
+        self.statements.push(Statement {
+            sql,
+            params,
+            one_row,
+        });
     }
 
     /// Keeps the caller's identity on a key the request wrote or deleted; a delete without
@@ -383,13 +427,22 @@ impl<'s> Plan<'s> {
     /// Sends every statement in one pipeline (prepared once per connection); an update or
     /// delete that found its row changed is a race.
     async fn send(self, tx: &deadpool_postgres::Transaction<'_>) -> Result<(), Fail> {
-        let prepared = try_join_all(self.statements.iter().map(|s| tx.prepare_cached(s.sql))).await?;
+        let prepared =
+            try_join_all(self.statements.iter().map(|s| tx.prepare_cached(s.sql))).await?;
         let params: Vec<Vec<&(dyn ToSql + Sync)>> = self
             .statements
             .iter()
-            .map(|s| s.params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect())
+            .map(|s| {
+                s.params
+                    .iter()
+                    .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+                    .collect()
+            })
             .collect();
-        let sent = prepared.iter().zip(&params).map(|(statement, params)| tx.execute(statement, params));
+        let sent = prepared
+            .iter()
+            .zip(&params)
+            .map(|(statement, params)| tx.execute(statement, params));
         let counts = try_join_all(sent).await?;
         for (statement, count) in self.statements.iter().zip(counts) {
             if statement.one_row && count != 1 {
@@ -402,7 +455,11 @@ impl<'s> Plan<'s> {
 
 impl ChangeRows {
     fn stored(&mut self, key: &Key, document: &Document, creates: bool, body: String) {
-        self.push(key, if creates { "created" } else { "updated" }, document.version);
+        self.push(
+            key,
+            if creates { "created" } else { "updated" },
+            document.version,
+        );
         self.bodies.push(Some(body));
         self.created_at.push(Some(document.created_at));
         self.created_by.push(Some(document.created_by.clone()));

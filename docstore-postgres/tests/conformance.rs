@@ -17,9 +17,10 @@ fn url() -> &'static str {
             "DOCSTORE_POSTGRES_URL is not set: run the PostgreSQL tests under \
              scripts/with-postgres (e.g. scripts/with-postgres cargo test -p docstore-postgres)",
         );
-        let run = std::process::id() ^ std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
+        let run = std::process::id()
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
         format!("{base}?schema=conformance_{run:x}")
     })
 }
