@@ -50,7 +50,7 @@ pub(crate) struct Feed {
     pub(crate) lock_key: i64,
     pub(crate) channel: String,
     commits: watch::Sender<u64>,
-    listener: tokio::sync::OnceCell<tokio::task::JoinHandle<()>>,
+    listener: std::sync::OnceLock<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for Feed {
@@ -68,7 +68,7 @@ impl Feed {
             lock_key: lock_key("feed", schema),
             channel: format!("docstore_{schema}"),
             commits: watch::channel(0).0,
-            listener: tokio::sync::OnceCell::new(),
+            listener: std::sync::OnceLock::new(),
         }
     }
 
@@ -171,13 +171,12 @@ impl Feed {
 
     /// Subscribes to this process's commits and, once per store, to other processes'
     /// notifications (a connection of its own that `LISTEN`s).
-    pub(crate) async fn subscribe(&self, config: &tokio_postgres::Config) -> watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self, config: &tokio_postgres::Config) -> watch::Receiver<u64> {
         let receiver = self.commits.subscribe();
         let (config, channel, commits) =
             (config.clone(), self.channel.clone(), self.commits.clone());
         self.listener
-            .get_or_init(|| async move { tokio::spawn(listen(config, channel, commits)) })
-            .await;
+            .get_or_init(move || tokio::spawn(listen(config, channel, commits)));
         receiver
     }
 }

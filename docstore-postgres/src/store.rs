@@ -419,7 +419,7 @@ impl Driver for PostgresStore {
         let Ok(position) = self.inner.feed.position(after) else {
             return Ok(());
         };
-        let mut commits = self.inner.feed.subscribe(&self.inner.config).await;
+        let mut commits = self.inner.feed.subscribe(&self.inner.config);
         loop {
             let head = self
                 .query_rows(&self.inner.sql.head, &[], |row| {
