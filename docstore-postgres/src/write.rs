@@ -243,19 +243,24 @@ async fn site_counts(
 }
 
 /// Refuses write `index` when it creates a document in a site already at the quota (counts
-/// from [`site_counts`], moved by each create).
+/// from [`site_counts`], moved by each create and delete).
 fn check_quota(
     inner: &Inner,
     counts: &mut HashMap<String, u64>,
     (index, key): (usize, &Key),
     decision: &Decision,
 ) -> Result<(), Error> {
-    let (Some(limit), Decision::Store { creates: true, .. }) =
-        (inner.options.max_docs_per_site, decision)
-    else {
+    let Some(limit) = inner.options.max_docs_per_site else {
         return Ok(());
     };
     let count = counts.entry(key.site().to_owned()).or_default();
+    // An earlier delete of the request makes room for a later create.
+    if matches!(decision, Decision::Remove) {
+        *count = count.saturating_sub(1);
+    }
+    if !matches!(decision, Decision::Store { creates: true, .. }) {
+        return Ok(());
+    }
     if *count >= limit {
         return Err(batch::failed(index, Error::QuotaExceeded { limit }));
     }
