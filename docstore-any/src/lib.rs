@@ -2,7 +2,7 @@
 //!
 //! Opens the backend an application's configuration names, as a [`docstore::Store`], so the
 //! application never names a backend in code. Each backend is a cargo feature (`memory`,
-//! `sqlite`, `dynamodb`; all on by default).
+//! `sqlite`, `dynamodb`, `postgres`; all on by default).
 //!
 //! From configuration: [`DatabaseConfig`] is the `[database]` table, to nest in an
 //! application's own config struct:
@@ -31,6 +31,7 @@
 //! |---|---|
 //! | `memory:` | a new in-memory store |
 //! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_previous=true` records each change's previous value, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it; `read_only=true` opens it for reading only (nothing in the file changes; a missing file is an empty store); `share_file=true` lets docstore keep its tables in a file that holds another program's (refused otherwise) |
+//! | `postgres://user@host:port/db?schema=app` | a schema of a PostgreSQL database (created with its tables on first open; default schema `docstore`); the other parameters are libpq's |
 //! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact&counter_shards=32&collection_partitions=8&index_partitions=8&feed_poll_ms=1000` | the DynamoDB table (`feed_poll_ms`: how often a change feed watcher polls DynamoDB Streams) |
 //!
 //! Every URL also takes `max_doc_bytes`, `max_docs_per_site` and the retry policy's
@@ -46,7 +47,7 @@
 //! ```
 
 use docstore::config::{
-    Backend, CounterMode, DatabaseConfig, DynamoDbConfig, SqliteConfig, Synchronous,
+    Backend, CounterMode, DatabaseConfig, DynamoDbConfig, PostgresConfig, SqliteConfig, Synchronous,
 };
 use docstore::{DEFAULT_MAX_DOC_BYTES, Error, Result, Store};
 use std::path::PathBuf;
@@ -78,6 +79,14 @@ pub async fn open(database: &DatabaseConfig) -> Result<Store> {
             })?;
             open_dynamodb(dynamodb, options).await
         }
+        Backend::Postgres => {
+            let postgres = database.postgres.as_ref().ok_or_else(|| {
+                Error::invalid(
+                    "database.postgres.url is required when database.backend = \"postgres\"",
+                )
+            })?;
+            open_postgres(postgres, options).await
+        }
     }
 }
 
@@ -90,7 +99,7 @@ pub async fn open_url(url: &str) -> Result<Store> {
 pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
     let (scheme, rest) = url.split_once(':').ok_or_else(|| {
         Error::invalid(format!(
-            "store URL {url:?} has no scheme (expected memory:, sqlite:PATH or dynamodb://TABLE)"
+            "store URL {url:?} has no scheme (expected memory:, sqlite:PATH, dynamodb://TABLE or postgres://…)"
         ))
     })?;
     let (location, params) = rest.split_once('?').unwrap_or((rest, ""));
@@ -100,6 +109,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
         max_docs_per_site: None,
         sqlite: None,
         dynamodb: None,
+        postgres: None,
         indexes: docstore::IndexSet::default(),
         retry: docstore::config::RetryConfig::default(),
         expiry: Vec::new(),
@@ -160,9 +170,17 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 "feed_poll_ms",
             ]
         }
+        // The whole URL is the server's: its parameters are `schema` and libpq's.
+        "postgres" | "postgresql" => {
+            database.backend = Backend::Postgres;
+            database.postgres = Some(PostgresConfig {
+                url: url.to_owned(),
+            });
+            return Ok(database);
+        }
         other => {
             return Err(Error::invalid(format!(
-                "store URL {url:?}: unknown backend {other:?} (expected memory, sqlite or dynamodb)"
+                "store URL {url:?}: unknown backend {other:?} (expected memory, sqlite, dynamodb or postgres)"
             )));
         }
     };
@@ -323,7 +341,12 @@ const RETRY_PARAMETERS: [&str; 5] = [
     "retry.base",
 ];
 
-#[cfg(not(all(feature = "memory", feature = "sqlite", feature = "dynamodb")))]
+#[cfg(not(all(
+    feature = "memory",
+    feature = "sqlite",
+    feature = "dynamodb",
+    feature = "postgres"
+)))]
 fn disabled(backend: &str) -> Error {
     Error::invalid(format!(
         "the {backend} backend is not compiled in (enable docstore-any's feature {backend:?})"
@@ -385,6 +408,17 @@ async fn open_dynamodb(config: &DynamoDbConfig, options: docstore::StoreOptions)
 #[cfg(not(feature = "dynamodb"))]
 async fn open_dynamodb(_: &DynamoDbConfig, _: docstore::StoreOptions) -> Result<Store> {
     Err(disabled("dynamodb"))
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres(config: &PostgresConfig, options: docstore::StoreOptions) -> Result<Store> {
+    let driver = docstore_postgres::PostgresStore::open_with_options(&config.url, options);
+    Ok(Store::new(driver.await?))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(_: &PostgresConfig, _: docstore::StoreOptions) -> Result<Store> {
+    Err(disabled("postgres"))
 }
 
 #[cfg(test)]

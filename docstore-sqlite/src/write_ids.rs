@@ -6,33 +6,13 @@
 //! document's row goes by trigger).
 
 use crate::error::Fail;
-use docstore::identity::{DELETE_IDS_KEPT_FOR_NANOS, WriteIds};
+use docstore::identity::{DELETE_IDS_KEPT_FOR_NANOS, KeptIds, WriteIds};
 use docstore::{Key, WriteId};
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// The row of a key: its identities, and when a delete recorded them (`None`: the document
-/// stands). Read once per write and handed to the `record_*` call that follows.
-pub(crate) struct Kept {
-    ids: WriteIds,
-    deleted_at: Option<i64>,
-}
-
-impl Kept {
-    /// Whether a write with `id` repeats one that wrote the standing document.
-    pub(crate) fn repeats_write(&self, id: &WriteId) -> bool {
-        self.deleted_at.is_none() && self.ids.holds(id)
-    }
-
-    /// Whether a delete (or a batch) with `id` repeats one this key keeps: on a standing
-    /// document, or on a delete record within the window (whether or not a document was
-    /// created at the key since).
-    pub(crate) fn repeats_delete(&self, id: &WriteId, now: i64) -> bool {
-        self.ids.holds(id)
-            && self
-                .deleted_at
-                .is_none_or(|at| now - at < DELETE_IDS_KEPT_FOR_NANOS)
-    }
-}
+/// The row of a key (see [`KeptIds`]): read once per write and handed to the `record_*` call
+/// that follows.
+pub(crate) type Kept = KeptIds;
 
 /// The row of `key`, if it has one.
 pub(crate) fn kept(conn: &Connection, key: &Key) -> Result<Option<Kept>, Fail> {
@@ -58,7 +38,7 @@ pub(crate) fn record_write(
     id: &WriteId,
     earlier: Option<&Kept>,
 ) -> Result<(), Fail> {
-    upsert(conn, key, &with_earlier(id, earlier), None)
+    upsert(conn, key, &KeptIds::after(id, earlier), None)
 }
 
 /// Records that a delete with `id` just removed the document at `key` (`earlier`: the key's
@@ -72,20 +52,10 @@ pub(crate) fn record_delete(
 ) -> Result<(), Fail> {
     // A standing document's row went with it (by trigger): only a delete record stays.
     let earlier = earlier.filter(|kept| kept.deleted_at.is_some());
-    upsert(conn, key, &with_earlier(id, earlier), Some(now))?;
+    upsert(conn, key, &KeptIds::after(id, earlier), Some(now))?;
     let mut prune = conn.prepare_cached("DELETE FROM write_ids WHERE deleted_at < ?1")?;
     prune.execute(params![now.saturating_sub(DELETE_IDS_KEPT_FOR_NANOS)])?;
     Ok(())
-}
-
-/// `id`, then the identities of `earlier`.
-fn with_earlier(id: &WriteId, earlier: Option<&Kept>) -> WriteIds {
-    let mut ids = WriteIds::default();
-    ids.record(id);
-    if let Some(earlier) = earlier {
-        ids.extend_older(&earlier.ids);
-    }
-    ids
 }
 
 fn upsert(

@@ -62,6 +62,9 @@ pub struct DatabaseConfig {
     /// `database.dynamodb.*`, used when `backend = "dynamodb"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dynamodb: Option<DynamoDbConfig>,
+    /// `database.postgres.*`, used when `backend = "postgres"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres: Option<PostgresConfig>,
     /// `[[database.indexes]]`: the declared indexes (`collection`, `name`, `fields` with `-`
     /// for descending, `unique = true` for a unique index), checked as a set when the config is read.
     #[serde(default, skip_serializing_if = "IndexSet::is_empty")]
@@ -260,6 +263,17 @@ pub enum Backend {
     Sqlite,
     /// One DynamoDB table.
     Dynamodb,
+    /// One schema of a PostgreSQL database.
+    Postgres,
+}
+
+/// `database.postgres.*`: the server and schema, as a URL
+/// (`postgres://user@host:port/db?schema=app`; the other parameters are libpq's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// `database.postgres.url`.
+    pub url: String,
 }
 
 /// `database.sqlite.*`.

@@ -222,6 +222,57 @@ impl FromIterator<WriteId> for WriteIds {
     }
 }
 
+/// What a backend keeps for one key: the identities of the writes that made its document, or
+/// — after a caller-identified delete — of that delete and the writes before it, with when
+/// the delete recorded them. The one rule every driver applies to tell a repeated call from
+/// a new one (see [`Origin`](crate::driver::Origin)).
+///
+/// ```
+/// use docstore::WriteId;
+/// use docstore::identity::KeptIds;
+///
+/// let (create, delete) = (WriteId::random(), WriteId::random());
+/// let standing = KeptIds { ids: KeptIds::after(&create, None), deleted_at: None };
+/// assert!(standing.repeats_write(&create));
+/// let deleted = KeptIds { ids: KeptIds::after(&delete, Some(&standing)), deleted_at: Some(10) };
+/// assert!(deleted.repeats_delete(&delete, 11) && !deleted.repeats_write(&create));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeptIds {
+    /// The identities, newest first.
+    pub ids: WriteIds,
+    /// When a delete recorded them (unix nanoseconds); `None` while the document stands.
+    pub deleted_at: Option<i64>,
+}
+
+impl KeptIds {
+    /// Whether a write with `id` repeats one that wrote the standing document.
+    pub fn repeats_write(&self, id: &WriteId) -> bool {
+        self.deleted_at.is_none() && self.ids.holds(id)
+    }
+
+    /// Whether a delete (or a batch) with `id` repeats one this key keeps: on a standing
+    /// document, or on a delete record within [`DELETE_IDS_KEPT_FOR`] of `now` (whether or
+    /// not a document was created at the key since).
+    pub fn repeats_delete(&self, id: &WriteId, now: i64) -> bool {
+        self.ids.holds(id)
+            && self
+                .deleted_at
+                .is_none_or(|at| now - at < DELETE_IDS_KEPT_FOR_NANOS)
+    }
+
+    /// The identities a key keeps after a write (or delete) with `id`: `id`, then those of
+    /// `earlier` (what the key kept before it) as far as room allows.
+    pub fn after(id: &WriteId, earlier: Option<&KeptIds>) -> WriteIds {
+        let mut ids = WriteIds::default();
+        ids.record(id);
+        if let Some(earlier) = earlier {
+            ids.extend_older(&earlier.ids);
+        }
+        ids
+    }
+}
+
 /// How long a backend remembers the identity of a delete that the caller identified (on a
 /// record of the deleted key, since the document is gone): a repeated delete within this
 /// window is recognised, and never removes a document created at the key since.

@@ -232,6 +232,11 @@ pub async fn each_expiry_is_one_change_on_the_feed(h: &dyn Harness) {
 
 /// An expired document holds no unique value: another may take it at once.
 pub async fn an_expired_document_frees_its_unique_values(h: &dyn Harness) {
+    // A backend without unique indexes refuses the declaration: the `unique` family checks
+    // that; here there is nothing to free.
+    if !h.capabilities().unique_indexes {
+        return;
+    }
     let indexes = IndexSet::new([Index::parse("users", "by_email", ["email"])
         .unwrap()
         .unique()])

@@ -1,0 +1,56 @@
+//! # docstore-postgres
+//!
+//! [`PostgresStore`]: the PostgreSQL [`Driver`](docstore::driver::Driver) under the front
+//! end's [`Store`](docstore::Store), on `tokio-postgres` with a `deadpool-postgres` pool.
+//!
+//! ```no_run
+//! use docstore::{Key, Store};
+//! use docstore_postgres::PostgresStore;
+//!
+//! # async fn example() -> docstore::Result<()> {
+//! let store = Store::new(PostgresStore::open("postgres://app@127.0.0.1:5432/app?schema=docs").await?);
+//! let key = Key::new("acme", "tickets", "T-1")?;
+//! store.create(&key, docstore::object(serde_json::json!({"title": "hello"}))?, "alice").await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Design
+//!
+//! - **Schema**: every store lives in a schema of its own (`?schema=`, default `docstore`),
+//!   created on first open with its tables and a version (table `meta`): `documents` keyed by
+//!   `(site, collection, id)` in the "C" collation (byte order: the contract's id order), the
+//!   data as `JSONB` (see the `json` module for how numbers stay exact, and the two values
+//!   JSONB cannot hold, kept verbatim beside), the metadata as columns; `counters` per
+//!   collection; `write_ids` (caller write identities); `changes` (the feed).
+//! - **Writes**: every write, single or batch, is one transaction: the documents it touches
+//!   are locked (`SELECT … FOR UPDATE`, key order), the core decides each write on them
+//!   ([`docstore::batch::decide`]: versions, timestamps, merges, conditions), then the
+//!   document writes (`UPDATE … WHERE version = $n`, `INSERT`, `DELETE`), the counter
+//!   updates, the write identities and the change rows go in one pipeline before the commit.
+//!   Counters are therefore exact; a write racing another (a key inserted meanwhile, a
+//!   deadlock) runs again, up to 32 times. Connection failures, an overloaded server and
+//!   cancelled statements are [`Error::Unavailable`](docstore::Error::Unavailable) — a
+//!   commit's answer can be lost, so the front end gives every write an identity
+//!   ([`Driver::may_lose_answers`](docstore::driver::Driver::may_lose_answers) is `true`)
+//!   and a resend is recognised. Other server errors are
+//!   [`Error::Backend`](docstore::Error::Backend).
+//! - **Queries**: see the `query` module: filters pushed down where exact, the core
+//!   evaluator on what is read, id-order pages read from the cursor and stopped at the page.
+//!   Declared (non-unique) indexes are accepted and not read yet: every query is a scan of its
+//!   collection, exact at any size; a unique index is refused at open.
+//! - **Change feed**: see the `feed` module: positions in commit order under a
+//!   transaction-scoped advisory lock, `LISTEN`/`NOTIFY` wake-ups.
+//! - **Not yet**: document expiry (writes giving one are refused by the front end), unique
+//!   indexes, feed retention, `previous` values on changes.
+
+mod error;
+mod feed;
+mod json;
+mod query;
+mod rows;
+mod schema;
+mod sql;
+mod store;
+mod write;
+
+pub use store::{DEFAULT_SCHEMA, PostgresStore};

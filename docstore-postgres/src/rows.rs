@@ -1,0 +1,72 @@
+//! Reading documents and write identities from rows, and the statements every write shares.
+
+use crate::error::{Fail, corrupt};
+use docstore::identity::{KeptIds, WriteIds};
+use docstore::{Document, Key};
+use tokio_postgres::Row;
+
+/// The columns of a document, in the order [`document`] reads them from `offset`.
+pub(crate) const DOC_COLUMNS: &str =
+    "id, coalesce(raw, data::text), created_at, updated_at, created_by, updated_by, version";
+
+/// The document in `row`'s [`DOC_COLUMNS`] from column `offset`.
+pub(crate) fn document(row: &Row, offset: usize) -> Result<Document, Fail> {
+    let version: i64 = row.try_get(offset + 6)?;
+    Ok(Document {
+        id: row.try_get(offset)?,
+        data: crate::json::parse(row.try_get(offset + 1)?)?,
+        created_at: row.try_get(offset + 2)?,
+        updated_at: row.try_get(offset + 3)?,
+        created_by: row.try_get(offset + 4)?,
+        updated_by: row.try_get(offset + 5)?,
+        version: u64::try_from(version).map_err(|_| corrupt("negative version"))?,
+        expires_at: None,
+    })
+}
+
+/// The key of a row whose first columns are site, collection and id.
+pub(crate) fn key(row: &Row) -> Result<Key, Fail> {
+    Key::new(
+        row.try_get::<_, String>(0)?,
+        row.try_get::<_, String>(1)?,
+        row.try_get::<_, String>(2)?,
+    )
+    .map_err(|err| Fail::Store(corrupt(format!("key: {err}"))))
+}
+
+/// The identities of a `write_ids` row (site, collection, id, ids, deleted_at).
+pub(crate) fn kept(row: &Row) -> Result<KeptIds, Fail> {
+    Ok(KeptIds {
+        ids: WriteIds::decode(row.try_get(3)?),
+        deleted_at: row.try_get(4)?,
+    })
+}
+
+/// A version as PostgreSQL's `bigint` (the front end keeps versions within `i64`).
+pub(crate) fn version(version: u64) -> Result<i64, Fail> {
+    i64::try_from(version).map_err(|_| {
+        Fail::Store(docstore::Error::invalid(format!(
+            "version {version} does not fit PostgreSQL's bigint"
+        )))
+    })
+}
+
+/// Three parallel arrays of keys' names, for `unnest($1, $2, $3)`.
+#[derive(Default)]
+pub(crate) struct KeyArrays {
+    pub(crate) sites: Vec<String>,
+    pub(crate) collections: Vec<String>,
+    pub(crate) ids: Vec<String>,
+}
+
+impl KeyArrays {
+    pub(crate) fn of<'a>(keys: impl IntoIterator<Item = &'a Key>) -> Self {
+        let mut arrays = KeyArrays::default();
+        for key in keys {
+            arrays.sites.push(key.site().to_owned());
+            arrays.collections.push(key.collection().to_owned());
+            arrays.ids.push(key.id().to_owned());
+        }
+        arrays
+    }
+}

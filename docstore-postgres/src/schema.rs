@@ -1,0 +1,96 @@
+//! The store's tables, created in its own schema on first open and versioned in table
+//! `meta`, like SQLite's `user_version`.
+
+use crate::error::Fail;
+use docstore::Error;
+use tokio_postgres::Client;
+
+/// The schema version this crate writes.
+pub(crate) const VERSION: i32 = 1;
+
+/// Checks a schema name: it becomes SQL text (quoted), so only `[a-z_][a-z0-9_]*`, at most 63
+/// bytes (PostgreSQL's identifier length), and never PostgreSQL's own (`pg_*`).
+pub(crate) fn check_name(name: &str) -> Result<(), Error> {
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && !name.starts_with("pg_")
+        && name != "information_schema"
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit();
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "PostgreSQL schema {name:?}: 1 to 63 of a-z, 0-9 and _, not starting with a digit \
+             or pg_"
+        )))
+    }
+}
+
+/// The DDL of version 1. `{s}` is the quoted schema. Keys compare in the "C" collation: byte
+/// order, which is the contract's id order.
+const TABLES: &str = r#"
+CREATE TABLE {s}.meta (singleton int PRIMARY KEY CHECK (singleton = 1), version int NOT NULL,
+    feed_id text NOT NULL);
+CREATE TABLE {s}.documents (
+    site text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL, data jsonb NOT NULL, raw text,
+    created_at bigint NOT NULL, updated_at bigint NOT NULL,
+    created_by text NOT NULL, updated_by text NOT NULL, version bigint NOT NULL,
+    PRIMARY KEY (site, collection, id));
+CREATE TABLE {s}.counters (site text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL,
+    n bigint NOT NULL CHECK (n >= 0), PRIMARY KEY (site, collection));
+CREATE TABLE {s}.write_ids (site text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL, ids text NOT NULL, deleted_at bigint,
+    PRIMARY KEY (site, collection, id));
+CREATE INDEX write_ids_deleted ON {s}.write_ids (deleted_at) WHERE deleted_at IS NOT NULL;
+CREATE SEQUENCE {s}.change_positions;
+CREATE TABLE {s}.changes (position bigint PRIMARY KEY, site text COLLATE "C" NOT NULL,
+    collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, kind text NOT NULL,
+    version bigint NOT NULL, body text, created_at bigint, created_by text,
+    time bigint NOT NULL, actor text NOT NULL);
+CREATE INDEX changes_by_site ON {s}.changes (site, position);
+"#;
+
+/// Creates the schema and its tables when missing, under a transaction-scoped advisory lock
+/// (stores opening side by side create them once); returns the feed's id. A schema written by
+/// a newer version of this crate is refused.
+pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<String, Fail> {
+    let quoted = format!("\"{schema}\"");
+    let tx = client.transaction().await?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1)",
+        &[&crate::feed::lock_key("migrate", schema)],
+    )
+    .await?;
+    let exists = tx
+        .query_opt(
+            "SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'meta'",
+            &[&schema],
+        )
+        .await?
+        .is_some();
+    if !exists {
+        let feed_id = docstore::WriteId::random().as_str().replace('-', "");
+        let ddl = TABLES.replace("{s}", &quoted);
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {quoted}; {ddl}"))
+            .await?;
+        let insert = format!("INSERT INTO {quoted}.meta VALUES (1, $1, $2)");
+        tx.execute(&insert, &[&VERSION, &feed_id]).await?;
+    }
+    let row = tx
+        .query_one(&format!("SELECT version, feed_id FROM {quoted}.meta"), &[])
+        .await?;
+    tx.commit().await?;
+    let version: i32 = row.get(0);
+    if version > VERSION {
+        return Err(Error::invalid(format!(
+            "PostgreSQL schema {schema} is at version {version}, newer than this docstore \
+             ({VERSION}): upgrade docstore"
+        ))
+        .into());
+    }
+    Ok(row.get(1))
+}

@@ -1,0 +1,435 @@
+//! `PostgresStore` and its `Driver` implementation: each call one statement or one
+//! transaction ([`crate::write`]).
+
+use crate::error::{Fail, pool};
+use crate::feed::Feed;
+use crate::sql::Statements;
+use crate::write::{Answer, Op, Request};
+use async_trait::async_trait;
+use docstore::batch::{CheckedBatch, Write, WriteOutcome};
+use docstore::driver::{Driver, Origin};
+use docstore::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
+use docstore::index::Reading;
+use docstore::query::CompiledQuery;
+use docstore::{
+    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
+};
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The schema a URL without `?schema=` uses.
+pub const DEFAULT_SCHEMA: &str = "docstore";
+
+/// The PostgreSQL backend. See the [crate docs](crate). Cheap to clone: clones share the pool.
+#[derive(Clone, Debug)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) pool: deadpool_postgres::Pool,
+    config: tokio_postgres::Config,
+    pub(crate) options: StoreOptions,
+    pub(crate) sql: Statements,
+    pub(crate) feed: Feed,
+    documents_read: AtomicU64,
+}
+
+impl Inner {
+    pub(crate) fn now(&self) -> i64 {
+        self.options.clock.now()
+    }
+}
+
+/// `url` without its `schema` parameter, and that schema (default [`DEFAULT_SCHEMA`]).
+fn split_schema(url: &str) -> Result<(String, String)> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_owned(), DEFAULT_SCHEMA.to_owned()));
+    };
+    let (mut schema, mut rest) = (DEFAULT_SCHEMA.to_owned(), Vec::new());
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.strip_prefix("schema=") {
+            Some(name) => schema = name.to_owned(),
+            None => rest.push(pair),
+        }
+    }
+    let url = match rest.is_empty() {
+        true => base.to_owned(),
+        false => format!("{base}?{}", rest.join("&")),
+    };
+    Ok((url, schema))
+}
+
+impl PostgresStore {
+    /// Opens the store at `url` (`postgres://user@host:port/db?schema=app`; the other
+    /// parameters are libpq's, as `tokio-postgres` reads them) with the default options.
+    pub async fn open(url: &str) -> Result<Self> {
+        Self::open_with_options(url, StoreOptions::default()).await
+    }
+
+    /// Opens the store at `url` with `options`: creates its schema and tables when missing
+    /// (`docs/contract.md`, "PostgreSQL"). A unique index among the declared ones is
+    /// [`Error::InvalidArgument`]: this backend does not enforce them yet.
+    pub async fn open_with_options(url: &str, options: StoreOptions) -> Result<Self> {
+        if let Some(index) = options.indexes.iter().find(|index| index.is_unique()) {
+            return Err(Error::invalid(format!(
+                "index {}: the PostgreSQL backend does not enforce unique indexes yet",
+                index.name()
+            )));
+        }
+        let (url, schema) = split_schema(url)?;
+        crate::schema::check_name(&schema)?;
+        let config = tokio_postgres::Config::from_str(&url)
+            .map_err(|err| Error::invalid(format!("PostgreSQL URL: {err}")))?;
+        let manager = deadpool_postgres::Manager::new(config.clone(), tokio_postgres::NoTls);
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(16)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|err| Error::invalid(format!("PostgreSQL pool: {err}")))?;
+        let mut client = pool.get().await.map_err(pool_error)?;
+        let feed_id = crate::schema::migrate(&mut client, &schema)
+            .await
+            .map_err(Fail::into_error)?;
+        drop(client);
+        Ok(PostgresStore {
+            inner: Arc::new(Inner {
+                pool,
+                config,
+                options,
+                sql: Statements::new(&schema),
+                feed: Feed::new(&schema, feed_id),
+                documents_read: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// How many document rows this store's queries and `get_many` calls have read since it
+    /// opened: what pages and walks cost, for tests and benchmarks that count reads.
+    pub fn documents_read(&self) -> u64 {
+        self.inner.documents_read.load(Ordering::Relaxed)
+    }
+
+    /// Drops the store's schema with everything in it (tests and tools).
+    pub async fn drop_schema(&self) -> Result<()> {
+        let client = self.client().await?;
+        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.inner.sql.schema);
+        client.batch_execute(&sql).await.map_err(crate::error::sql)
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Client> {
+        self.inner.pool.get().await.map_err(pool)
+    }
+
+    /// Runs `request`; a repeat answers with `repeat` on the documents at its keys.
+    async fn write(&self, request: Request<'_>) -> Result<Answer> {
+        crate::write::run(&self.inner, &request).await
+    }
+
+    /// One write by `origin`, answered with the document it left (a repeat: as it stands).
+    async fn write_one(&self, op: Op<'_>, origin: Origin<'_>) -> Result<Document> {
+        let request = Request {
+            ops: vec![op],
+            actor: origin.actor,
+            id: origin.write_id,
+            batch: None,
+        };
+        match self.write(request).await? {
+            Answer::Applied(mut outcomes) => match outcomes.pop() {
+                Some(WriteOutcome::Written(document)) => Ok(document),
+                other => Err(Error::backend(
+                    format!("unexpected outcome {other:?}"),
+                    "write",
+                )),
+            },
+            Answer::Repeat(mut current) => current
+                .pop()
+                .flatten()
+                .ok_or_else(|| Error::backend("a repeat without its document", "write")),
+        }
+    }
+
+    /// Rows a read gave, for [`PostgresStore::documents_read`].
+    fn count_read(&self, rows: u64) {
+        self.inner.documents_read.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    async fn query_rows<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        row: impl Fn(&tokio_postgres::Row) -> std::result::Result<T, Fail>,
+    ) -> Result<Vec<T>> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(sql)
+            .await
+            .map_err(crate::error::sql)?;
+        let rows = client
+            .query(&statement, params)
+            .await
+            .map_err(crate::error::sql)?;
+        rows.iter()
+            .map(|r| row(r).map_err(Fail::into_error))
+            .collect()
+    }
+}
+
+fn pool_error(err: deadpool_postgres::PoolError) -> Error {
+    pool(err)
+}
+
+#[async_trait]
+impl Driver for PostgresStore {
+    fn options(&self) -> &StoreOptions {
+        &self.inner.options
+    }
+
+    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
+        let write = Write::create(key.clone(), data);
+        self.write_one(Op::Write(&write), origin).await
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<Document>> {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+            [&key.site(), &key.collection(), &key.id()];
+        let mut found = self
+            .query_rows(&self.inner.sql.get, &params, |row| {
+                crate::rows::document(row, 0)
+            })
+            .await?;
+        Ok(found.pop())
+    }
+
+    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
+        let write = Write::put(key.clone(), data);
+        self.write_one(Op::Write(&write), origin).await
+    }
+
+    async fn update(
+        &self,
+        key: &Key,
+        patch: &Data,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<Document> {
+        let write = match expected_version {
+            Some(version) => Write::update_if(key.clone(), patch.clone(), version),
+            None => Write::update(key.clone(), patch.clone()),
+        };
+        self.write_one(Op::Write(&write), origin).await
+    }
+
+    async fn replace_if(
+        &self,
+        key: &Key,
+        data: Data,
+        expected_version: u64,
+        origin: Origin<'_>,
+    ) -> Result<Document> {
+        let op = Op::ReplaceIf {
+            key,
+            data: &data,
+            expected: expected_version,
+        };
+        self.write_one(op, origin).await
+    }
+
+    async fn delete(
+        &self,
+        key: &Key,
+        expected_version: Option<u64>,
+        origin: Origin<'_>,
+    ) -> Result<bool> {
+        let request = Request {
+            ops: vec![Op::Delete {
+                key,
+                expected: expected_version,
+            }],
+            actor: origin.actor,
+            id: origin.write_id,
+            batch: None,
+        };
+        let deleted = match self.write(request).await? {
+            Answer::Applied(outcomes) => matches!(outcomes[..], [WriteOutcome::Deleted]),
+            Answer::Repeat(_) => true,
+        };
+        docstore::driver::delete_answer(key, expected_version, deleted)
+    }
+
+    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
+        let write = Write::restore(key.clone(), document.clone());
+        self.write_one(Op::Write(&write), origin).await.map(drop)
+    }
+
+    /// One statement: one snapshot.
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
+        let arrays = crate::rows::KeyArrays::of(keys);
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+            [&arrays.sites, &arrays.collections, &arrays.ids];
+        let found = self
+            .query_rows(&self.inner.sql.get_many, &params, |row| {
+                Ok((crate::rows::key(row)?, crate::rows::document(row, 2)?))
+            })
+            .await?;
+        self.count_read(found.len() as u64);
+        let mut found: std::collections::HashMap<Key, Document> = found.into_iter().collect();
+        Ok(keys.iter().map(|key| found.remove(key)).collect())
+    }
+
+    /// One transaction: the writes decided in order, applied, counted and logged together.
+    async fn write_all(
+        &self,
+        batch: &CheckedBatch<'_>,
+        origin: Origin<'_>,
+    ) -> Result<Vec<WriteOutcome>> {
+        let writes = batch.writes();
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let request = Request {
+            ops: writes.iter().map(Op::Write).collect(),
+            actor: origin.actor,
+            id: origin.write_id,
+            batch: Some(batch.bytes()),
+        };
+        match self.write(request).await? {
+            Answer::Applied(outcomes) => Ok(outcomes),
+            Answer::Repeat(current) => docstore::batch::repeated_outcomes(writes, current),
+        }
+    }
+
+    async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {
+        let client = self.client().await?;
+        let schema = &self.inner.sql.schema;
+        let (page, rows) = crate::query::run(&client, schema, (site, collection), query)
+            .await
+            .map_err(Fail::into_error)?;
+        self.count_read(rows);
+        Ok(page)
+    }
+
+    /// A scan of the collection (declared indexes are not read yet), strongly consistent.
+    async fn explain(
+        &self,
+        site: &str,
+        collection: &str,
+        query: &CompiledQuery,
+    ) -> Result<Explain> {
+        let size = self
+            .collections(site)
+            .await?
+            .into_iter()
+            .find_map(|(name, n)| (name == collection).then_some(n))
+            .unwrap_or(0);
+        let (how, reads) = match query.id_order() {
+            Some(_) => (
+                "primary key (site, collection, id) from the cursor, filter pushed down where exact",
+                docstore::driver::estimated_id_order_reads(query, size),
+            ),
+            None => ("the collection's rows, sorted in memory", size),
+        };
+        Ok(Explain::scan(
+            how,
+            Reading::of_scan(query),
+            Some(reads),
+            true,
+        ))
+    }
+
+    async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
+        self.query_rows(&self.inner.sql.collections, &[&site], |row| {
+            Ok((row.try_get(0)?, row.try_get::<_, i64>(1)? as u64))
+        })
+        .await
+    }
+
+    async fn count(&self, site: &str) -> Result<u64> {
+        let counts = self
+            .query_rows(&self.inner.sql.site_count, &[&site], |row| {
+                Ok(row.try_get::<_, i64>(0)? as u64)
+            })
+            .await?;
+        Ok(counts.into_iter().sum())
+    }
+
+    /// From the counters and the documents (a site whose counters were lost is listed too):
+    /// reads every row's site, so it costs a scan of the primary key.
+    async fn sites(&self) -> Result<Vec<String>> {
+        self.query_rows(&self.inner.sql.sites, &[], |row| Ok(row.try_get(0)?))
+            .await
+    }
+
+    /// Counts and compares in one transaction (a repair sets the counters in it).
+    async fn recount(&self, site: &str, mode: RecountMode) -> Result<Recount> {
+        let mut client = self.client().await?;
+        let sql = &self.inner.sql;
+        let recounted = async {
+            let tx = client.transaction().await?;
+            let counted = tx.query(&sql.counted, &[&site]).await?;
+            let collections: Vec<(String, u64)> = counted
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, row.try_get::<_, i64>(1)? as u64)))
+                .collect::<std::result::Result<_, Fail>>()?;
+            let counters: BTreeMap<String, u64> = tx
+                .query(&sql.counters, &[&site])
+                .await?
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, row.try_get::<_, i64>(1)? as u64)))
+                .collect::<std::result::Result<_, Fail>>()?;
+            let documents: BTreeMap<String, u64> = collections.iter().cloned().collect();
+            let changes = docstore::driver::counter_changes(&documents, &counters);
+            if mode == RecountMode::Repair {
+                for change in &changes {
+                    let n = change.documents as i64;
+                    tx.execute(&sql.set_counter, &[&site, &change.collection, &n])
+                        .await?;
+                }
+            }
+            tx.commit().await?;
+            Ok::<_, Fail>(Recount {
+                collections,
+                changes,
+                unique: Vec::new(),
+            })
+        };
+        recounted.await.map_err(Fail::into_error)
+    }
+
+    async fn changes(
+        &self,
+        scope: &FeedScope,
+        start: &FeedStart,
+        limit: usize,
+    ) -> Result<ChangePage> {
+        docstore::feed::check_page_size(limit)?;
+        let mut client = self.client().await?;
+        let feed = &self.inner.feed;
+        feed.page(&mut client, &self.inner.sql, (scope, start, limit))
+            .await
+            .map_err(Fail::into_error)
+    }
+
+    /// Woken by this process's commits and by other processes' notifications; reads the
+    /// head at least every second.
+    async fn wait_for_changes(&self, after: &ChangeCursor) -> Result<()> {
+        let Ok(position) = self.inner.feed.position(after) else {
+            return Ok(());
+        };
+        let mut commits = self.inner.feed.subscribe(&self.inner.config);
+        loop {
+            let head = self
+                .query_rows(&self.inner.sql.head, &[], |row| {
+                    Ok(row.try_get::<_, i64>(0)?)
+                })
+                .await?;
+            if head.first().is_some_and(|&head| head > position) {
+                return Ok(());
+            }
+            let _ = tokio::time::timeout(crate::feed::POLL_INTERVAL, commits.changed()).await;
+        }
+    }
+}

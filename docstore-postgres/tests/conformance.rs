@@ -1,0 +1,52 @@
+//! The whole conformance suite against a real PostgreSQL server: run it under
+//! `scripts/with-postgres`, which starts a private server and passes `DOCSTORE_POSTGRES_URL`.
+//! Every store the suite opens is a new `PostgresStore` (own pool) on one schema of this run
+//! (a fresh name per run), so cases also run against each other's writers.
+
+use async_trait::async_trait;
+use docstore::{Store, StoreOptions};
+use docstore_postgres::PostgresStore;
+use std::sync::OnceLock;
+
+/// The server's URL with this run's schema: a test without a server fails, saying how to
+/// run it (a backend is never skipped in silence).
+fn url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let base = std::env::var("DOCSTORE_POSTGRES_URL").expect(
+            "DOCSTORE_POSTGRES_URL is not set: run the PostgreSQL tests under \
+             scripts/with-postgres (e.g. scripts/with-postgres cargo test -p docstore-postgres)",
+        );
+        let run = std::process::id()
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+        format!("{base}?schema=conformance_{run:x}")
+    })
+}
+
+struct PostgresHarness;
+
+#[async_trait]
+impl conformance_tests::Harness for PostgresHarness {
+    async fn open(&self, options: StoreOptions) -> Store {
+        let driver = PostgresStore::open_with_options(url(), options).await;
+        Store::new(driver.expect("open the store"))
+    }
+
+    /// Unique indexes and expiry are not kept yet: the backend refuses them, and the
+    /// `unique` and `expiry` families check that refusal.
+    fn capabilities(&self) -> conformance_tests::Capabilities {
+        conformance_tests::Capabilities::default()
+            .with_unique_indexes(false)
+            .with_expiry(false)
+    }
+}
+
+conformance_tests::conformance_suite!(PostgresHarness);
+
+/// The contract's families again with indexes declared on the fields the cases query.
+mod indexed {
+    use super::*;
+    conformance_tests::index_suite!(PostgresHarness);
+}
