@@ -836,7 +836,7 @@ impl Driver for SqliteStore {
         true
     }
 
-    /// In write transactions of at most [`SWEEP_CHUNK`] documents each, so the sweep never
+    /// In write transactions of at most 200 documents each (`SWEEP_CHUNK`), so the sweep never
     /// holds the writer for long: each expired document found by the partial expiry index
     /// is removed with its change, as a write on its key would.
     async fn sweep_expired(&self, limit: usize) -> Result<usize> {
