@@ -158,7 +158,8 @@
 //! collection's creates and deletes whatever the table's size. Each create or delete moves
 //! the shard chosen by a fixed hash of the document id (a resend moves the same shard), and
 //! `count` / `collections` read the site's shards with one strongly consistent `Query` per
-//! partition, all at once — about 60 bytes a shard, so each costs about one read unit. A shard may go below
+//! partition, all at once — about 60 bytes a shard, so each costs about one read unit — and,
+//! beside them, one per partition of the site's expiry markers ("Expiring documents"). A shard may go below
 //! zero; only the sum counts, and a sum below zero (drift) reads as 0 and is repaired by
 //! `recount`. A table written with one counter item per collection needs no migration: that
 //! item is shard 0, its count stays in the sum, and later creates and deletes spread over the

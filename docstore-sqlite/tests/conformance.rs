@@ -17,10 +17,27 @@ fn shared_file() -> PathBuf {
 
 struct SqliteHarness;
 
+/// The file a store with `options` opens: the shared one, or — for a store without
+/// background sweeps, an expiry case's on a manual clock — a file of its own. Its documents
+/// read as expired long ago to the other cases' stores, on the system clock, whose background
+/// sweeps would remove them from a shared file mid-case.
+fn file_for(options: &StoreOptions, shared: PathBuf) -> PathBuf {
+    if options.sweep_interval.is_some() {
+        return shared;
+    }
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary directory"))
+        .path()
+        .join(format!("own-{n}.db"))
+}
+
 #[async_trait]
 impl conformance_tests::Harness for SqliteHarness {
     async fn open(&self, options: StoreOptions) -> Store {
-        Store::new(SqliteStore::open_with_options(shared_file(), options).expect("open the store"))
+        let file = file_for(&options, shared_file());
+        Store::new(SqliteStore::open_with_options(file, options).expect("open the store"))
     }
 
     fn capabilities(&self) -> conformance_tests::Capabilities {
@@ -59,7 +76,8 @@ mod normal_durability {
             let sqlite = SqliteOptions::default()
                 .with_durability(Durability::Normal)
                 .with_feed_previous(true);
-            Store::new(SqliteStore::open_with(file(), options, sqlite).expect("open the store"))
+            let file = file_for(&options, file());
+            Store::new(SqliteStore::open_with(file, options, sqlite).expect("open the store"))
         }
 
         fn capabilities(&self) -> conformance_tests::Capabilities {
