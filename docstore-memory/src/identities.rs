@@ -5,7 +5,7 @@
 //! Writes without a caller identity cannot be repeated, so nothing is kept for them and they
 //! cost nothing here but the removal of a deleted document's entry.
 
-use docstore::identity::{DELETE_IDS_KEPT_FOR_NANOS, WriteIds};
+use docstore::identity::{DELETE_IDS_KEPT_FOR_NANOS, KeptIds, WriteIds};
 use docstore::{Key, WriteId};
 use std::collections::{HashMap, VecDeque};
 
@@ -15,15 +15,9 @@ pub(crate) struct Identities {
     /// The identities of the writes to each stored document that had one.
     live: HashMap<Key, WriteIds>,
     /// The identities of the deletes of each deleted key, with when the last one happened.
-    deleted: HashMap<Key, Deleted>,
+    deleted: HashMap<Key, KeptIds>,
     /// When each delete in `deleted` happened, oldest first, to forget them in order.
     expiry: VecDeque<(i64, Key)>,
-}
-
-#[derive(Debug)]
-struct Deleted {
-    at: i64,
-    ids: WriteIds,
 }
 
 impl Identities {
@@ -49,7 +43,7 @@ impl Identities {
     pub(crate) fn deleted(&self, key: &Key, id: &WriteId, now: i64) -> bool {
         self.deleted
             .get(key)
-            .is_some_and(|d| d.ids.holds(id) && now - d.at < DELETE_IDS_KEPT_FOR_NANOS)
+            .is_some_and(|kept| kept.repeats_delete(id, now))
     }
 
     /// Records that a delete with `id` removed the document at `key` at `now` (after the
@@ -57,12 +51,8 @@ impl Identities {
     pub(crate) fn record_delete(&mut self, key: &Key, id: &WriteId, now: i64) {
         self.forget(key);
         self.prune(now);
-        let mut ids = WriteIds::default();
-        ids.record(id);
-        if let Some(earlier) = self.deleted.get(key) {
-            ids.extend_older(&earlier.ids);
-        }
-        self.deleted.insert(key.clone(), Deleted { at: now, ids });
+        let kept = KeptIds::deleted(id, self.deleted.get(key), now);
+        self.deleted.insert(key.clone(), kept);
         self.expiry.push_back((now, key.clone()));
     }
 
@@ -74,7 +64,11 @@ impl Identities {
             }
             let (at, key) = self.expiry.pop_front().expect("just looked");
             // A later delete of the key keeps its record.
-            if self.deleted.get(&key).is_some_and(|d| d.at == at) {
+            if self
+                .deleted
+                .get(&key)
+                .is_some_and(|d| d.deleted_at == Some(at))
+            {
                 self.deleted.remove(&key);
             }
         }

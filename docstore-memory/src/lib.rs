@@ -42,6 +42,7 @@ use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart}
 use docstore::index::unique::{self, Claim};
 use docstore::index::{CompiledIndex, Reading, Step};
 use docstore::query::CompiledQuery;
+use docstore::request::{QuotaCount, Request};
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
@@ -686,30 +687,32 @@ impl MemoryStore {
     }
 
     /// Decides every write of a batch against `current`, the documents at its keys
-    /// ([`batch::decide`]; keys are distinct, so no write sees another's effect, except
+    /// ([`Request::decide`]; keys are distinct, so no write sees another's effect, except
     /// through the per-site quota, counted in `sites` when given). The first write that
     /// fails fails the batch.
     fn decide_batch(
         &self,
-        checked: &CheckedBatch<'_>,
+        request: &Request<'_>,
         current: &[Option<Shared>],
-        (actor, now): (&str, i64),
+        now: i64,
         sites: Option<&HashMap<String, Site>>,
     ) -> Result<Vec<Decision>> {
-        let (writes, mut bytes) = (checked.writes(), checked.bytes());
-        let limit = self.options.max_doc_bytes;
-        let mut quota = sites.map(|sites| QuotaCount::new(self, sites));
-        let mut decisions = Vec::with_capacity(writes.len());
-        for (index, (write, current)) in writes.iter().zip(current).enumerate() {
-            let current = current.as_deref();
-            let decision = batch::decide(index, write, current, actor, now, limit, &mut bytes)?
-                .expire(checked.expiry(index));
-            if let Some(quota) = &mut quota {
-                quota.count(index, write, &decision)?;
-            }
-            decisions.push(decision);
-        }
-        Ok(decisions)
+        let mut quota = match sites {
+            Some(sites) => self.quota_count(sites),
+            None => QuotaCount::unlimited(),
+        };
+        request.decide(current, now, self.options.max_doc_bytes, &mut quota)
+    }
+
+    /// The per-site quota over a batch's writes, starting from the documents `sites` holds
+    /// (expired documents not yet swept take no room).
+    fn quota_count<'s>(&self, sites: &'s HashMap<String, Site>) -> QuotaCount<'s> {
+        let now = self.now();
+        QuotaCount::new(self.options.max_docs_per_site, move |site| {
+            sites
+                .get(site)
+                .map_or(0, |s| s.values().map(|c| c.live_len(now) as u64).sum())
+        })
     }
 
     /// The documents at the batch's keys in `sites`.
@@ -738,9 +741,9 @@ impl MemoryStore {
     /// A batch's decisions made before the write lock, from the documents a read lock
     /// finds: the copies and merges of its patches cost the other writers nothing.
     /// `None` when a write would fail (the write lock decides then, with the error).
-    fn plan_batch(&self, checked: &CheckedBatch<'_>, actor: &str, now: i64) -> Option<BatchPlan> {
-        let base = Self::batch_base(&self.sites.read(), checked.writes());
-        let decisions = self.decide_batch(checked, &base, (actor, now), None).ok()?;
+    fn plan_batch(&self, request: &Request<'_>, writes: &[Write], now: i64) -> Option<BatchPlan> {
+        let base = Self::batch_base(&self.sites.read(), writes);
+        let decisions = self.decide_batch(request, &base, now, None).ok()?;
         Some(BatchPlan { base, decisions })
     }
 
@@ -820,7 +823,8 @@ impl MemoryStore {
         retired: &mut Vec<Retired>,
     ) -> Result<BatchDone> {
         let (writes, actor, now) = (checked.writes(), origin.actor, self.now());
-        let plan = self.plan_batch(checked, actor, now);
+        let request = Request::batch(checked, origin);
+        let plan = self.plan_batch(&request, writes, now);
         let mut sites = self.sites.write();
         if let Some(id) = origin.write_id
             && self.batch_repeated(writes, id, now)
@@ -835,16 +839,16 @@ impl MemoryStore {
         let decisions = match plan {
             Some(plan) if Self::batch_unchanged(&sites, writes, &plan.base) => {
                 // Every write was decided without failing: a quota refusal is the first.
-                let mut quota = QuotaCount::new(self, &sites);
+                let mut quota = self.quota_count(&sites);
                 for (index, (write, decision)) in writes.iter().zip(&plan.decisions).enumerate() {
-                    quota.count(index, write, decision)?;
+                    quota.count(index, write.key().site(), decision)?;
                 }
                 plan.decisions
             }
             // Another write got in between (or a write fails): decide under the lock.
             _ => {
                 let base = Self::batch_base(&sites, writes);
-                self.decide_batch(checked, &base, (actor, now), Some(&sites))?
+                self.decide_batch(&request, &base, now, Some(&sites))?
             }
         };
         self.check_batch_unique(&sites, writes, &decisions)?;
@@ -860,48 +864,6 @@ impl MemoryStore {
             }
         }
         Ok(BatchDone::Applied(applied))
-    }
-}
-
-/// The per-site quota as a batch's writes, one after the other, would leave each site's
-/// count (nothing counted without a quota).
-struct QuotaCount<'a> {
-    quota: Option<u64>,
-    sites: &'a HashMap<String, Site>,
-    counts: HashMap<&'a str, u64>,
-    /// Expired documents not yet swept take no room.
-    now: i64,
-}
-
-impl<'a> QuotaCount<'a> {
-    fn new(store: &MemoryStore, sites: &'a HashMap<String, Site>) -> Self {
-        QuotaCount {
-            quota: store.options.max_docs_per_site,
-            sites,
-            counts: HashMap::new(),
-            now: store.options.clock.now(),
-        }
-    }
-
-    /// Counts the batch's write `index`, refusing it when it would create a document in a
-    /// full site.
-    fn count(&mut self, index: usize, write: &'a Write, decision: &Decision) -> Result<()> {
-        let Some(quota) = self.quota else {
-            return Ok(());
-        };
-        let site = write.key().site();
-        let (sites, now) = (self.sites, self.now);
-        let count = self.counts.entry(site).or_insert_with(|| {
-            sites
-                .get(site)
-                .map_or(0, |s| s.values().map(|c| c.live_len(now) as u64).sum())
-        });
-        let delta = decision.counter_delta();
-        if delta > 0 && *count >= quota {
-            return Err(batch::failed(index, Error::QuotaExceeded { limit: quota }));
-        }
-        *count = count.saturating_add_signed(delta);
-        Ok(())
     }
 }
 

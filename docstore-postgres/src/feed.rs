@@ -78,23 +78,12 @@ impl Feed {
     }
 
     pub(crate) fn position(&self, cursor: &ChangeCursor) -> Result<i64, Error> {
-        let text = cursor.position_for(DRIVER)?;
-        let malformed = || Error::invalid("change cursor: not a cursor a PostgreSQL store wrote");
-        let (feed, position) = text.split_once('.').ok_or_else(malformed)?;
-        let position: i64 = position.parse().map_err(|_| malformed())?;
-        if feed != self.feed_id || position < 0 {
-            return Err(Error::invalid(format!(
-                "change cursor: this cursor belongs to another store (the PostgreSQL feed \
-                 {feed}; this one is {}): follow that store with it, or start this store's \
-                 feed from the start or from now",
-                self.feed_id
-            )));
-        }
-        Ok(position)
+        let position = cursor.numbered_position(DRIVER, "PostgreSQL", &self.feed_id)?;
+        i64::try_from(position).map_err(|_| Error::invalid("change cursor: position out of range"))
     }
 
     fn cursor(&self, position: i64) -> ChangeCursor {
-        ChangeCursor::new(DRIVER, format!("{}.{position}", self.feed_id))
+        ChangeCursor::numbered(DRIVER, &self.feed_id, position as u64)
     }
 
     /// A page of `scope`'s changes after `start`, in one snapshot.

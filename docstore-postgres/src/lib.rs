@@ -24,7 +24,8 @@
 //!   collection; `write_ids` (caller write identities); `changes` (the feed).
 //! - **Writes**: every write, single or batch, is one transaction: the documents it touches
 //!   are locked (`SELECT … FOR UPDATE`, key order), the core decides each write on them
-//!   ([`docstore::batch::decide`]: versions, timestamps, merges, conditions), then the
+//!   ([`docstore::request`]: versions, timestamps, merges, conditions, the quota, a repeated
+//!   caller identity), then the
 //!   document writes (`UPDATE … WHERE version = $n`, `INSERT`, `DELETE`), the counter
 //!   updates, the write identities and the change rows go in one pipeline before the commit.
 //!   Counters are therefore exact; a write racing another (a key inserted meanwhile, a

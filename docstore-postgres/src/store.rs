@@ -4,13 +4,13 @@
 use crate::error::{Fail, pool};
 use crate::feed::Feed;
 use crate::sql::Statements;
-use crate::write::{Answer, Op, Request};
 use async_trait::async_trait;
 use docstore::batch::{CheckedBatch, Write, WriteOutcome};
 use docstore::driver::{Driver, Origin};
 use docstore::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
 use docstore::index::Reading;
 use docstore::query::CompiledQuery;
+use docstore::request::{Answer, Op, Request};
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
@@ -90,7 +90,7 @@ impl PostgresStore {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|err| Error::invalid(format!("PostgreSQL pool: {err}")))?;
-        let mut client = pool.get().await.map_err(pool_error)?;
+        let mut client = pool.get().await.map_err(crate::error::pool)?;
         let feed_id = crate::schema::migrate(&mut client, &schema)
             .await
             .map_err(Fail::into_error)?;
@@ -124,32 +124,16 @@ impl PostgresStore {
         self.inner.pool.get().await.map_err(pool)
     }
 
-    /// Runs `request`; a repeat answers with `repeat` on the documents at its keys.
+    /// Runs `request` (a repeat: nothing written, answered from the documents as they stand).
     async fn write(&self, request: Request<'_>) -> Result<Answer> {
         crate::write::run(&self.inner, &request).await
     }
 
-    /// One write by `origin`, answered with the document it left (a repeat: as it stands).
+    /// One write by `origin`, answered with the document it left.
     async fn write_one(&self, op: Op<'_>, origin: Origin<'_>) -> Result<Document> {
-        let request = Request {
-            ops: vec![op],
-            actor: origin.actor,
-            id: origin.write_id,
-            batch: None,
-        };
-        match self.write(request).await? {
-            Answer::Applied(mut outcomes) => match outcomes.pop() {
-                Some(WriteOutcome::Written(document)) => Ok(document),
-                other => Err(Error::backend(
-                    format!("unexpected outcome {other:?}"),
-                    "write",
-                )),
-            },
-            Answer::Repeat(mut current) => current
-                .pop()
-                .flatten()
-                .ok_or_else(|| Error::backend("a repeat without its document", "write")),
-        }
+        self.write(Request::single(op, origin))
+            .await?
+            .into_document()
     }
 
     /// Rows a read gave, for [`PostgresStore::documents_read`].
@@ -176,10 +160,6 @@ impl PostgresStore {
             .map(|r| row(r).map_err(Fail::into_error))
             .collect()
     }
-}
-
-fn pool_error(err: deadpool_postgres::PoolError) -> Error {
-    pool(err)
 }
 
 #[async_trait]
@@ -244,20 +224,13 @@ impl Driver for PostgresStore {
         expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<bool> {
-        let request = Request {
-            ops: vec![Op::Delete {
-                key,
-                expected: expected_version,
-            }],
-            actor: origin.actor,
-            id: origin.write_id,
-            batch: None,
+        let op = Op::Delete {
+            key,
+            expected: expected_version,
         };
-        let deleted = match self.write(request).await? {
-            Answer::Applied(outcomes) => matches!(outcomes[..], [WriteOutcome::Deleted]),
-            Answer::Repeat(_) => true,
-        };
-        docstore::driver::delete_answer(key, expected_version, deleted)
+        self.write(Request::single(op, origin))
+            .await?
+            .into_deleted(key, expected_version)
     }
 
     async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
@@ -290,16 +263,8 @@ impl Driver for PostgresStore {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        let request = Request {
-            ops: writes.iter().map(Op::Write).collect(),
-            actor: origin.actor,
-            id: origin.write_id,
-            batch: Some(batch.bytes()),
-        };
-        match self.write(request).await? {
-            Answer::Applied(outcomes) => Ok(outcomes),
-            Answer::Repeat(current) => docstore::batch::repeated_outcomes(writes, current),
-        }
+        let answer = self.write(Request::batch(batch, origin)).await?;
+        answer.into_outcomes(writes)
     }
 
     async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {
@@ -380,21 +345,16 @@ impl Driver for PostgresStore {
                 .iter()
                 .map(|row| Ok((row.try_get(0)?, row.try_get::<_, i64>(1)? as u64)))
                 .collect::<std::result::Result<_, Fail>>()?;
-            let documents: BTreeMap<String, u64> = collections.iter().cloned().collect();
-            let changes = docstore::driver::counter_changes(&documents, &counters);
+            let recount = Recount::compare(collections, counters);
             if mode == RecountMode::Repair {
-                for change in &changes {
+                for change in &recount.changes {
                     let n = change.documents as i64;
                     tx.execute(&sql.set_counter, &[&site, &change.collection, &n])
                         .await?;
                 }
             }
             tx.commit().await?;
-            Ok::<_, Fail>(Recount {
-                collections,
-                changes,
-                unique: Vec::new(),
-            })
+            Ok::<_, Fail>(recount)
         };
         recounted.await.map_err(Fail::into_error)
     }

@@ -1,6 +1,6 @@
 //! Every write — single calls and batches alike — as one transaction: lock the documents it
 //! touches (`SELECT … FOR UPDATE`, in key order), let the core decide each write on what they
-//! hold ([`docstore::batch::decide`]), then send the document writes (`UPDATE … WHERE
+//! hold ([`docstore::request::Request::decide`]), then send the document writes (`UPDATE … WHERE
 //! version = $n`, `INSERT`, `DELETE`), the counters, the write identities and the change rows
 //! in one pipeline, and commit. A race with another writer (a key inserted meanwhile, a
 //! deadlock) runs the transaction again.
@@ -9,9 +9,10 @@ use crate::error::Fail;
 use crate::json::Body;
 use crate::rows::{self, KeyArrays};
 use crate::store::Inner;
-use docstore::batch::{self, BatchBytes, Decision, Write, WriteOutcome};
+use docstore::batch::Decision;
 use docstore::identity::KeptIds;
-use docstore::{Data, Document, Error, Key, WriteId};
+use docstore::request::{Answer, KeptChange, QuotaCount, Request};
+use docstore::{Document, Error, Key};
 use futures_util::future::try_join_all;
 use std::collections::{BTreeMap, HashMap};
 use tokio_postgres::types::ToSql;
@@ -19,47 +20,6 @@ use tokio_postgres::types::ToSql;
 /// How many times a transaction that raced another writer runs before the write gives up
 /// ([`Error::Unavailable`]).
 const MAX_ATTEMPTS: usize = 32;
-
-/// One write of a request.
-pub(crate) enum Op<'a> {
-    /// A batch write, or a single call that is one (create, put, update, update_if, restore).
-    Write(&'a Write),
-    /// `replace_if`.
-    ReplaceIf {
-        key: &'a Key,
-        data: &'a Data,
-        expected: u64,
-    },
-    /// `delete` (`expected: None`) and `delete_if`.
-    Delete { key: &'a Key, expected: Option<u64> },
-}
-
-impl Op<'_> {
-    fn key(&self) -> &Key {
-        match self {
-            Op::Write(write) => write.key(),
-            Op::ReplaceIf { key, .. } | Op::Delete { key, .. } => key,
-        }
-    }
-}
-
-/// Writes applied together, by one actor, with the caller's identity if any.
-pub(crate) struct Request<'a> {
-    pub(crate) ops: Vec<Op<'a>>,
-    pub(crate) actor: &'a str,
-    pub(crate) id: Option<&'a WriteId>,
-    /// For a batch, its byte total so far: errors then name their write, and a repeat is
-    /// recognised on any of its keys.
-    pub(crate) batch: Option<BatchBytes>,
-}
-
-/// What a request did.
-pub(crate) enum Answer {
-    /// Applied now: one outcome per write (`Checked` for a delete that found nothing).
-    Applied(Vec<WriteOutcome>),
-    /// A repeat of a call already applied: nothing written; the documents at its keys.
-    Repeat(Vec<Option<Document>>),
-}
 
 /// Runs `request` in a transaction, again after a race.
 pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, Error> {
@@ -77,14 +37,6 @@ pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, 
     }
 }
 
-/// The single call's own error out of the batch wrapper the core's decision puts it in.
-pub(crate) fn single(err: Error) -> Error {
-    match err {
-        Error::Batch { source, .. } => *source,
-        other => other,
-    }
-}
-
 async fn transaction(
     inner: &Inner,
     client: &mut deadpool_postgres::Client,
@@ -92,10 +44,10 @@ async fn transaction(
 ) -> Result<Answer, Fail> {
     let tx = client.transaction().await?;
     let sql = &inner.sql;
-    let arrays = KeyArrays::of(request.ops.iter().map(Op::key));
+    let arrays = KeyArrays::of(request.keys());
     let keys: [&(dyn ToSql + Sync); 3] = [&arrays.sites, &arrays.collections, &arrays.ids];
     let lock = tx.prepare_cached(&sql.lock_for_write).await?;
-    let (documents, kept) = match request.id {
+    let (documents, kept) = match request.id() {
         Some(_) => {
             let kept = tx.prepare_cached(&sql.kept).await?;
             futures_util::future::try_join(tx.query(&lock, &keys), tx.query(&kept, &keys)).await?
@@ -110,115 +62,20 @@ async fn transaction(
     for row in &kept {
         kept_ids.insert(rows::key(row)?, rows::kept(row)?);
     }
-    let current: Vec<Option<Document>> = request
-        .ops
-        .iter()
-        .map(|op| stored.remove(op.key()))
-        .collect();
+    let current: Vec<Option<Document>> = request.keys().map(|key| stored.remove(key)).collect();
     let now = inner.now();
-    if let Some(id) = request.id
-        && is_repeat(request, id, &current, &kept_ids, now)
-    {
+    if request.is_repeat(&current, |key| kept_ids.get(key), now) {
         return Ok(Answer::Repeat(current));
     }
-    let mut counts = site_counts(inner, &tx, request).await?;
-    let decisions = decide_all(inner, request, &current, (now, &mut counts))?;
+    let counts = site_counts(inner, &tx, request).await?;
+    let mut quota = QuotaCount::new(inner.options.max_docs_per_site, |site| {
+        counts.get(site).copied().unwrap_or(0)
+    });
+    let decisions = request.decide(&current, now, inner.options.max_doc_bytes, &mut quota)?;
     let plan = Plan::new(inner, request, &current, &decisions, (&kept_ids, now))?;
     plan.send(&tx).await?;
     tx.commit().await?;
-    Ok(Answer::Applied(
-        decisions
-            .into_iter()
-            .map(|decision| match decision {
-                Decision::Store { document, .. } => WriteOutcome::Written(document),
-                Decision::Remove => WriteOutcome::Deleted,
-                Decision::Keep => WriteOutcome::Checked,
-            })
-            .collect(),
-    ))
-}
-
-/// Whether `request` repeats a call with `id` that was applied: a single write whose key's
-/// document holds it, or a delete or batch whose keys keep it (`docs/contract.md`, "Write
-/// identities").
-fn is_repeat(
-    request: &Request<'_>,
-    id: &WriteId,
-    current: &[Option<Document>],
-    kept: &HashMap<Key, KeptIds>,
-    now: i64,
-) -> bool {
-    let deletes = matches!(request.ops.first(), Some(Op::Delete { .. }));
-    if request.batch.is_some() || deletes {
-        return kept.values().any(|kept| kept.repeats_delete(id, now));
-    }
-    let key = request.ops[0].key();
-    current[0].is_some() && kept.get(key).is_some_and(|kept| kept.repeats_write(id))
-}
-
-/// The core's decision for each write on what its key holds, in order; the first refusal
-/// ends the request (a batch's naming its write).
-fn decide_all(
-    inner: &Inner,
-    request: &Request<'_>,
-    current: &[Option<Document>],
-    (now, counts): (i64, &mut HashMap<String, u64>),
-) -> Result<Vec<Decision>, Error> {
-    let limit = inner.options.max_doc_bytes;
-    let mut bytes = request.batch.unwrap_or_default();
-    let decisions = request
-        .ops
-        .iter()
-        .zip(current)
-        .enumerate()
-        .map(|(i, (op, current))| {
-            let current = current.as_ref();
-            match op {
-                Op::Write(write) => {
-                    batch::decide(i, write, current, request.actor, now, limit, &mut bytes)
-                }
-                Op::ReplaceIf {
-                    key,
-                    data,
-                    expected,
-                } => match current {
-                    None => Err(batch::failed(i, Error::not_found(key))),
-                    Some(doc) if doc.version != *expected => Err(batch::failed(
-                        i,
-                        Error::Conflict {
-                            current: doc.version,
-                        },
-                    )),
-                    Some(doc) => Ok(Decision::Store {
-                        document: doc.next((*data).clone(), request.actor, now),
-                        creates: false,
-                    }),
-                },
-                Op::Delete { key, expected } => match (current, expected) {
-                    (None, None) => Ok(Decision::Keep),
-                    (None, Some(_)) => Err(batch::failed(i, Error::not_found(key))),
-                    (Some(doc), Some(v)) if doc.version != *v => Err(batch::failed(
-                        i,
-                        Error::Conflict {
-                            current: doc.version,
-                        },
-                    )),
-                    (Some(_), _) => Ok(Decision::Remove),
-                },
-            }
-        });
-    let decisions: Result<Vec<_>, Error> = decisions
-        .enumerate()
-        .map(|(i, decision)| {
-            let decision = decision?;
-            check_quota(inner, counts, (i, request.ops[i].key()), &decision)?;
-            Ok(decision)
-        })
-        .collect();
-    match request.batch {
-        Some(_) => decisions,
-        None => decisions.map_err(single),
-    }
+    Ok(Answer::applied(decisions))
 }
 
 /// With `max_docs_per_site`, the documents of each site a request may create in (counted
@@ -232,40 +89,13 @@ async fn site_counts(
     if inner.options.max_docs_per_site.is_none() {
         return Ok(counts);
     }
-    for op in &request.ops {
-        let site = op.key().site();
-        if !counts.contains_key(site) {
-            let row = tx.query_one(&inner.sql.site_count, &[&site]).await?;
-            counts.insert(site.to_owned(), row.get::<_, i64>(0) as u64);
+    for key in request.keys() {
+        if !counts.contains_key(key.site()) {
+            let row = tx.query_one(&inner.sql.site_count, &[&key.site()]).await?;
+            counts.insert(key.site().to_owned(), row.get::<_, i64>(0) as u64);
         }
     }
     Ok(counts)
-}
-
-/// Refuses write `index` when it creates a document in a site already at the quota (counts
-/// from [`site_counts`], moved by each create and delete).
-fn check_quota(
-    inner: &Inner,
-    counts: &mut HashMap<String, u64>,
-    (index, key): (usize, &Key),
-    decision: &Decision,
-) -> Result<(), Error> {
-    let Some(limit) = inner.options.max_docs_per_site else {
-        return Ok(());
-    };
-    let count = counts.entry(key.site().to_owned()).or_default();
-    // An earlier delete of the request makes room for a later create.
-    if matches!(decision, Decision::Remove) {
-        *count = count.saturating_sub(1);
-    }
-    if !matches!(decision, Decision::Store { creates: true, .. }) {
-        return Ok(());
-    }
-    if *count >= limit {
-        return Err(batch::failed(index, Error::QuotaExceeded { limit }));
-    }
-    *count += 1;
-    Ok(())
 }
 
 /// One statement of the pipeline, with its parameters, and whether it must touch one row.
@@ -309,10 +139,10 @@ impl<'s> Plan<'s> {
         let mut changes = ChangeRows::default();
         let mut bodies: Vec<Option<String>> = vec![None; decisions.len()];
         let mut order: Vec<usize> = (0..decisions.len()).collect();
-        order.sort_by_key(|&i| request.ops[i].key());
+        order.sort_by_key(|&i| request.ops()[i].key());
         // Documents in key order (so two transactions never wait for each other in turn).
         for &i in &order {
-            let key = request.ops[i].key();
+            let key = request.ops()[i].key();
             let names = || -> Vec<Box<dyn ToSql + Sync + Send>> {
                 vec![
                     Box::new(key.site().to_owned()),
@@ -356,14 +186,14 @@ impl<'s> Plan<'s> {
         }
         // The changes in the request's order.
         for (i, decision) in decisions.iter().enumerate() {
-            let key = request.ops[i].key();
+            let key = request.ops()[i].key();
             match (decision, &current[i]) {
                 (Decision::Store { document, creates }, _) => {
                     let body = bodies[i].take().expect("a stored document has its body");
                     changes.stored(key, document, *creates, body);
                 }
                 (Decision::Remove, Some(previous)) => {
-                    changes.deleted(key, previous.version, now, request.actor);
+                    changes.deleted(key, previous.version, now, request.actor());
                 }
                 _ => {}
             }
@@ -406,24 +236,16 @@ impl<'s> Plan<'s> {
         (kept, now): (Option<&KeptIds>, i64),
         names: impl Fn() -> Vec<Box<dyn ToSql + Sync + Send>>,
     ) {
-        let deleted_at = match decision {
-            Decision::Keep => return,
-            Decision::Store { .. } => None,
-            Decision::Remove => Some(now),
+        let kept = match request.kept_after(decision, kept, now) {
+            KeptChange::Unchanged => return,
+            KeptChange::Forget => return self.push(&sql.forget_ids, names(), false),
+            KeptChange::Keep(kept) => kept,
         };
-        let Some(id) = request.id else {
-            if deleted_at.is_some() {
-                self.push(&sql.forget_ids, names(), false);
-            }
-            return;
-        };
-        // A standing document's identities go with it: only a delete record carries on.
-        let earlier = kept.filter(|kept| deleted_at.is_none() || kept.deleted_at.is_some());
         let mut params = names();
-        params.push(Box::new(KeptIds::after(id, earlier).encode()));
-        params.push(Box::new(deleted_at));
+        params.push(Box::new(kept.ids.encode()));
+        params.push(Box::new(kept.deleted_at));
         self.push(&sql.keep_ids, params, false);
-        if deleted_at.is_some() {
+        if kept.deleted_at.is_some() {
             let horizon = now.saturating_sub(docstore::identity::DELETE_IDS_KEPT_FOR_NANOS);
             self.push(&sql.prune_ids, vec![Box::new(horizon)], false);
         }

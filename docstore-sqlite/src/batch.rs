@@ -7,6 +7,7 @@ use crate::store::{By, Inner};
 use crate::{rows, write_ids};
 use docstore::batch::{self, BatchBytes, CheckedBatch, Write, WriteOutcome};
 use docstore::driver::Expiry;
+use docstore::request::Answer;
 use docstore::{Document, Key, WriteId};
 use rusqlite::Connection;
 
@@ -136,16 +137,9 @@ pub(crate) fn apply(
     Ok(outcomes)
 }
 
-/// What a batch with a caller identity found: applied now (the outcomes, as [`apply`] gives
-/// them), or before — by the call this one repeats — with the documents at its keys as they
-/// stand.
-pub(crate) enum Applied {
-    Now(Vec<WriteOutcome>),
-    Before(Vec<Option<Document>>),
-}
-
-/// [`apply`], unless `id` (the caller's identity of the batch) is kept on one of its keys:
-/// then the batch is a repeat and nothing is written. An applied batch with an identity
+/// [`apply`] ([`Answer::Applied`], the outcomes as [`apply`] gives them), unless `id` (the
+/// caller's identity of the batch) is kept on one of its keys: then the batch is a repeat,
+/// nothing is written, and the answer holds the documents at its keys as they stand. An applied batch with an identity
 /// keeps it on every key it wrote or deleted.
 pub(crate) fn apply_once(
     inner: &Inner,
@@ -154,9 +148,9 @@ pub(crate) fn apply_once(
     actor: &str,
     bytes: BatchBytes,
     id: Option<&WriteId>,
-) -> Result<Applied, Fail> {
+) -> Result<Answer, Fail> {
     let Some(id) = id else {
-        return Ok(Applied::Now(apply(inner, conn, steps, actor, bytes)?));
+        return Ok(Answer::Applied(apply(inner, conn, steps, actor, bytes)?));
     };
     let now = inner.options.clock.now();
     let kept = steps
@@ -169,7 +163,7 @@ pub(crate) fn apply_once(
         .any(|kept| kept.repeats_delete(id, now))
     {
         let keys: Vec<Key> = steps.iter().map(|step| step.key().clone()).collect();
-        return Ok(Applied::Before(load_many_in(conn, &keys, now)?));
+        return Ok(Answer::Repeat(load_many_in(conn, &keys, now)?));
     }
     let outcomes = apply(inner, conn, steps, actor, bytes)?;
     for ((step, outcome), kept) in steps.iter().zip(&outcomes).zip(&kept) {
@@ -180,7 +174,7 @@ pub(crate) fn apply_once(
             _ => {}
         }
     }
-    Ok(Applied::Now(outcomes))
+    Ok(Answer::Applied(outcomes))
 }
 
 /// Applies one write; with the size of a patch's merged data (0 for the others, whose data

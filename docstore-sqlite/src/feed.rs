@@ -127,23 +127,11 @@ impl Feed {
     /// file (another store's: resyncing this one would not help its consumer) or one no
     /// SQLite store wrote.
     pub(crate) fn position(&self, cursor: &ChangeCursor) -> Result<u64, Error> {
-        let text = cursor.position_for(DRIVER)?;
-        let malformed = || Error::invalid("change cursor: not a cursor a SQLite store wrote");
-        let (file, position) = text.split_once('.').ok_or_else(malformed)?;
-        let position: u64 = position.parse().map_err(|_| malformed())?;
-        if file != self.file_id {
-            return Err(Error::invalid(format!(
-                "change cursor: this cursor belongs to another store (the SQLite database \
-                 whose feed id is {file}; this one's is {}): follow that store with it, or \
-                 start this store's feed from the start or from now",
-                self.file_id
-            )));
-        }
-        Ok(position)
+        cursor.numbered_position(DRIVER, "SQLite", &self.file_id)
     }
 
     fn cursor(&self, position: u64) -> ChangeCursor {
-        ChangeCursor::new(DRIVER, format!("{}.{position}", self.file_id))
+        ChangeCursor::numbered(DRIVER, &self.file_id, position)
     }
 
     /// A page of `scope`'s changes after `start`, in one read transaction (one snapshot).

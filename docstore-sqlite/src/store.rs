@@ -12,6 +12,7 @@ use docstore::batch::{CheckedBatch, WriteOutcome};
 use docstore::driver::{Driver, Expiry, Origin};
 use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::query::CompiledQuery;
+use docstore::request::Answer;
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions, WriteId,
 };
@@ -743,13 +744,12 @@ impl Driver for SqliteStore {
             })
             .await?;
         match applied {
-            crate::batch::Applied::Now(mut outcomes) => {
+            Answer::Applied(mut outcomes) => {
                 crate::batch::attach_data(writes, &mut outcomes);
                 Ok(outcomes)
             }
-            crate::batch::Applied::Before(current) => {
-                docstore::batch::repeated_outcomes(writes, current)
-            }
+            // A repeat answers with the documents as they stand.
+            repeat => repeat.into_outcomes(writes),
         }
     }
 
@@ -937,18 +937,14 @@ fn recount(
 ) -> Result<Recount, Fail> {
     let collections = rows::counted_collections(conn, site)?;
     let counters: BTreeMap<String, u64> = rows::counters(conn, site)?.into_iter().collect();
-    let documents: BTreeMap<String, u64> = collections.iter().cloned().collect();
-    let changes = docstore::driver::counter_changes(&documents, &counters);
+    let mut recount = Recount::compare(collections, counters);
     if mode == RecountMode::Repair {
-        for change in &changes {
+        for change in &recount.changes {
             rows::set_counter(conn, site, &change.collection, change.documents)?;
         }
     }
-    Ok(Recount {
-        collections,
-        changes,
-        unique: crate::unique::shared_values(conn, indexes, site)?,
-    })
+    recount.unique = crate::unique::shared_values(conn, indexes, site)?;
+    Ok(recount)
 }
 
 #[cfg(test)]

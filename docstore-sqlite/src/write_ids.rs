@@ -38,7 +38,7 @@ pub(crate) fn record_write(
     id: &WriteId,
     earlier: Option<&Kept>,
 ) -> Result<(), Fail> {
-    upsert(conn, key, &KeptIds::after(id, earlier), None)
+    upsert(conn, key, &KeptIds::written(id, earlier))
 }
 
 /// Records that a delete with `id` just removed the document at `key` (`earlier`: the key's
@@ -51,19 +51,13 @@ pub(crate) fn record_delete(
     earlier: Option<&Kept>,
 ) -> Result<(), Fail> {
     // A standing document's row went with it (by trigger): only a delete record stays.
-    let earlier = earlier.filter(|kept| kept.deleted_at.is_some());
-    upsert(conn, key, &KeptIds::after(id, earlier), Some(now))?;
+    upsert(conn, key, &KeptIds::deleted(id, earlier, now))?;
     let mut prune = conn.prepare_cached("DELETE FROM write_ids WHERE deleted_at < ?1")?;
     prune.execute(params![now.saturating_sub(DELETE_IDS_KEPT_FOR_NANOS)])?;
     Ok(())
 }
 
-fn upsert(
-    conn: &Connection,
-    key: &Key,
-    ids: &WriteIds,
-    deleted_at: Option<i64>,
-) -> Result<(), Fail> {
+fn upsert(conn: &Connection, key: &Key, kept: &KeptIds) -> Result<(), Fail> {
     let mut stmt = conn.prepare_cached(
         "INSERT INTO write_ids (site, collection, id, ids, deleted_at) VALUES (?1, ?2, ?3, ?4, ?5) \
          ON CONFLICT (site, collection, id) DO UPDATE SET ids = excluded.ids, \
@@ -73,8 +67,8 @@ fn upsert(
         key.site(),
         key.collection(),
         key.id(),
-        ids.encode(),
-        deleted_at
+        kept.ids.encode(),
+        kept.deleted_at
     ])?;
     Ok(())
 }

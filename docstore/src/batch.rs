@@ -434,6 +434,16 @@ impl Decision {
 }
 
 impl Decision {
+    /// The outcome a batch reports for the decision once applied: `Written` with the stored
+    /// document, `Deleted` for a removal, `Checked` for a key left as it was.
+    pub fn into_outcome(self) -> WriteOutcome {
+        match self {
+            Decision::Store { document, .. } => WriteOutcome::Written(document),
+            Decision::Remove => WriteOutcome::Deleted,
+            Decision::Keep => WriteOutcome::Checked,
+        }
+    }
+
     /// How the write moves its collection's counter: +1, -1 or 0.
     pub fn counter_delta(&self) -> i64 {
         match self {

@@ -302,6 +302,29 @@ pub struct Recount {
     pub unique: Vec<UniqueProblem>,
 }
 
+impl Recount {
+    /// What a recount found from the site's true counts (`collections`, by name) and its
+    /// `counters`: the collections and the counters that disagree ([`counter_changes`]), no
+    /// unique problem (a driver keeping unique indexes adds its own).
+    ///
+    /// ```
+    /// use docstore::Recount;
+    /// use std::collections::BTreeMap;
+    ///
+    /// let found = Recount::compare(vec![("a".into(), 2)], BTreeMap::from([("a".into(), 3)]));
+    /// assert_eq!(found.changes[0].documents, 2);
+    /// assert_eq!(found.changes[0].counter, Some(3));
+    /// ```
+    pub fn compare(collections: Vec<(String, u64)>, counters: BTreeMap<String, u64>) -> Recount {
+        let documents: BTreeMap<String, u64> = collections.iter().cloned().collect();
+        Recount {
+            changes: counter_changes(&documents, &counters),
+            collections,
+            unique: Vec::new(),
+        }
+    }
+}
+
 /// One disagreement between a unique index and a site's documents, found by
 /// [`Store::recount`](crate::Store::recount).
 #[derive(Clone, Debug, PartialEq, Eq)]

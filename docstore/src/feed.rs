@@ -222,6 +222,44 @@ impl ChangeCursor {
         }
     }
 
+    /// The cursor of a feed that numbers its changes in one sequence: `driver:FEED.POSITION`,
+    /// `feed` the id the store's feed was created with (no `.` nor `~`), `position` the
+    /// number of the last change read.
+    ///
+    /// ```
+    /// use docstore::ChangeCursor;
+    ///
+    /// let cursor = ChangeCursor::numbered("sqlite", "f00d", 42);
+    /// assert_eq!(cursor.to_string(), "sqlite:f00d.42");
+    /// assert_eq!(cursor.numbered_position("sqlite", "SQLite", "f00d")?, 42);
+    /// assert!(cursor.numbered_position("sqlite", "SQLite", "beef").is_err());
+    /// assert!(ChangeCursor::new("sqlite", "42").numbered_position("sqlite", "SQLite", "f00d").is_err());
+    /// # Ok::<(), docstore::Error>(())
+    /// ```
+    pub fn numbered(driver: &str, feed: &str, position: u64) -> Self {
+        ChangeCursor::new(driver, format!("{feed}.{position}"))
+    }
+
+    /// The position of a cursor [`numbered`](Self::numbered) wrote for `driver` and this
+    /// store's `feed` (`store`: the backend's name in messages). [`Error::InvalidArgument`]
+    /// for a cursor of another driver, text no such store wrote, or a cursor of another
+    /// store's feed (saying so: follow that store with it, or start this one's feed afresh).
+    pub fn numbered_position(&self, driver: &str, store: &str, feed: &str) -> Result<u64> {
+        let text = self.position_for(driver)?;
+        let malformed =
+            || Error::invalid(format!("change cursor: not a cursor a {store} store wrote"));
+        let (of, position) = text.split_once('.').ok_or_else(malformed)?;
+        let position: u64 = position.parse().map_err(|_| malformed())?;
+        if of != feed {
+            return Err(Error::invalid(format!(
+                "change cursor: this cursor belongs to another store (the {store} feed {of}; \
+                 this one's is {feed}): follow that store with it, or start this store's feed \
+                 from the start or from now"
+            )));
+        }
+        Ok(position)
+    }
+
     /// The cursor's text.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -261,6 +261,26 @@ impl KeptIds {
                 .is_none_or(|at| now - at < DELETE_IDS_KEPT_FOR_NANOS)
     }
 
+    /// What a key keeps after a write with `id` stored its document: `id`, then what the key
+    /// kept before (`earlier`, a standing document's identities or a delete record's).
+    pub fn written(id: &WriteId, earlier: Option<&KeptIds>) -> KeptIds {
+        KeptIds {
+            ids: KeptIds::after(id, earlier),
+            deleted_at: None,
+        }
+    }
+
+    /// What a key keeps after a delete with `id` removed its document at `now`: a delete
+    /// record of `id`, then the identities of earlier deletes of the key (`earlier` when it
+    /// is a delete record: a standing document's identities go with it).
+    pub fn deleted(id: &WriteId, earlier: Option<&KeptIds>, now: i64) -> KeptIds {
+        let earlier = earlier.filter(|kept| kept.deleted_at.is_some());
+        KeptIds {
+            ids: KeptIds::after(id, earlier),
+            deleted_at: Some(now),
+        }
+    }
+
     /// The identities a key keeps after a write (or delete) with `id`: `id`, then those of
     /// `earlier` (what the key kept before it) as far as room allows.
     pub fn after(id: &WriteId, earlier: Option<&KeptIds>) -> WriteIds {

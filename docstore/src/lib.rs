@@ -33,7 +33,9 @@
 //!   ([`DocumentStream`]), the [`query`] model (builder, text form, reference evaluator),
 //!   [`Error`], [`Key`], batches ([`Write`], [`SiteBatch`]), [`config`];
 //! - the [`driver`] trait backends implement, which receives only checked input: the front
-//!   end validates names, actors, sizes, batches and queries once, for every backend.
+//!   end validates names, actors, sizes, batches and queries once, for every backend; with
+//!   what every driver shares: [`batch`]'s decision table, [`request`] (single calls and
+//!   batches as decisions, repeats, the quota, the answers), [`identity`], [`index`].
 //!
 //! The behaviour every backend shows is specified in `docs/contract.md` and checked by the
 //! `conformance-tests` crate.
@@ -66,6 +68,7 @@ pub mod key;
 mod options;
 mod patch;
 pub mod query;
+pub mod request;
 pub mod retry;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategies;

@@ -1,0 +1,530 @@
+//! Write requests for a driver that reads the documents at a request's keys, decides every
+//! write in Rust and writes the result back in one atomic unit (PostgreSQL's transaction,
+//! memory's write lock): the single calls as decisions ([`Op`]), a caller identity recognised
+//! as a repeat ([`Request::is_repeat`]), the per-site quota counted write by write
+//! ([`QuotaCount`]), what each key keeps of the identities ([`Request::kept_after`]) and the
+//! answers of the calls ([`Answer`]). None of it touches storage: the driver reads, hands
+//! what it read here, and writes what comes back.
+//!
+//! ```
+//! use docstore::batch::{Decision, Write};
+//! use docstore::driver::{Expiry, Origin};
+//! use docstore::request::{Answer, Op, QuotaCount, Request};
+//! use docstore::{Data, Document, Key};
+//!
+//! let key = Key::new("acme", "notes", "n1")?;
+//! let origin = Origin { actor: "ann", write_id: None, expiry: Expiry::Keep };
+//! let write = Write::create(key.clone(), Data::new());
+//! let request = Request::single(Op::Write(&write), origin);
+//! // The driver read the key: nothing there. The quota allows one document in the site.
+//! let current: [Option<Document>; 1] = [None];
+//! let mut quota = QuotaCount::new(Some(1), |_site: &str| 0);
+//! let decisions = request.decide(&current, 7, 1_000, &mut quota)?;
+//! assert!(matches!(decisions[0], Decision::Store { creates: true, .. }));
+//! let answer = Answer::applied(decisions);
+//! assert_eq!(answer.into_document()?.version, 1);
+//! # Ok::<(), docstore::Error>(())
+//! ```
+
+use crate::batch::{self, BatchBytes, CheckedBatch, Decision, Write, WriteOutcome};
+use crate::driver::{Expiry, Origin};
+use crate::identity::KeptIds;
+use crate::{Data, Document, Error, Key, Result, WriteId};
+use std::borrow::Borrow;
+use std::collections::HashMap;
+
+/// One write of a request: a batch write or one of the single calls that are not one.
+#[derive(Clone, Copy, Debug)]
+pub enum Op<'a> {
+    /// A batch write, or a single call that is one (`create`, `put`, `update`, `update_if`,
+    /// `restore`).
+    Write(&'a Write),
+    /// `replace_if`: the data replaces the document at `expected` ([`Error::NotFound`],
+    /// [`Error::Conflict`] otherwise).
+    ReplaceIf {
+        /// Where.
+        key: &'a Key,
+        /// The new data.
+        data: &'a Data,
+        /// The version the document must have.
+        expected: u64,
+    },
+    /// `delete` (`expected: None`: a missing document is no error) and `delete_if`.
+    Delete {
+        /// Where.
+        key: &'a Key,
+        /// The version the document must have, for `delete_if`.
+        expected: Option<u64>,
+    },
+}
+
+impl Op<'_> {
+    /// The key the write is about.
+    pub fn key(&self) -> &Key {
+        match self {
+            Op::Write(write) => write.key(),
+            Op::ReplaceIf { key, .. } | Op::Delete { key, .. } => key,
+        }
+    }
+
+    /// The decision of write `index` on `current` (what its key holds), as
+    /// [`batch::decide`] makes it for batch writes; `replace_if` and `delete` follow their
+    /// single calls (`NotFound`, `Conflict { current }`; a `delete` of nothing keeps the key).
+    /// Errors are [`Error::Batch`] with `index`.
+    pub fn decide(
+        &self,
+        index: usize,
+        current: Option<&Document>,
+        (actor, now): (&str, i64),
+        max_doc_bytes: usize,
+        bytes: &mut BatchBytes,
+    ) -> Result<Decision> {
+        let conflict = |doc: &Document| Error::Conflict {
+            current: doc.version,
+        };
+        match (self, current) {
+            (Op::Write(write), _) => {
+                batch::decide(index, write, current, actor, now, max_doc_bytes, bytes)
+            }
+            (Op::ReplaceIf { key, .. }, None) => Err(batch::failed(index, Error::not_found(key))),
+            (Op::ReplaceIf { expected, .. }, Some(doc)) if doc.version != *expected => {
+                Err(batch::failed(index, conflict(doc)))
+            }
+            (Op::ReplaceIf { data, .. }, Some(doc)) => Ok(Decision::Store {
+                document: doc.next((*data).clone(), actor, now),
+                creates: false,
+            }),
+            (Op::Delete { expected: None, .. }, None) => Ok(Decision::Keep),
+            (Op::Delete { key, .. }, None) => Err(batch::failed(index, Error::not_found(key))),
+            (
+                Op::Delete {
+                    expected: Some(v), ..
+                },
+                Some(doc),
+            ) if doc.version != *v => Err(batch::failed(index, conflict(doc))),
+            (Op::Delete { .. }, Some(_)) => Ok(Decision::Remove),
+        }
+    }
+}
+
+/// Writes applied together in one atomic unit by one actor, with the caller's identity if
+/// any: one single call, or a checked batch.
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    ops: Vec<Op<'a>>,
+    actor: &'a str,
+    id: Option<&'a WriteId>,
+    expiry: Expiry,
+    batch: Option<CheckedBatch<'a>>,
+}
+
+impl<'a> Request<'a> {
+    /// A single call by `origin`.
+    pub fn single(op: Op<'a>, origin: Origin<'a>) -> Self {
+        Request {
+            ops: vec![op],
+            actor: origin.actor,
+            id: origin.write_id,
+            expiry: origin.expiry,
+            batch: None,
+        }
+    }
+
+    /// A checked batch by `origin` (each write's expiry is the batch's).
+    pub fn batch(batch: &CheckedBatch<'a>, origin: Origin<'a>) -> Self {
+        Request {
+            ops: batch.writes().iter().map(Op::Write).collect(),
+            actor: origin.actor,
+            id: origin.write_id,
+            expiry: Expiry::Keep,
+            batch: Some(*batch),
+        }
+    }
+
+    /// The writes, in order.
+    pub fn ops(&self) -> &[Op<'a>] {
+        &self.ops
+    }
+
+    /// The keys of the writes, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Key> {
+        self.ops.iter().map(Op::key)
+    }
+
+    /// The actor the writes are stamped with.
+    pub fn actor(&self) -> &'a str {
+        self.actor
+    }
+
+    /// The caller's identity of the request.
+    pub fn id(&self) -> Option<&'a WriteId> {
+        self.id
+    }
+
+    /// Whether the request repeats a call with its identity that was applied (never without
+    /// one): a single write whose key's document keeps the identity, or a delete or batch
+    /// one of whose keys keeps it ([`KeptIds::repeats_delete`]: a delete record lasts
+    /// [`DELETE_IDS_KEPT_FOR`](crate::identity::DELETE_IDS_KEPT_FOR)). `current` holds the
+    /// documents at the keys, `kept` what each key keeps (`docs/contract.md`, "Write
+    /// identities"). A repeat applies nothing and answers with [`Answer::Repeat`].
+    pub fn is_repeat<D: Borrow<Document>>(
+        &self,
+        current: &[Option<D>],
+        kept: impl Fn(&Key) -> Option<&'a KeptIds>,
+        now: i64,
+    ) -> bool {
+        let Some(id) = self.id else {
+            return false;
+        };
+        let deletes = matches!(self.ops.first(), Some(Op::Delete { .. }));
+        if self.batch.is_some() || deletes {
+            return self
+                .keys()
+                .any(|key| kept(key).is_some_and(|kept| kept.repeats_delete(id, now)));
+        }
+        let key = self.ops[0].key();
+        current[0].is_some() && kept(key).is_some_and(|kept| kept.repeats_write(id))
+    }
+
+    /// Every write's decision on `current` (the documents at the keys, in order), stamped
+    /// `now`, with its expiry applied and the per-site quota counted in `quota`; the first
+    /// refusal ends the request. A batch's errors name their write ([`Error::Batch`]); a single
+    /// call's are its own.
+    pub fn decide<D: Borrow<Document>>(
+        &self,
+        current: &[Option<D>],
+        now: i64,
+        max_doc_bytes: usize,
+        quota: &mut QuotaCount<'_>,
+    ) -> Result<Vec<Decision>> {
+        let mut bytes = self.batch.map(|b| b.bytes()).unwrap_or_default();
+        let decided = self
+            .ops
+            .iter()
+            .zip(current)
+            .enumerate()
+            .map(|(index, (op, current))| {
+                let current = current.as_ref().map(Borrow::borrow);
+                let expiry = self.batch.map_or(self.expiry, |b| b.expiry(index));
+                let decision = op
+                    .decide(index, current, (self.actor, now), max_doc_bytes, &mut bytes)?
+                    .expire(expiry);
+                quota.count(index, op.key().site(), &decision)?;
+                Ok(decision)
+            })
+            .collect();
+        match self.batch {
+            Some(_) => decided,
+            None => decided.map_err(unwrap_single),
+        }
+    }
+
+    /// What the key of a write keeps of the identities after the write's `decision`, given
+    /// `earlier` (what it kept before): nothing changes for a check or a delete of nothing; a
+    /// write with an identity keeps it ([`KeptIds::written`], [`KeptIds::deleted`]); a
+    /// delete without one forgets the deleted document's.
+    pub fn kept_after(
+        &self,
+        decision: &Decision,
+        earlier: Option<&KeptIds>,
+        now: i64,
+    ) -> KeptChange {
+        match (decision, self.id) {
+            (Decision::Keep, _) => KeptChange::Unchanged,
+            (Decision::Store { .. }, None) => KeptChange::Unchanged,
+            (Decision::Remove, None) => KeptChange::Forget,
+            (Decision::Store { .. }, Some(id)) => KeptChange::Keep(KeptIds::written(id, earlier)),
+            (Decision::Remove, Some(id)) => KeptChange::Keep(KeptIds::deleted(id, earlier, now)),
+        }
+    }
+}
+
+/// The single call's own error out of the [`Error::Batch`] a decision wraps it in.
+fn unwrap_single(err: Error) -> Error {
+    match err {
+        Error::Batch { source, .. } => *source,
+        other => other,
+    }
+}
+
+/// What a key's kept identities become after a write ([`Request::kept_after`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeptChange {
+    /// Leave them as they are.
+    Unchanged,
+    /// Remove them (the document they belonged to is gone).
+    Forget,
+    /// Store these.
+    Keep(KeptIds),
+}
+
+/// The per-site quota (`max_docs_per_site`) counted over a request's writes, one after the
+/// other: each site's count starts at what `stored(site)` says the site holds and moves with
+/// every create and delete decided (an earlier delete makes room for a later create). Without
+/// a quota nothing is counted and `stored` is never called.
+///
+/// ```
+/// use docstore::batch::Decision;
+/// use docstore::request::QuotaCount;
+/// use docstore::{Document, Error};
+///
+/// let create = Decision::Store { document: Document::first("a", docstore::Data::new(), "", 1), creates: true };
+/// let mut quota = QuotaCount::new(Some(2), |_site: &str| 1);
+/// assert!(quota.count(0, "acme", &create).is_ok());
+/// let full = quota.count(1, "acme", &create).unwrap_err();
+/// assert!(matches!(full.batch_failure(), Some((1, Error::QuotaExceeded { limit: 2 }))));
+/// assert!(quota.count(1, "acme", &Decision::Remove).is_ok());
+/// assert!(quota.count(2, "acme", &create).is_ok());
+/// ```
+pub struct QuotaCount<'s> {
+    limit: Option<u64>,
+    counts: HashMap<String, u64>,
+    stored: Box<dyn FnMut(&str) -> u64 + Send + 's>,
+}
+
+impl<'s> QuotaCount<'s> {
+    /// A count under `limit` (`None`: no quota), starting each site at `stored(site)`.
+    pub fn new(limit: Option<u64>, stored: impl FnMut(&str) -> u64 + Send + 's) -> Self {
+        QuotaCount {
+            limit,
+            counts: HashMap::new(),
+            stored: Box::new(stored),
+        }
+    }
+
+    /// No quota: every count passes.
+    pub fn unlimited() -> Self {
+        QuotaCount::new(None, |_| 0)
+    }
+
+    /// Counts write `index` of the request in `site`: [`Error::QuotaExceeded`] (as
+    /// [`Error::Batch`] with `index`) when it creates a document in a full site.
+    pub fn count(&mut self, index: usize, site: &str, decision: &Decision) -> Result<()> {
+        let Some(limit) = self.limit else {
+            return Ok(());
+        };
+        if !self.counts.contains_key(site) {
+            let stored = (self.stored)(site);
+            self.counts.insert(site.to_owned(), stored);
+        }
+        let count = self.counts.get_mut(site).expect("just inserted");
+        let delta = decision.counter_delta();
+        if delta > 0 && *count >= limit {
+            return Err(batch::failed(index, Error::QuotaExceeded { limit }));
+        }
+        *count = count.saturating_add_signed(delta);
+        Ok(())
+    }
+}
+
+/// What a request did: the driver's result, turned into each call's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// Applied now: one outcome per write (`Checked` for a delete that found nothing).
+    Applied(Vec<WriteOutcome>),
+    /// A repeat of a call already applied: nothing written; the documents at its keys now.
+    Repeat(Vec<Option<Document>>),
+}
+
+impl Answer {
+    /// The answer of applied `decisions`: `Written` for a stored document, `Deleted` for a
+    /// removal, `Checked` for a key left as it was.
+    pub fn applied(decisions: Vec<Decision>) -> Self {
+        Answer::Applied(decisions.into_iter().map(Decision::into_outcome).collect())
+    }
+
+    /// A single write's answer: the document it wrote, or for a repeat the document as it
+    /// stands.
+    pub fn into_document(self) -> Result<Document> {
+        let unexpected = |what: &str| Error::backend(format!("a write answered {what}"), "write");
+        match self {
+            Answer::Applied(mut outcomes) => match outcomes.pop() {
+                Some(WriteOutcome::Written(document)) => Ok(document),
+                other => Err(unexpected(&format!("{other:?}"))),
+            },
+            Answer::Repeat(mut current) => current
+                .pop()
+                .flatten()
+                .ok_or_else(|| unexpected("a repeat without its document")),
+        }
+    }
+
+    /// A delete's answer ([`delete_answer`](crate::driver::delete_answer)): whether it
+    /// removed the document at `key` (a repeat did).
+    pub fn into_deleted(self, key: &Key, expected_version: Option<u64>) -> Result<bool> {
+        let deleted = match self {
+            Answer::Applied(outcomes) => matches!(outcomes[..], [WriteOutcome::Deleted]),
+            Answer::Repeat(_) => true,
+        };
+        crate::driver::delete_answer(key, expected_version, deleted)
+    }
+
+    /// A batch's answer: its outcomes, or for a repeat
+    /// [`repeated_outcomes`](batch::repeated_outcomes) of `writes`.
+    pub fn into_outcomes(self, writes: &[Write]) -> Result<Vec<WriteOutcome>> {
+        match self {
+            Answer::Applied(outcomes) => Ok(outcomes),
+            Answer::Repeat(current) => batch::repeated_outcomes(writes, current),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::Expiry;
+
+    fn key(id: &str) -> Key {
+        Key::new("s", "c", id).unwrap()
+    }
+
+    fn origin(id: Option<&WriteId>) -> Origin<'_> {
+        Origin {
+            actor: "ann",
+            write_id: id,
+            expiry: Expiry::Keep,
+        }
+    }
+
+    #[test]
+    fn replace_if_and_delete_decide_as_their_single_calls() {
+        let doc = Document::first("a", Data::new(), "x", 1);
+        let (k, data, mut bytes) = (key("a"), Data::new(), BatchBytes::default());
+        let decide = |op: Op<'_>, current: Option<&Document>, bytes: &mut BatchBytes| {
+            op.decide(0, current, ("ann", 5), 100, bytes)
+        };
+        let replace = |expected| Op::ReplaceIf {
+            key: &k,
+            data: &data,
+            expected,
+        };
+        let Decision::Store { document, creates } =
+            decide(replace(1), Some(&doc), &mut bytes).unwrap()
+        else {
+            panic!("a replace stores");
+        };
+        assert!(!creates && document.version == 2 && document.updated_by == "ann");
+        let conflict = decide(replace(2), Some(&doc), &mut bytes).unwrap_err();
+        assert!(matches!(
+            conflict.batch_failure(),
+            Some((0, Error::Conflict { current: 1 }))
+        ));
+        let missing = decide(replace(1), None, &mut bytes).unwrap_err();
+        assert!(matches!(
+            missing.batch_failure(),
+            Some((0, Error::NotFound { .. }))
+        ));
+        let delete = |expected| Op::Delete { key: &k, expected };
+        assert_eq!(
+            decide(delete(None), None, &mut bytes).unwrap(),
+            Decision::Keep
+        );
+        assert_eq!(
+            decide(delete(Some(1)), Some(&doc), &mut bytes).unwrap(),
+            Decision::Remove
+        );
+        assert!(decide(delete(Some(1)), None, &mut bytes).is_err());
+        assert!(decide(delete(Some(3)), Some(&doc), &mut bytes).is_err());
+    }
+
+    #[test]
+    fn a_single_calls_errors_are_its_own_and_a_batchs_name_the_write() {
+        let (a, b) = (key("a"), key("b"));
+        let stored = Some(Document::first("a", Data::new(), "x", 1));
+        let create = Write::create(a.clone(), Data::new());
+        let single = Request::single(Op::Write(&create), origin(None));
+        let err = single
+            .decide(
+                std::slice::from_ref(&stored),
+                2,
+                100,
+                &mut QuotaCount::unlimited(),
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::AlreadyExists), "{err:?}");
+        let writes = [Write::check(b, None), create];
+        let checked = CheckedBatch::check(&writes, 100).unwrap();
+        let batch = Request::batch(&checked, origin(None));
+        let err = batch
+            .decide(&[None, stored], 2, 100, &mut QuotaCount::unlimited())
+            .unwrap_err();
+        assert!(matches!(
+            err.batch_failure(),
+            Some((1, Error::AlreadyExists))
+        ));
+    }
+
+    #[test]
+    fn the_quota_counts_across_the_request() {
+        let writes = [
+            Write::create(key("a"), Data::new()),
+            Write::create(key("b"), Data::new()),
+        ];
+        let checked = CheckedBatch::check(&writes, 100).unwrap();
+        let request = Request::batch(&checked, origin(None));
+        let none: [Option<Document>; 2] = [None, None];
+        let mut asked = 0;
+        let mut quota = QuotaCount::new(Some(2), |site| {
+            asked += 1;
+            assert_eq!(site, "s");
+            1
+        });
+        let err = request.decide(&none, 1, 100, &mut quota).unwrap_err();
+        assert!(matches!(
+            err.batch_failure(),
+            Some((1, Error::QuotaExceeded { limit: 2 }))
+        ));
+        drop(quota);
+        assert_eq!(asked, 1, "each site's count is read once");
+    }
+
+    #[test]
+    fn repeats_are_recognised_by_the_kept_identities() {
+        let id = WriteId::random();
+        let (a, b) = (key("a"), key("b"));
+        let doc = Some(Document::first("a", Data::new(), "x", 1));
+        let put = Write::put(a.clone(), Data::new());
+        let kept_write = KeptIds {
+            ids: KeptIds::written(&id, None).ids,
+            deleted_at: None,
+        };
+        let single = Request::single(Op::Write(&put), origin(Some(&id)));
+        assert!(single.is_repeat(std::slice::from_ref(&doc), |_| Some(&kept_write), 1));
+        assert!(!single.is_repeat(&[None::<Document>], |_| Some(&kept_write), 1));
+        let anonymous = Request::single(Op::Write(&put), origin(None));
+        assert!(!anonymous.is_repeat(&[doc], |_| Some(&kept_write), 1));
+        let deleted = KeptIds::deleted(&id, None, 10);
+        let delete = Request::single(
+            Op::Delete {
+                key: &b,
+                expected: None,
+            },
+            origin(Some(&id)),
+        );
+        assert!(delete.is_repeat(&[None::<Document>], |_| Some(&deleted), 11));
+        let later = 10 + crate::identity::DELETE_IDS_KEPT_FOR_NANOS;
+        assert!(!delete.is_repeat(&[None::<Document>], |_| Some(&deleted), later));
+    }
+
+    #[test]
+    fn answers_of_each_call() {
+        let doc = Document::first("a", Data::new(), "x", 1);
+        let written = Answer::applied(vec![Decision::Store {
+            document: doc.clone(),
+            creates: true,
+        }]);
+        assert_eq!(written.into_document().unwrap(), doc);
+        assert_eq!(
+            Answer::Repeat(vec![Some(doc.clone())])
+                .into_document()
+                .unwrap(),
+            doc
+        );
+        let k = key("a");
+        let nothing = Answer::applied(vec![Decision::Keep]);
+        assert!(!nothing.clone().into_deleted(&k, None).unwrap());
+        assert!(nothing.into_deleted(&k, Some(1)).is_err());
+        let removed = Answer::applied(vec![Decision::Remove]);
+        assert!(removed.into_deleted(&k, Some(1)).unwrap());
+    }
+}
