@@ -39,8 +39,9 @@
 
 use crate::item::{Item, PK, SK, text};
 use crate::layout::Layout;
-use crate::send::Companion;
+use crate::send::{Companion, build_error};
 use crate::store::DynamoStore;
+use aws_sdk_dynamodb::types::Delete;
 use docstore::{Document, Key, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -103,6 +104,20 @@ pub(crate) struct Marker {
     pub(crate) expires_at: i64,
     /// The marker item's key.
     pub(crate) item_key: Item,
+}
+
+impl Marker {
+    /// The delete of this marker item in `table`, conditioned on its still being there (the
+    /// sweep's and `recount`'s transactions: a marker another remover took first cancels it).
+    pub(crate) fn delete(&self, table: &str) -> Result<Delete> {
+        Delete::builder()
+            .table_name(table)
+            .set_key(Some(self.item_key.clone()))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .build()
+            .map_err(build_error)
+    }
 }
 
 /// The marker an item of `site`'s marker partitions holds (`None`: not one docstore wrote).

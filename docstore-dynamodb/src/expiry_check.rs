@@ -13,7 +13,7 @@ use crate::layout::{Partition, parse_pk};
 use crate::send::build_error;
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{ConditionCheck, Delete, TransactWriteItem};
+use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 use docstore::{Key, RecountMode, Result};
 use std::collections::HashSet;
 
@@ -104,13 +104,7 @@ impl DynamoStore {
             .expression_attribute_values(":at", num(marker.expires_at))
             .build()
             .map_err(build_error)?;
-        let delete = Delete::builder()
-            .table_name(&self.table)
-            .set_key(Some(marker.item_key.clone()))
-            .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#pk", PK)
-            .build()
-            .map_err(build_error)?;
+        let delete = marker.delete(&self.table)?;
         let sent = self
             .client
             .transact_write_items()

@@ -6,12 +6,12 @@ use crate::counters::counter_update;
 use crate::expiring::{Marker, marker_changes};
 use crate::guards::Foreign;
 use crate::history::Stored;
-use crate::item::{PK, key_of};
+use crate::item::key_of;
 use crate::send::{Companion, Expect, Sent, build_error};
 use crate::stamps::expiry_stamp_item;
 use crate::store::DynamoStore;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{ConditionCheck, Delete, TransactWriteItem};
+use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 use docstore::config::CounterMode;
 use docstore::{Error, Key, Result, WriteId};
 
@@ -197,13 +197,7 @@ impl DynamoStore {
             .set_expression_attribute_values(values)
             .build()
             .map_err(build_error)?;
-        let delete = Delete::builder()
-            .table_name(&self.table)
-            .set_key(Some(marker.item_key.clone()))
-            .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#pk", PK)
-            .build()
-            .map_err(build_error)?;
+        let delete = marker.delete(&self.table)?;
         let mut actions = vec![
             TransactWriteItem::builder().condition_check(check).build(),
             TransactWriteItem::builder().delete(delete).build(),
