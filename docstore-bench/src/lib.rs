@@ -18,6 +18,7 @@
 pub mod adapter;
 pub mod baselines;
 pub mod cli;
+pub mod contention;
 pub mod data;
 pub mod dynamo;
 pub mod evaluator;
@@ -25,6 +26,7 @@ pub mod measure;
 pub mod peak;
 #[cfg(feature = "polodb")]
 pub mod polodb;
+pub mod postgres;
 pub mod report;
 pub mod run;
 pub mod subject;
