@@ -8,7 +8,9 @@
 //!   page by page, concurrent updates), run on anything implementing [`subject::Subject`];
 //! - [`adapter`]: a docstore [`Store`](docstore::Store) as a subject;
 //! - [`baselines`]: the hand-written baselines (a `RwLock<HashMap>`, raw `rusqlite`, raw
-//!   `aws-sdk-dynamodb`);
+//!   `aws-sdk-dynamodb`, raw `tokio-postgres`);
+//! - [`postgres`]: one round of the PostgreSQL section, and [`contention`]: concurrent creates
+//!   with the lock waits they cause;
 //! - `polodb` (feature `polodb`, on by default): PoloDB as a peer of docstore-sqlite;
 //! - [`evaluator`]: the reference query evaluator on its own;
 //! - [`report`]: the table and the JSON file; [`peak`]: peak memory; [`measure`]: latencies.

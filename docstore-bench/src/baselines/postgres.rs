@@ -17,8 +17,8 @@
 //! - the change row, its position drawn under the store's transaction-scoped advisory lock
 //!   (positions in commit order, as docstore-postgres's feed) with a `pg_notify`.
 //!
-//! A batch locks its documents with one statement and writes them, their identities and
-//! their change rows with one statement each (`unnest`). Reads are single statements; the
+//! A batch locks its documents with one statement, writes each with an `UPDATE`, and keeps
+//! their identities and logs their changes with one statement each (`unnest`). Reads are single statements; the
 //! selective query filters, sorts and limits in SQL.
 
 pub mod schema;
@@ -48,7 +48,6 @@ struct Sql {
     lock_one: String,
     lock_many: String,
     update: String,
-    update_many: String,
     delete: String,
     get: String,
     top: String,
@@ -120,12 +119,6 @@ impl Sql {
             update: format!(
                 "UPDATE {s}.documents SET data = $4::text::jsonb, updated_at = $5, \
                  updated_by = $6, version = $7 WHERE site = $1 AND collection = $2 AND id = $3"
-            ),
-            update_many: format!(
-                "UPDATE {s}.documents d SET data = u.data::jsonb, updated_at = $4, \
-                 updated_by = $5, version = u.version \
-                 FROM unnest($3::text[], $6::text[], $7::bigint[]) AS u (id, data, version) \
-                 WHERE d.site = $1 AND d.collection = $2 AND d.id = u.id"
             ),
             delete: format!(
                 "DELETE FROM {s}.documents WHERE site = $1 AND collection = $2 AND id = $3 \
@@ -356,7 +349,8 @@ struct Merged {
 
 impl PostgresBaseline {
     /// A batch of `update_if`s in one transaction: one statement locks the documents, then
-    /// one writes them, one keeps the identity on their keys, one logs their changes.
+    /// one `UPDATE` each, one statement keeps the identity on their keys, one logs their
+    /// changes.
     async fn patch_many(
         &self,
         collection: &str,
@@ -397,20 +391,28 @@ impl PostgresBaseline {
             merged.created_by.push(doc.created_by.clone());
         }
         let (update, keep, log) = tokio::try_join!(
-            tx.prepare_cached(&self.sql.update_many),
+            tx.prepare_cached(&self.sql.update),
             tx.prepare_cached(&self.sql.keep_ids),
             tx.prepare_cached(&self.sql.log_many)
         )?;
         let m = &merged;
-        let update_params: &Params = &[
-            &SITE,
-            &collection,
-            &m.ids,
-            &now,
-            &ACTOR,
-            &m.bodies,
-            &m.versions,
-        ];
+        // One `UPDATE` a document, all in the pipeline: a single `UPDATE … FROM unnest(…)`
+        // was tried and PostgreSQL's generic plan for it scanned the collection (5.8 ms a
+        // batch of 10 at 22 000 rows, against 2.2 ms for docstore's).
+        let updates = (0..m.ids.len()).map(|i| {
+            let params: Vec<&(dyn ToSql + Sync)> = vec![
+                &SITE,
+                &collection,
+                &m.ids[i],
+                &m.bodies[i],
+                &now,
+                &ACTOR,
+                &m.versions[i],
+            ];
+            let update = &update;
+            let tx = &tx;
+            async move { exec(tx, update, &params).await }
+        });
         let log_params: &Params = &[
             &self.feed_lock,
             &self.channel,
@@ -425,11 +427,12 @@ impl PostgresBaseline {
             &m.created_by,
         ];
         let keep_params: &Params = &[&SITE, &collection, &m.ids, &write.as_str()];
-        let (updated, ..) = tokio::try_join!(
-            exec(&tx, &update, update_params),
+        let (counts, ..) = tokio::try_join!(
+            futures_util::future::try_join_all(updates),
             exec(&tx, &keep, keep_params),
             exec(&tx, &log, log_params),
         )?;
+        let updated: u64 = counts.iter().sum();
         if updated != writes.len() as u64 {
             return Err(format!("{updated} of {} documents updated", writes.len()).into());
         }
