@@ -9,7 +9,8 @@ use std::path::PathBuf;
 #[derive(Clone, Debug, Parser)]
 #[command(name = "docstore-bench", version)]
 pub struct Args {
-    /// Backends to run (DynamoDB only when an endpoint is given).
+    /// Backends to run (DynamoDB only when an endpoint is given; PostgreSQL only when named,
+    /// and then it needs a server: `--postgres-url`).
     #[arg(
         long,
         value_enum,
@@ -26,6 +27,19 @@ pub struct Args {
     /// Operations per single-document workload, DynamoDB backend.
     #[arg(long, default_value_t = 1_000)]
     pub dynamodb_ops: usize,
+    /// Operations per single-document workload, PostgreSQL backend.
+    #[arg(long, default_value_t = 2_000)]
+    pub postgres_ops: usize,
+    /// Documents in the query collection, PostgreSQL.
+    #[arg(long, default_value_t = 20_000)]
+    pub postgres_query_docs: usize,
+    /// Updates (and creates) per task in the concurrency workloads, PostgreSQL.
+    #[arg(long, default_value_t = 200)]
+    pub postgres_task_ops: usize,
+    /// The PostgreSQL server of the `postgres` backend (a database the benchmark creates and
+    /// drops schemas in); `scripts/with-postgres` sets DOCSTORE_POSTGRES_URL.
+    #[arg(long, env = "DOCSTORE_POSTGRES_URL")]
+    pub postgres_url: Option<String>,
     /// Documents in the query collection (memory and SQLite).
     #[arg(long, default_value_t = 100_000)]
     pub query_docs: usize,
@@ -98,6 +112,8 @@ pub enum BackendName {
     Polodb,
     /// `docstore-dynamodb` against raw `aws-sdk-dynamodb`, on the emulator.
     Dynamodb,
+    /// `docstore-postgres` against raw `tokio-postgres` (never run unless named).
+    Postgres,
 }
 
 /// SQLite's `synchronous` setting.

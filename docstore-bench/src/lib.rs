@@ -8,7 +8,9 @@
 //!   page by page, concurrent updates), run on anything implementing [`subject::Subject`];
 //! - [`adapter`]: a docstore [`Store`](docstore::Store) as a subject;
 //! - [`baselines`]: the hand-written baselines (a `RwLock<HashMap>`, raw `rusqlite`, raw
-//!   `aws-sdk-dynamodb`);
+//!   `aws-sdk-dynamodb`, raw `tokio-postgres`);
+//! - [`postgres`]: one round of the PostgreSQL section, and [`contention`]: concurrent creates
+//!   with the lock waits they cause;
 //! - `polodb` (feature `polodb`, on by default): PoloDB as a peer of docstore-sqlite;
 //! - [`evaluator`]: the reference query evaluator on its own;
 //! - [`report`]: the table and the JSON file; [`peak`]: peak memory; [`measure`]: latencies.
@@ -18,6 +20,7 @@
 pub mod adapter;
 pub mod baselines;
 pub mod cli;
+pub mod contention;
 pub mod data;
 pub mod dynamo;
 pub mod evaluator;
@@ -25,6 +28,7 @@ pub mod measure;
 pub mod peak;
 #[cfg(feature = "polodb")]
 pub mod polodb;
+pub mod postgres;
 pub mod report;
 pub mod run;
 pub mod subject;

@@ -19,7 +19,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn side(subject: Arc<dyn Subject>, label: &str, requests: Option<RequestCounter>) -> Side {
+/// The side of `subject`, its single-document workloads in a collection named after `label`.
+pub(crate) fn side(
+    subject: Arc<dyn Subject>,
+    label: &str,
+    requests: Option<RequestCounter>,
+) -> Side {
     Side {
         subject,
         point_collection: format!("{POINT_COLLECTION}-{label}"),
@@ -31,7 +36,7 @@ fn side(subject: Arc<dyn Subject>, label: &str, requests: Option<RequestCounter>
 
 /// The docstore side of `store`: its [`DocstoreSubject`], and the same store typed for the
 /// typed rows.
-fn docstore_side(store: &Store, requests: Option<RequestCounter>) -> BenchResult<Side> {
+pub(crate) fn docstore_side(store: &Store, requests: Option<RequestCounter>) -> BenchResult<Side> {
     let mut side = side(
         Arc::new(DocstoreSubject::new(store.clone())),
         "docstore",
@@ -125,6 +130,32 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
                     report.sections.push(median_round(rounds));
                 }
             }
+            BackendName::Postgres => {
+                let Some(url) = &args.postgres_url else {
+                    return Err("postgres: no server; pass --postgres-url or set \
+                                DOCSTORE_POSTGRES_URL (scripts/with-postgres starts a \
+                                private server and sets it)"
+                        .into());
+                };
+                let spec = spec(
+                    args.postgres_ops,
+                    args.postgres_query_docs,
+                    args.query_runs,
+                    args.postgres_task_ops,
+                );
+                eprintln!("postgres: {spec:?}");
+                let mut rounds = Vec::new();
+                for round in 0..args.repeat.max(1) {
+                    let done = crate::postgres::round(&spec, url, round).await?;
+                    for waits in done.waits {
+                        report
+                            .notes
+                            .push(format!("postgres round {}: {waits}", round + 1));
+                    }
+                    rounds.push(done.section);
+                }
+                report.sections.push(median_round(rounds));
+            }
             BackendName::Dynamodb => {
                 let Some(endpoint) = &args.dynamodb_endpoint else {
                     report.notes.push(
@@ -199,7 +230,12 @@ fn median_round(mut rounds: Vec<Section>) -> Section {
     merged
 }
 
-async fn both(spec: &Spec, docstore: &Side, baseline: &Side) -> BenchResult<Vec<Comparison>> {
+/// The single-document, query and walk workloads on both sides.
+pub(crate) async fn both(
+    spec: &Spec,
+    docstore: &Side,
+    baseline: &Side,
+) -> BenchResult<Vec<Comparison>> {
     let mut rows = workloads::point_workloads(spec, docstore, baseline).await?;
     rows.extend(workloads::query_workloads(spec, docstore, baseline).await?);
     Ok(rows)

@@ -3,4 +3,5 @@
 
 pub mod dynamodb;
 pub mod memory;
+pub mod postgres;
 pub mod sqlite;

@@ -1,0 +1,119 @@
+//! docstore-postgres's schema, copied for the baseline, and the check that the baseline's
+//! schema is the one docstore-postgres created (the run fails when they differ).
+
+use crate::BenchResult;
+use tokio_postgres::Client;
+
+/// docstore-postgres's tables, version 1 (`docstore-postgres/src/schema.rs`), verbatim: `{s}`
+/// is the quoted schema.
+const TABLES: &str = r#"
+CREATE TABLE {s}.meta (singleton int PRIMARY KEY CHECK (singleton = 1), version int NOT NULL,
+    feed_id text NOT NULL);
+CREATE TABLE {s}.documents (
+    site text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL, data jsonb NOT NULL, raw text,
+    created_at bigint NOT NULL, updated_at bigint NOT NULL,
+    created_by text NOT NULL, updated_by text NOT NULL, version bigint NOT NULL,
+    PRIMARY KEY (site, collection, id));
+CREATE TABLE {s}.counters (site text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL,
+    n bigint NOT NULL CHECK (n >= 0), PRIMARY KEY (site, collection));
+CREATE TABLE {s}.write_ids (site text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL, ids text NOT NULL, deleted_at bigint,
+    PRIMARY KEY (site, collection, id));
+CREATE INDEX write_ids_deleted ON {s}.write_ids (deleted_at) WHERE deleted_at IS NOT NULL;
+CREATE SEQUENCE {s}.change_positions;
+CREATE TABLE {s}.changes (position bigint PRIMARY KEY, site text COLLATE "C" NOT NULL,
+    collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, kind text NOT NULL,
+    version bigint NOT NULL, body text, created_at bigint, created_by text,
+    time bigint NOT NULL, actor text NOT NULL);
+CREATE INDEX changes_by_site ON {s}.changes (site, position);
+"#;
+
+/// The schema version [`TABLES`] is (docstore-postgres's `meta.version`).
+const VERSION: i32 = 1;
+
+/// Creates schema `schema` (dropping it first) with docstore-postgres's tables.
+pub async fn create(client: &Client, schema: &str) -> BenchResult<()> {
+    let quoted = format!("\"{schema}\"");
+    let ddl = TABLES.replace("{s}", &quoted);
+    client
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {quoted} CASCADE; CREATE SCHEMA {quoted}; {ddl}"
+        ))
+        .await?;
+    let feed_id = docstore::WriteId::random().as_str().to_owned();
+    client
+        .execute(
+            &format!("INSERT INTO {quoted}.meta VALUES (1, $1, $2)"),
+            &[&VERSION, &feed_id],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Catalog queries describing a schema (`$1`), one line per object; the schema's own name
+/// is replaced by `S` where the catalog spells it.
+const DESCRIBE: [&str; 5] = [
+    "SELECT format('column %s.%s #%s %s null=%s collation=%s default=%s', table_name, \
+     column_name, ordinal_position, data_type, is_nullable, coalesce(collation_name, '-'), \
+     coalesce(replace(column_default, $1, 'S'), '-')) \
+     FROM information_schema.columns WHERE table_schema = $1",
+    "SELECT format('constraint %s.%s %s', c.relname, k.conname, pg_get_constraintdef(k.oid)) \
+     FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid \
+     JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1",
+    "SELECT format('index %s %s', indexname, replace(indexdef, $1 || '.', 'S.')) \
+     FROM pg_indexes WHERE schemaname = $1",
+    "SELECT format('sequence %s %s start=%s step=%s', sequencename, data_type, start_value, \
+     increment_by) FROM pg_sequences WHERE schemaname = $1",
+    "SELECT format('trigger %s.%s %s', c.relname, t.tgname, \
+     replace(pg_get_triggerdef(t.oid), $1 || '.', 'S.')) \
+     FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid \
+     JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND NOT t.tgisinternal",
+];
+
+/// The schema `schema` as sorted lines: its `meta.version`, every column, constraint, index,
+/// sequence and trigger.
+pub async fn describe(client: &Client, schema: &str) -> BenchResult<Vec<String>> {
+    let version: i32 = client
+        .query_one(&format!("SELECT version FROM \"{schema}\".meta"), &[])
+        .await?
+        .get(0);
+    let mut lines = vec![format!("meta.version {version}")];
+    for sql in DESCRIBE {
+        for row in client.query(sql, &[&schema]).await? {
+            lines.push(row.get(0));
+        }
+    }
+    lines.sort();
+    Ok(lines)
+}
+
+/// Fails, naming the objects that differ, unless schema `baseline` is exactly what
+/// docstore-postgres created as schema `store`: ratios against a baseline on another schema
+/// would not compare like with like.
+pub async fn check_same(client: &Client, store: &str, baseline: &str) -> BenchResult<()> {
+    let (ours, theirs) = (
+        describe(client, store).await?,
+        describe(client, baseline).await?,
+    );
+    if ours == theirs {
+        return Ok(());
+    }
+    let only = |a: &[String], b: &[String]| {
+        a.iter()
+            .filter(|line| !b.contains(line))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    };
+    Err(format!(
+        "the PostgreSQL baseline's schema differs from the one docstore-postgres created; copy \
+         docstore-postgres/src/schema.rs's tables into TABLES in \
+         docstore-bench/src/baselines/postgres/schema.rs (and write what they add, as \
+         docstore-postgres does).\nOnly in docstore-postgres's:\n  {}\nOnly in the \
+         baseline's:\n  {}",
+        only(&ours, &theirs),
+        only(&theirs, &ours)
+    )
+    .into())
+}

@@ -1,0 +1,173 @@
+//! One round of the PostgreSQL section: docstore-postgres through the front end against the
+//! hand-written [`PostgresBaseline`], each in a fresh schema of the same server (checked to
+//! be the same schema), the query collection bulk-loaded into both; the common workloads,
+//! then concurrent creates in one collection and across as many collections as tasks, with
+//! the lock waits sampled (see [`crate::contention`]).
+
+use crate::baselines::postgres::{PostgresBaseline, schema};
+use crate::contention::{self, Waits};
+use crate::data::{self, ACTOR, QUERY_COLLECTION, SITE, now_nanos};
+use crate::report::Section;
+use crate::workloads::{Comparison, Side, Spec};
+use crate::{BenchResult, run};
+use docstore::{Index, IndexSet, Key, Store, StoreOptions};
+use docstore_postgres::PostgresStore;
+use std::sync::Arc;
+use tokio_postgres::Client;
+
+/// One round's section, and what its concurrent creates waited for.
+pub struct Round {
+    /// The comparisons.
+    pub section: Section,
+    /// One line per concurrent-create workload and side: the lock waits sampled.
+    pub waits: Vec<String>,
+}
+
+/// `url` with `?schema=` (or `&schema=`) `schema`, as docstore-postgres reads it.
+fn with_schema(url: &str, schema: &str) -> String {
+    let joint = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{joint}schema={schema}")
+}
+
+/// A client of its own on `url`.
+async fn connect(url: &str) -> BenchResult<Client> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+/// The index an application would declare for the selective query (docstore-postgres accepts
+/// it and does not read it yet: both sides scan the collection).
+fn indexes() -> BenchResult<IndexSet> {
+    let index = Index::parse(
+        QUERY_COLLECTION,
+        "by_status_category",
+        ["status", "category", "priority"],
+    )?;
+    Ok(IndexSet::new([index])?)
+}
+
+/// Inserts documents `0..count` (generation 0) into `collection` of schema `schema`, with
+/// the row and the counter docstore-postgres's creates leave (no change rows), 1000 a
+/// statement, then `ANALYZE`s the table.
+pub async fn bulk_load(
+    client: &Client,
+    schema: &str,
+    collection: &str,
+    count: usize,
+) -> BenchResult<()> {
+    let s = format!("\"{schema}\"");
+    let insert = client
+        .prepare(&format!(
+            "INSERT INTO {s}.documents (site, collection, id, data, created_at, updated_at, \
+             created_by, updated_by, version) SELECT $1, $2, i, d::jsonb, $3, $3, $4, $4, 1 \
+             FROM unnest($5::text[], $6::text[]) AS t (i, d)"
+        ))
+        .await?;
+    let now = now_nanos();
+    for start in (0..count).step_by(1000) {
+        let numbers = start..count.min(start + 1000);
+        let ids: Vec<String> = numbers.clone().map(data::id).collect();
+        let bodies = numbers
+            .map(|n| serde_json::to_string(&data::document(n, 0)))
+            .collect::<Result<Vec<_>, _>>()?;
+        client
+            .execute(&insert, &[&SITE, &collection, &now, &ACTOR, &ids, &bodies])
+            .await?;
+    }
+    let n = count as i64;
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {s}.counters (site, collection, n) VALUES ($1, $2, $3) \
+                 ON CONFLICT (site, collection) DO UPDATE SET n = {s}.counters.n + $3"
+            ),
+            &[&SITE, &collection, &n],
+        )
+        .await?;
+    client
+        .batch_execute(&format!("ANALYZE {s}.documents"))
+        .await?;
+    Ok(())
+}
+
+/// One round on the server at `url`, in schemas named after `round` (dropped afterwards).
+pub async fn round(spec: &Spec, url: &str, round: usize) -> BenchResult<Round> {
+    let tag = format!("{}_{round}", std::process::id());
+    let (store_schema, baseline_schema) = (
+        format!("bench_docstore_{tag}"),
+        format!("bench_baseline_{tag}"),
+    );
+    let admin = connect(url).await?;
+    let driver = PostgresStore::open_with_options(
+        &with_schema(url, &store_schema),
+        StoreOptions::default().with_indexes(indexes()?),
+    )
+    .await?;
+    let store = Store::new(driver.clone());
+    let baseline = PostgresBaseline::open(url, &baseline_schema).await?;
+    let result = async {
+        schema::check_same(&admin, &store_schema, &baseline_schema).await?;
+        bulk_load(&admin, &store_schema, QUERY_COLLECTION, spec.query_docs).await?;
+        bulk_load(&admin, &baseline_schema, QUERY_COLLECTION, spec.query_docs).await?;
+        // The bulk load went around the store: check it sees the documents as its own.
+        let probe = Key::new(SITE, QUERY_COLLECTION, data::id(0))?;
+        if store
+            .get(&probe)
+            .await?
+            .is_none_or(|d| d.created_by != ACTOR)
+        {
+            return Err("docstore-postgres does not read the bulk-loaded documents".into());
+        }
+        let docstore = run::docstore_side(&store, None)?;
+        let baseline = run::side(Arc::new(baseline), "baseline", None);
+        let mut rows = run::both(spec, &docstore, &baseline).await?;
+        let mut waits = Vec::new();
+        for spread in [false, true] {
+            let (row, seen) = creates_row(spec, (&docstore, &baseline), spread, url).await?;
+            waits.extend(seen);
+            rows.push(row);
+        }
+        Ok(Round {
+            section: Section {
+                backend: "postgres".to_owned(),
+                description: format!(
+                    "PostgresStore through Store vs raw tokio-postgres (deadpool, 16 \
+                     connections) on docstore-postgres's schema, same server; {} ops per \
+                     workload, {} query documents",
+                    spec.ops, spec.query_docs
+                ),
+                rows,
+            },
+            waits,
+        })
+    }
+    .await;
+    admin
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS \"{store_schema}\" CASCADE; \
+             DROP SCHEMA IF EXISTS \"{baseline_schema}\" CASCADE"
+        ))
+        .await?;
+    result
+}
+
+/// Concurrent creates on both sides, in one collection or spread over one per task: the row,
+/// and each side's lock waits.
+async fn creates_row(
+    spec: &Spec,
+    (docstore, baseline): (&Side, &Side),
+    spread: bool,
+    url: &str,
+) -> BenchResult<(Comparison, Vec<String>)> {
+    let sizes = (spec.tasks, spec.task_ops);
+    let (ours, our_waits) = contention::creates(docstore, sizes, spread, url).await?;
+    let (theirs, their_waits) = contention::creates(baseline, sizes, spread, url).await?;
+    let name = match spread {
+        false => format!("create, {} tasks, one collection", spec.tasks),
+        true => format!("create, {} tasks, {} collections", spec.tasks, spec.tasks),
+    };
+    let told = |side: &str, waits: &Waits| format!("{name}, {side}: {}", waits.describe());
+    let waits = vec![told("docstore", &our_waits), told("baseline", &their_waits)];
+    Ok((Comparison::new(&name, "op", ours, theirs), waits))
+}
