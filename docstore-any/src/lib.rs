@@ -31,7 +31,7 @@
 //! |---|---|
 //! | `memory:` | a new in-memory store |
 //! | `sqlite:path/to/file.db?synchronous=normal&busy_timeout_ms=30000` | the SQLite file (created if missing; the path is taken literally up to a `?`, not percent-decoded); `sqlite::memory:` for a private in-memory database; `synchronous` is `full` (default) or `normal`; `feed=false` turns the change feed off, `feed_previous=true` records each change's previous value, `feed_retention_hours` (default 168) and `feed_poll_ms` (default 200) tune it; `read_only=true` opens it for reading only (nothing in the file changes; a missing file is an empty store); `share_file=true` lets docstore keep its tables in a file that holds another program's (refused otherwise) |
-//! | `postgres://user@host:port/db?schema=app` | a schema of a PostgreSQL database (created with its tables on first open; default schema `docstore`); the other parameters are libpq's |
+//! | `postgres://user@host:port/db?schema=app` | a schema of a PostgreSQL database (created with its tables on first open; default schema `docstore`); `feed_retention_hours` (default 168) sets how long the change feed keeps a change; the other parameters are libpq's |
 //! | `dynamodb://table?region=…&endpoint=…&max_scan=…&timeout_ms=…&operation_timeout_ms=…&connect_timeout_ms=…&counters=exact&counter_shards=32&collection_partitions=8&index_partitions=8&feed_poll_ms=1000` | the DynamoDB table (`feed_poll_ms`: how often a change feed watcher polls DynamoDB Streams) |
 //!
 //! Every URL also takes `max_doc_bytes`, `max_docs_per_site` and the retry policy's

@@ -13,8 +13,8 @@
 //!   document writes still run side by side.
 //! - **Cursors** are `postgres:FEED.POSITION`, `FEED` the random id the schema was created
 //!   with: a cursor of another store is [`Error::InvalidArgument`].
-//! - **Retention**: changes are kept until removed by hand (no pruning yet), so no cursor
-//!   expires.
+//! - **Retention**: see the `retention` module; a cursor before what is kept is
+//!   [`Error::CursorExpired`].
 //! - **Waking**: writes `pg_notify` the store's channel in their transaction (delivered at
 //!   commit); a store's first `watch` opens one connection that `LISTEN`s on it, and this
 //!   process's commits wake watchers directly. Watchers also look at the head every second,
@@ -99,13 +99,21 @@ impl Feed {
             .read_only(true)
             .start()
             .await?;
-        let head: i64 = tx.query_one(&sql.head, &[]).await?.get(0);
+        let bounds = tx.query_one(&sql.head, &[]).await?;
+        let (head, pruned): (i64, i64) = (bounds.get(0), bounds.get(1));
         let after = match start {
-            FeedStart::Oldest => 0,
+            FeedStart::Oldest => pruned,
             FeedStart::Now => head,
             FeedStart::After(cursor) => self.position(cursor)?,
             FeedStart::Snapshot => return Err(FeedStart::snapshot_refused().into()),
         };
+        if after < pruned {
+            return Err(Error::CursorExpired(format!(
+                "changes up to position {pruned} were pruned (retention); the cursor is at \
+                 {after}: resync from the start"
+            ))
+            .into());
+        }
         if after > head {
             return Err(Error::invalid(format!(
                 "change cursor at position {after}: this store's feed ends at {head}"

@@ -40,14 +40,17 @@
 //!   Declared (non-unique) indexes are accepted and not read yet: every query is a scan of its
 //!   collection, exact at any size; a unique index is refused at open.
 //! - **Change feed**: see the `feed` module: positions in commit order under a
-//!   transaction-scoped advisory lock, `LISTEN`/`NOTIFY` wake-ups.
+//!   transaction-scoped advisory lock, `LISTEN`/`NOTIFY` wake-ups; changes kept for
+//!   `feed_retention_hours` (URL parameter, default 7 days), pruned every minute
+//!   ([`PostgresStore::prune_feed`]).
 //! - **Not yet**: document expiry (writes giving one are refused by the front end), unique
-//!   indexes, feed retention, `previous` values on changes.
+//!   indexes, `previous` values on changes.
 
 mod error;
 mod feed;
 mod json;
 mod query;
+mod retention;
 mod rows;
 mod schema;
 mod sql;

@@ -5,8 +5,8 @@ use crate::error::Fail;
 use docstore::Error;
 use tokio_postgres::Client;
 
-/// The schema version this crate writes.
-pub(crate) const VERSION: i32 = 1;
+/// The schema version this crate writes: 2 added `meta.pruned_through` (feed retention).
+pub(crate) const VERSION: i32 = 2;
 
 /// Checks a schema name: it becomes SQL text (quoted), so only `[a-z_][a-z0-9_]*`, at most 63
 /// bytes (PostgreSQL's identifier length), and never PostgreSQL's own (`pg_*`).
@@ -29,11 +29,11 @@ pub(crate) fn check_name(name: &str) -> Result<(), Error> {
     }
 }
 
-/// The DDL of version 1. `{s}` is the quoted schema. Keys compare in the "C" collation: byte
+/// The DDL of the current version. `{s}` is the quoted schema. Keys compare in the "C" collation: byte
 /// order, which is the contract's id order.
 const TABLES: &str = r#"
 CREATE TABLE {s}.meta (singleton int PRIMARY KEY CHECK (singleton = 1), version int NOT NULL,
-    feed_id text NOT NULL);
+    feed_id text NOT NULL, pruned_through bigint NOT NULL DEFAULT 0);
 CREATE TABLE {s}.documents (
     site text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL,
     id text COLLATE "C" NOT NULL, data jsonb NOT NULL, raw text,
@@ -80,6 +80,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<String,
         let insert = format!("INSERT INTO {quoted}.meta VALUES (1, $1, $2)");
         tx.execute(&insert, &[&VERSION, &feed_id]).await?;
     }
+    upgrade(&tx, &quoted).await?;
     let row = tx
         .query_one(&format!("SELECT version, feed_id FROM {quoted}.meta"), &[])
         .await?;
@@ -93,4 +94,21 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<String,
         .into());
     }
     Ok(row.get(1))
+}
+
+/// Brings a schema of an older version of this crate to [`VERSION`] (inside `migrate`'s
+/// transaction and lock).
+async fn upgrade(tx: &tokio_postgres::Transaction<'_>, quoted: &str) -> Result<(), Fail> {
+    let version: i32 = tx
+        .query_one(&format!("SELECT version FROM {quoted}.meta"), &[])
+        .await?
+        .get(0);
+    if version < 2 {
+        let sql = format!(
+            "ALTER TABLE {quoted}.meta ADD COLUMN pruned_through bigint NOT NULL DEFAULT 0; \
+             UPDATE {quoted}.meta SET version = 2"
+        );
+        tx.batch_execute(&sql).await?;
+    }
+    Ok(())
 }

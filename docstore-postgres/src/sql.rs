@@ -106,7 +106,10 @@ impl Statements {
                 "INSERT INTO {s}.counters (site, collection, n) VALUES ($1, $2, $3) \
                  ON CONFLICT (site, collection) DO UPDATE SET n = excluded.n"
             ),
-            head: format!("SELECT coalesce(max(position), 0) FROM {s}.changes"),
+            head: format!(
+                "SELECT greatest((SELECT coalesce(max(position), 0) FROM {s}.changes), \
+                 pruned_through), pruned_through FROM {s}.meta"
+            ),
             changes: format!(
                 "SELECT site, collection, id, position, kind, version, body, created_at, \
                  created_by, time, actor FROM {s}.changes WHERE position > $1 \

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// The schema a URL without `?schema=` uses.
 pub const DEFAULT_SCHEMA: &str = "docstore";
@@ -36,6 +37,8 @@ pub(crate) struct Inner {
     pub(crate) sql: Statements,
     pub(crate) feed: Feed,
     documents_read: AtomicU64,
+    /// How long the feed keeps a change.
+    pub(crate) retention: Duration,
 }
 
 impl Inner {
@@ -44,23 +47,45 @@ impl Inner {
     }
 }
 
-/// `url` without its `schema` parameter, and that schema (default [`DEFAULT_SCHEMA`]).
-fn split_schema(url: &str) -> Result<(String, String)> {
-    let Some((base, query)) = url.split_once('?') else {
-        return Ok((url.to_owned(), DEFAULT_SCHEMA.to_owned()));
-    };
-    let (mut schema, mut rest) = (DEFAULT_SCHEMA.to_owned(), Vec::new());
+/// What a URL says beside libpq's parameters.
+struct Settings {
+    /// The URL without docstore's parameters.
+    url: String,
+    /// `schema` (default [`DEFAULT_SCHEMA`]).
+    schema: String,
+    /// `feed_retention_hours` (default 7 days).
+    retention: Duration,
+}
+
+/// Takes docstore's parameters (`schema`, `feed_retention_hours`) out of `url`.
+fn settings(url: &str) -> Result<Settings> {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let (mut schema, mut retention) = (DEFAULT_SCHEMA.to_owned(), crate::retention::DEFAULT);
+    let mut rest = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
-        match pair.strip_prefix("schema=") {
-            Some(name) => schema = name.to_owned(),
-            None => rest.push(pair),
+        match pair.split_once('=') {
+            Some(("schema", name)) => schema = name.to_owned(),
+            Some(("feed_retention_hours", hours)) => {
+                let hours: u64 = hours.parse().ok().filter(|&h| h > 0).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "PostgreSQL URL: feed_retention_hours={hours:?} is not a whole number \
+                         of hours above 0"
+                    ))
+                })?;
+                retention = Duration::from_secs(hours.saturating_mul(3600));
+            }
+            _ => rest.push(pair),
         }
     }
     let url = match rest.is_empty() {
         true => base.to_owned(),
         false => format!("{base}?{}", rest.join("&")),
     };
-    Ok((url, schema))
+    Ok(Settings {
+        url,
+        schema,
+        retention,
+    })
 }
 
 impl PostgresStore {
@@ -80,7 +105,11 @@ impl PostgresStore {
                 index.name()
             )));
         }
-        let (url, schema) = split_schema(url)?;
+        let Settings {
+            url,
+            schema,
+            retention,
+        } = settings(url)?;
         crate::schema::check_name(&schema)?;
         let config = tokio_postgres::Config::from_str(&url)
             .map_err(|err| Error::invalid(format!("PostgreSQL URL: {err}")))?;
@@ -95,16 +124,25 @@ impl PostgresStore {
             .await
             .map_err(Fail::into_error)?;
         drop(client);
-        Ok(PostgresStore {
-            inner: Arc::new(Inner {
-                pool,
-                config,
-                options,
-                sql: Statements::new(&schema),
-                feed: Feed::new(&schema, feed_id),
-                documents_read: AtomicU64::new(0),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            pool,
+            config,
+            options,
+            sql: Statements::new(&schema),
+            feed: Feed::new(&schema, feed_id),
+            documents_read: AtomicU64::new(0),
+            retention,
+        });
+        crate::retention::spawn(Arc::downgrade(&inner));
+        Ok(PostgresStore { inner })
+    }
+
+    /// Removes the changes older than the feed's retention (`feed_retention_hours` in the
+    /// URL, 7 days by default) by the store clock, now; the store also does it every minute.
+    /// A cursor before what is kept is then [`Error::CursorExpired`].
+    pub async fn prune_feed(&self) -> Result<()> {
+        let pruned = crate::retention::prune(&self.inner).await;
+        pruned.map(drop).map_err(Fail::into_error)
     }
 
     /// How many document rows this store's queries and `get_many` calls have read since it

@@ -4,9 +4,11 @@
 //! (a fresh name per run), so cases also run against each other's writers.
 
 use async_trait::async_trait;
-use docstore::{Store, StoreOptions};
+use docstore::feed::{FeedScope, FeedStart};
+use docstore::{Data, Key, ManualClock, Store, StoreOptions};
 use docstore_postgres::PostgresStore;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// The server's URL with this run's schema: a test without a server fails, saying how to
 /// run it (a backend is never skipped in silence).
@@ -32,6 +34,30 @@ impl conformance_tests::Harness for PostgresHarness {
     async fn open(&self, options: StoreOptions) -> Store {
         let driver = PostgresStore::open_with_options(url(), options).await;
         Store::new(driver.expect("open the store"))
+    }
+
+    /// A store with a feed retention of one hour on a manual clock, in a schema of its own
+    /// (pruning the shared one would expire the other cases' cursors): two writes, two hours,
+    /// a prune; the cursor from before them is past the retention.
+    async fn expired_feed(&self) -> Option<(Store, docstore::ChangeCursor)> {
+        static STORES: AtomicU32 = AtomicU32::new(0);
+        let n = STORES.fetch_add(1, Ordering::Relaxed);
+        let url = format!("{}_expired_{n}&feed_retention_hours=1", url());
+        let clock = Arc::new(ManualClock::new(1_000_000_000));
+        let options = StoreOptions::default().with_clock(clock.clone());
+        let driver = PostgresStore::open_with_options(&url, options)
+            .await
+            .unwrap();
+        let store = Store::new(driver.clone());
+        let all = FeedScope::whole_store();
+        let start = store.changes(&all, &FeedStart::Now, 1).await.unwrap().next;
+        for id in ["a", "b"] {
+            let key = Key::new("s", "c", id).unwrap();
+            store.put(&key, Data::new(), "").await.unwrap();
+        }
+        clock.advance(2 * 3600 * 1_000_000_000);
+        driver.prune_feed().await.unwrap();
+        Some((store, start))
     }
 
     /// Unique indexes and expiry are not kept yet: the backend refuses them, and the

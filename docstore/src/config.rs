@@ -268,7 +268,8 @@ pub enum Backend {
 }
 
 /// `database.postgres.*`: the server and schema, as a URL
-/// (`postgres://user@host:port/db?schema=app`; the other parameters are libpq's).
+/// (`postgres://user@host:port/db?schema=app&feed_retention_hours=168`; the other parameters
+/// are libpq's).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PostgresConfig {
