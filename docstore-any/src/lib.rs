@@ -102,7 +102,8 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
             "store URL {url:?} has no scheme (expected memory:, sqlite:PATH, dynamodb://TABLE or postgres://…)"
         ))
     })?;
-    let (location, params) = rest.split_once('?').unwrap_or((rest, ""));
+    let (location, mut params) = rest.split_once('?').unwrap_or((rest, ""));
+    let common_of_postgres;
     let mut database = DatabaseConfig {
         backend: Backend::Memory,
         max_doc_bytes: DEFAULT_MAX_DOC_BYTES,
@@ -170,13 +171,14 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
                 "feed_poll_ms",
             ]
         }
-        // The whole URL is the server's: its parameters are `schema` and libpq's.
+        // The URL is the server's, but for the parameters every URL takes.
         "postgres" | "postgresql" => {
             database.backend = Backend::Postgres;
-            database.postgres = Some(PostgresConfig {
-                url: url.to_owned(),
-            });
-            return Ok(database);
+            let (server, common) = split_common_parameters(url, params);
+            database.postgres = Some(PostgresConfig { url: server });
+            common_of_postgres = common;
+            params = &common_of_postgres;
+            &[]
         }
         other => {
             return Err(Error::invalid(format!(
@@ -332,6 +334,25 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
     Ok(database)
 }
 
+/// A PostgreSQL URL without the parameters every store URL takes (`max_doc_bytes`,
+/// `max_docs_per_site`, `retry.*`; PostgreSQL would refuse them), and those parameters.
+fn split_common_parameters(url: &str, params: &str) -> (String, String) {
+    let base = url.split_once('?').map_or(url, |(base, _)| base);
+    let common = |pair: &&str| {
+        let name = pair.split_once('=').map_or(*pair, |(name, _)| name);
+        ["max_doc_bytes", "max_docs_per_site"].contains(&name) || RETRY_PARAMETERS.contains(&name)
+    };
+    let (common, server): (Vec<&str>, Vec<&str>) = params
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .partition(common);
+    let server = match server.is_empty() {
+        true => base.to_owned(),
+        false => format!("{base}?{}", server.join("&")),
+    };
+    (server, common.join("&"))
+}
+
 /// The URL parameters of `[database.retry]`, which every URL takes.
 const RETRY_PARAMETERS: [&str; 5] = [
     "retry.max_retries",
@@ -430,6 +451,30 @@ mod tests {
             Err(Error::InvalidArgument(message)) => message,
             other => panic!("{url}: {other:?}"),
         }
+    }
+
+    /// A PostgreSQL URL keeps its server's parameters (`schema`, libpq's) and gives the
+    /// parameters every URL takes to the configuration, where PostgreSQL would refuse them.
+    #[test]
+    fn a_postgres_url_takes_the_parameters_every_url_takes() {
+        let url = "postgres://app@db:5432/app?schema=s&max_doc_bytes=1000&sslmode=disable\
+                   &retry.max_retries=2&max_docs_per_site=7&feed_retention_hours=24";
+        let database = parse_url(url).unwrap();
+        assert_eq!(
+            database.postgres.unwrap().url,
+            "postgres://app@db:5432/app?schema=s&sslmode=disable&feed_retention_hours=24"
+        );
+        let retries = database.retry.max_retries;
+        assert_eq!(
+            (database.max_doc_bytes, database.max_docs_per_site, retries),
+            (1000, Some(7), 2)
+        );
+        let plain = parse_url("postgresql://app@db/app")
+            .unwrap()
+            .postgres
+            .unwrap();
+        assert_eq!(plain.url, "postgresql://app@db/app");
+        assert!(invalid("postgres://db/app?max_doc_bytes=lots").contains("max_doc_bytes"));
     }
 
     #[test]
