@@ -47,6 +47,7 @@
 mod error;
 mod feed;
 mod json;
+mod pipeline;
 mod query;
 mod rows;
 mod schema;

@@ -1,12 +1,15 @@
-//! Every write — single calls and batches alike — as one transaction: lock the documents it
-//! touches (`SELECT … FOR UPDATE`, in key order), let the core decide each write on what they
-//! hold ([`docstore::request::Request::decide`]), then send the document writes (`UPDATE … WHERE
-//! version = $n`, `INSERT`, `DELETE`), the counters, the write identities and the change rows
-//! in one pipeline, and commit. A race with another writer (a key inserted meanwhile, a
-//! deadlock) runs the transaction again.
+//! Every write — single calls and batches alike — as one transaction in two round trips:
+//! `BEGIN` with one locking read per key (`SELECT … FOR UPDATE` of the document and its
+//! identities, keys in key order, so two writers never wait for each other in turn); the
+//! core decides each write on what they hold ([`docstore::request::Request::decide`]); then
+//! the document writes, the counters, the write identities, the change rows and `COMMIT` in
+//! one pipeline ([`crate::pipeline`]). Every statement is prepared once per connection and
+//! reads or writes one key through the primary key, but the change insert. A race with
+//! another writer (a key inserted meanwhile, a deadlock) runs the transaction again.
 
 use crate::error::Fail;
 use crate::json::Body;
+use crate::pipeline::{Open, Sent};
 use crate::rows::{self, KeyArrays};
 use crate::store::Inner;
 use docstore::batch::Decision;
@@ -14,7 +17,7 @@ use docstore::identity::KeptIds;
 use docstore::request::{Answer, KeptChange, QuotaCount, Request};
 use docstore::{Document, Error, Key};
 use futures_util::future::try_join_all;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tokio_postgres::types::ToSql;
 
 /// How many times a transaction that raced another writer runs before the write gives up
@@ -25,8 +28,8 @@ const MAX_ATTEMPTS: usize = 32;
 pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, Error> {
     let mut attempt = 1;
     loop {
-        let mut client = inner.pool.get().await.map_err(crate::error::pool)?;
-        match transaction(inner, &mut client, request).await {
+        let client = inner.pool.get().await.map_err(crate::error::pool)?;
+        match transaction(inner, &client, request).await {
             Err(fail) if fail.is_race() && attempt < MAX_ATTEMPTS => attempt += 1,
             Ok(answer) => {
                 inner.feed.committed();
@@ -37,72 +40,101 @@ pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, 
     }
 }
 
+/// What a request's keys hold, read and locked at the start of its transaction, and with
+/// `max_docs_per_site` what each of its sites counts (soft: creates racing in other
+/// transactions are not counted).
+struct Read {
+    documents: HashMap<Key, Document>,
+    kept: HashMap<Key, KeptIds>,
+    counts: HashMap<String, u64>,
+}
+
 async fn transaction(
     inner: &Inner,
-    client: &mut deadpool_postgres::Client,
+    client: &deadpool_postgres::Client,
     request: &Request<'_>,
 ) -> Result<Answer, Fail> {
-    let tx = client.transaction().await?;
-    let sql = &inner.sql;
-    let arrays = KeyArrays::of(request.keys());
-    let keys: [&(dyn ToSql + Sync); 3] = [&arrays.sites, &arrays.collections, &arrays.ids];
-    let lock = tx.prepare_cached(&sql.lock_for_write).await?;
-    let (documents, kept) = match request.id() {
-        Some(_) => {
-            let kept = tx.prepare_cached(&sql.kept).await?;
-            futures_util::future::try_join(tx.query(&lock, &keys), tx.query(&kept, &keys)).await?
-        }
-        None => (tx.query(&lock, &keys).await?, Vec::new()),
-    };
-    let mut stored = HashMap::new();
-    for row in &documents {
-        stored.insert(rows::key(row)?, rows::document(row, 2)?);
-    }
-    let mut kept_ids = HashMap::new();
-    for row in &kept {
-        kept_ids.insert(rows::key(row)?, rows::kept(row)?);
-    }
-    let current: Vec<Option<Document>> = request.keys().map(|key| stored.remove(key)).collect();
+    let (open, mut read) = read(inner, client, request).await?;
+    let current: Vec<Option<Document>> = request
+        .keys()
+        .map(|key| read.documents.remove(key))
+        .collect();
     let now = inner.now();
-    if request.is_repeat(&current, |key| kept_ids.get(key), now) {
+    if request.is_repeat(&current, |key| read.kept.get(key), now) {
         return Ok(Answer::Repeat(current));
     }
-    let counts = site_counts(inner, &tx, request).await?;
     let mut quota = QuotaCount::new(inner.options.max_docs_per_site, |site| {
-        counts.get(site).copied().unwrap_or(0)
+        read.counts.get(site).copied().unwrap_or(0)
     });
     let decisions = request.decide(&current, now, inner.options.max_doc_bytes, &mut quota)?;
-    let plan = Plan::new(inner, request, &current, &decisions, (&kept_ids, now))?;
-    plan.send(&tx).await?;
-    tx.commit().await?;
+    let plan = Plan::new(inner, request, &current, &decisions, (&read.kept, now))?;
+    plan.send(client).await?;
+    open.committed();
     Ok(Answer::applied(decisions))
 }
 
-/// With `max_docs_per_site`, the documents of each site a request may create in (counted
-/// from the counters: soft, creates racing in other transactions are not counted).
-async fn site_counts(
+/// Opens the transaction and reads what the request needs in the same pipeline.
+async fn read<'c>(
     inner: &Inner,
-    tx: &deadpool_postgres::Transaction<'_>,
+    client: &'c deadpool_postgres::Client,
     request: &Request<'_>,
-) -> Result<HashMap<String, u64>, Fail> {
-    let mut counts = HashMap::new();
-    if inner.options.max_docs_per_site.is_none() {
-        return Ok(counts);
+) -> Result<(Open<'c>, Read), Fail> {
+    let (lock, count) = futures_util::future::try_join(
+        client.prepare_cached(&inner.sql.lock),
+        client.prepare_cached(&inner.sql.site_count),
+    )
+    .await?;
+    let keys: BTreeSet<&Key> = request.keys().collect();
+    let names: Vec<[&str; 3]> = keys
+        .iter()
+        .map(|key| [key.site(), key.collection(), key.id()])
+        .collect();
+    let sites: Vec<&str> = match inner.options.max_docs_per_site {
+        Some(_) => keys.iter().map(|key| key.site()).collect::<BTreeSet<_>>(),
+        None => BTreeSet::new(),
     }
-    for key in request.keys() {
-        if !counts.contains_key(key.site()) {
-            let row = tx.query_one(&inner.sql.site_count, &[&key.site()]).await?;
-            counts.insert(key.site().to_owned(), row.get::<_, i64>(0) as u64);
+    .into_iter()
+    .collect();
+    let key_params: Vec<[&(dyn ToSql + Sync); 3]> = names
+        .iter()
+        .map(|[s, c, i]| [s as _, c as _, i as _])
+        .collect();
+    let site_params: Vec<[&(dyn ToSql + Sync); 1]> = sites.iter().map(|s| [s as _]).collect();
+    let (open, begin) = Open::begin(client).await;
+    let mut locked = Vec::with_capacity(names.len());
+    for params in &key_params {
+        locked.push(Sent::now(client.query_one(&lock, params)).await);
+    }
+    let mut counted = Vec::with_capacity(sites.len());
+    for params in &site_params {
+        counted.push(Sent::now(client.query_one(&count, params)).await);
+    }
+    begin.answer().await?;
+    let mut read = Read {
+        documents: HashMap::new(),
+        kept: HashMap::new(),
+        counts: HashMap::new(),
+    };
+    for (key, sent) in keys.into_iter().zip(locked) {
+        let (document, kept) = rows::locked(&sent.answer().await?)?;
+        if let Some(document) = document {
+            read.documents.insert(key.clone(), document);
+        }
+        if let Some(kept) = kept {
+            read.kept.insert(key.clone(), kept);
         }
     }
-    Ok(counts)
+    for (site, sent) in sites.iter().zip(counted) {
+        let count: i64 = sent.answer().await?.try_get(0)?;
+        read.counts.insert((*site).to_owned(), count as u64);
+    }
+    Ok((open, read))
 }
 
-/// One statement of the pipeline, with its parameters, and whether it must touch one row.
+/// One statement of the pipeline, with its parameters.
 struct Statement<'s> {
     sql: &'s str,
     params: Vec<Box<dyn ToSql + Sync + Send>>,
-    one_row: bool,
 }
 
 /// Everything a request writes after its decisions, in the order it is sent.
@@ -151,7 +183,7 @@ impl<'s> Plan<'s> {
                 ]
             };
             match (&decisions[i], &current[i]) {
-                (Decision::Store { document, creates }, previous) => {
+                (Decision::Store { document, creates }, _) => {
                     let body = Body::of(&document.data);
                     let mut params = names();
                     params.push(Box::new(body.jsonb()));
@@ -162,22 +194,18 @@ impl<'s> Plan<'s> {
                         params.push(Box::new(document.created_by.clone()));
                         params.push(Box::new(document.updated_by.clone()));
                         params.push(Box::new(rows::version(document.version)?));
-                        plan.push(&sql.insert, params, false);
+                        plan.push(&sql.insert, params);
                         *counters.entry((key.site(), key.collection())).or_default() += 1;
                     } else {
-                        let previous = previous.as_ref().expect("an update has its document");
                         params.push(Box::new(document.updated_at));
                         params.push(Box::new(document.updated_by.clone()));
                         params.push(Box::new(rows::version(document.version)?));
-                        params.push(Box::new(rows::version(previous.version)?));
-                        plan.push(&sql.update, params, true);
+                        plan.push(&sql.update, params);
                     }
                     bodies[i] = Some(body.text);
                 }
-                (Decision::Remove, Some(previous)) => {
-                    let mut params = names();
-                    params.push(Box::new(rows::version(previous.version)?));
-                    plan.push(&sql.delete, params, true);
+                (Decision::Remove, Some(_)) => {
+                    plan.push(&sql.delete, names());
                     *counters.entry((key.site(), key.collection())).or_default() -= 1;
                 }
                 _ => {}
@@ -204,26 +232,16 @@ impl<'s> Plan<'s> {
                 Box::new(collection.to_owned()),
                 Box::new(delta),
             ];
-            // A check constraint holds the inserted row too: a decrement cannot be an upsert.
-            let statement = if delta > 0 {
-                &sql.count_into
-            } else {
-                &sql.count_down
-            };
-            plan.push(statement, params, delta < 0);
+            plan.push(&sql.count, params);
         }
         if !changes.kinds.is_empty() {
-            plan.push(&sql.log_changes, changes.params(inner), false);
+            plan.push(&sql.log_changes, changes.params(inner));
         }
         Ok(plan)
     }
 
-    fn push(&mut self, sql: &'s str, params: Vec<Box<dyn ToSql + Sync + Send>>, one_row: bool) {
-        self.statements.push(Statement {
-            sql,
-            params,
-            one_row,
-        });
+    fn push(&mut self, sql: &'s str, params: Vec<Box<dyn ToSql + Sync + Send>>) {
+        self.statements.push(Statement { sql, params });
     }
 
     /// Keeps the caller's identity on a key the request wrote or deleted; a delete without
@@ -238,24 +256,25 @@ impl<'s> Plan<'s> {
     ) {
         let kept = match request.kept_after(decision, kept, now) {
             KeptChange::Unchanged => return,
-            KeptChange::Forget => return self.push(&sql.forget_ids, names(), false),
+            KeptChange::Forget => return self.push(&sql.forget_ids, names()),
             KeptChange::Keep(kept) => kept,
         };
         let mut params = names();
         params.push(Box::new(kept.ids.encode()));
         params.push(Box::new(kept.deleted_at));
-        self.push(&sql.keep_ids, params, false);
+        self.push(&sql.keep_ids, params);
         if kept.deleted_at.is_some() {
             let horizon = now.saturating_sub(docstore::identity::DELETE_IDS_KEPT_FOR_NANOS);
-            self.push(&sql.prune_ids, vec![Box::new(horizon)], false);
+            self.push(&sql.prune_ids, vec![Box::new(horizon)]);
         }
     }
 
-    /// Sends every statement in one pipeline (prepared once per connection); an update or
-    /// delete that found its row changed is a race.
-    async fn send(self, tx: &deadpool_postgres::Transaction<'_>) -> Result<(), Fail> {
+    /// Sends every statement and `COMMIT` in one pipeline (each prepared once per
+    /// connection). A statement that fails aborts the transaction, and its `COMMIT` with it;
+    /// one that could not be sent keeps `COMMIT` from going.
+    async fn send(self, client: &deadpool_postgres::Client) -> Result<(), Fail> {
         let prepared =
-            try_join_all(self.statements.iter().map(|s| tx.prepare_cached(s.sql))).await?;
+            try_join_all(self.statements.iter().map(|s| client.prepare_cached(s.sql))).await?;
         let params: Vec<Vec<&(dyn ToSql + Sync)>> = self
             .statements
             .iter()
@@ -266,16 +285,21 @@ impl<'s> Plan<'s> {
                     .collect()
             })
             .collect();
-        let sent = prepared
-            .iter()
-            .zip(&params)
-            .map(|(statement, params)| tx.execute(statement, params));
-        let counts = try_join_all(sent).await?;
-        for (statement, count) in self.statements.iter().zip(counts) {
-            if statement.one_row && count != 1 {
-                return Err(Fail::Raced);
-            }
+        let mut sent = Vec::with_capacity(prepared.len());
+        for (statement, params) in prepared.iter().zip(&params) {
+            sent.push(Sent::now(client.execute(statement, params)).await);
         }
+        let commit = match sent.iter_mut().any(Sent::failed) {
+            true => None,
+            false => Some(Sent::now(client.batch_execute("COMMIT")).await),
+        };
+        for statement in sent {
+            statement.answer().await?;
+        }
+        commit
+            .expect("sent when every statement was")
+            .answer()
+            .await?;
         Ok(())
     }
 }
