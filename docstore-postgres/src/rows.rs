@@ -70,11 +70,13 @@ pub(crate) struct KeyArrays {
 impl KeyArrays {
     pub(crate) fn of<'a>(keys: impl IntoIterator<Item = &'a Key>) -> Self {
         let mut arrays = KeyArrays::default();
-        for key in keys {
-            arrays.sites.push(key.site().to_owned());
-            arrays.collections.push(key.collection().to_owned());
-            arrays.ids.push(key.id().to_owned());
-        }
+        keys.into_iter().for_each(|key| arrays.push(key));
         arrays
+    }
+
+    pub(crate) fn push(&mut self, key: &Key) {
+        self.sites.push(key.site().to_owned());
+        self.collections.push(key.collection().to_owned());
+        self.ids.push(key.id().to_owned());
     }
 }

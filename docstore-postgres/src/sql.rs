@@ -42,8 +42,8 @@ impl Statements {
                  LEFT JOIN w ON TRUE"
             ),
             insert: format!(
-                "INSERT INTO {s}.documents (site, collection, id, data, raw, created_at, \
-                 updated_at, created_by, updated_by, version) \
+                "INSERT INTO {s}.documents (site, collection, id, data, raw, updated_at, \
+                 updated_by, version, created_at, created_by) \
                  VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8, $9, $10)"
             ),
             // The row is locked since the write read it: no version to check again.

@@ -131,26 +131,31 @@ async fn read<'c>(
     Ok((open, read))
 }
 
-/// One statement of the pipeline, with its parameters.
-struct Statement<'s> {
-    sql: &'s str,
-    params: Vec<Box<dyn ToSql + Sync + Send>>,
+/// A statement's parameter, owned by the plan until the pipeline is sent.
+type Param = Box<dyn ToSql + Sync + Send>;
+
+/// Parameters as [`Param`]s.
+macro_rules! params {
+    ($($param:expr),* $(,)?) => { vec![$(Box::new($param) as Param),*] };
 }
 
-/// Everything a request writes after its decisions, in the order it is sent.
+/// Everything a request writes after its decisions, in the order it is sent: the documents
+/// and their identities in key order, the counters, then the change rows (the feed's lock is
+/// taken last, to be held for the least time).
 struct Plan<'s> {
-    statements: Vec<Statement<'s>>,
+    statements: Vec<(&'s str, Vec<Param>)>,
+    changes: ChangeRows,
 }
 
-/// The change rows of a request, as the parallel arrays of `log_changes`.
+/// The change rows of a request, in its order, as the parallel arrays of `log_changes`.
 #[derive(Default)]
 struct ChangeRows {
     keys: KeyArrays,
-    kinds: Vec<String>,
+    kinds: Vec<&'static str>,
     versions: Vec<i64>,
     bodies: Vec<Option<String>>,
-    created_at: Vec<Option<i64>>,
-    created_by: Vec<Option<String>>,
+    created: Vec<Option<i64>>,
+    creators: Vec<Option<String>>,
     times: Vec<i64>,
     actors: Vec<String>,
 }
@@ -166,82 +171,73 @@ impl<'s> Plan<'s> {
         let sql = &inner.sql;
         let mut plan = Plan {
             statements: Vec::new(),
+            changes: ChangeRows::default(),
         };
+        let mut bodies: Vec<Option<Body>> = decisions
+            .iter()
+            .map(|decision| match decision {
+                Decision::Store { document, .. } => Some(Body::of(&document.data)),
+                _ => None,
+            })
+            .collect();
         let mut counters: BTreeMap<(&str, &str), i64> = BTreeMap::new();
-        let mut changes = ChangeRows::default();
-        let mut bodies: Vec<Option<String>> = vec![None; decisions.len()];
         let mut order: Vec<usize> = (0..decisions.len()).collect();
         order.sort_by_key(|&i| request.ops()[i].key());
-        // Documents in key order (so two transactions never wait for each other in turn).
         for &i in &order {
-            let key = request.ops()[i].key();
-            let names = || -> Vec<Box<dyn ToSql + Sync + Send>> {
-                vec![
-                    Box::new(key.site().to_owned()),
-                    Box::new(key.collection().to_owned()),
-                    Box::new(key.id().to_owned()),
+            let (key, decision) = (request.ops()[i].key(), &decisions[i]);
+            let names = || {
+                params![
+                    key.site().to_owned(),
+                    key.collection().to_owned(),
+                    key.id().to_owned()
                 ]
             };
-            match (&decisions[i], &current[i]) {
-                (Decision::Store { document, creates }, _) => {
-                    let body = Body::of(&document.data);
-                    let mut params = names();
-                    params.push(Box::new(body.jsonb()));
-                    params.push(Box::new(body.raw()));
-                    if *creates {
-                        params.push(Box::new(document.created_at));
-                        params.push(Box::new(document.updated_at));
-                        params.push(Box::new(document.created_by.clone()));
-                        params.push(Box::new(document.updated_by.clone()));
-                        params.push(Box::new(rows::version(document.version)?));
-                        plan.push(&sql.insert, params);
-                        *counters.entry((key.site(), key.collection())).or_default() += 1;
+            let mut params = names();
+            let statement = match (decision, &current[i], &bodies[i]) {
+                (
+                    Decision::Store {
+                        document: d,
+                        creates,
+                    },
+                    _,
+                    Some(body),
+                ) => {
+                    params.extend(params![body.jsonb(), body.raw(), d.updated_at]);
+                    params.extend(params![d.updated_by.clone(), rows::version(d.version)?]);
+                    if !creates {
+                        Some(&sql.update)
                     } else {
-                        params.push(Box::new(document.updated_at));
-                        params.push(Box::new(document.updated_by.clone()));
-                        params.push(Box::new(rows::version(document.version)?));
-                        plan.push(&sql.update, params);
+                        params.extend(params![d.created_at, d.created_by.clone()]);
+                        Some(&sql.insert)
                     }
-                    bodies[i] = Some(body.text);
                 }
-                (Decision::Remove, Some(_)) => {
-                    plan.push(&sql.delete, names());
-                    *counters.entry((key.site(), key.collection())).or_default() -= 1;
-                }
-                _ => {}
+                (Decision::Remove, Some(_), _) => Some(&sql.delete),
+                _ => None,
+            };
+            if let Some(statement) = statement {
+                plan.statements.push((statement, params));
             }
-            plan.identities(sql, request, &decisions[i], (kept.get(key), now), names);
-        }
-        // The changes in the request's order.
-        for (i, decision) in decisions.iter().enumerate() {
-            let key = request.ops()[i].key();
-            match (decision, &current[i]) {
-                (Decision::Store { document, creates }, _) => {
-                    let body = bodies[i].take().expect("a stored document has its body");
-                    changes.stored(key, document, *creates, body);
-                }
-                (Decision::Remove, Some(previous)) => {
-                    changes.deleted(key, previous.version, now, request.actor());
-                }
-                _ => {}
-            }
+            *counters.entry((key.site(), key.collection())).or_default() +=
+                decision.counter_delta();
+            plan.identities(sql, request, decision, (kept.get(key), now), names);
         }
         for ((site, collection), delta) in counters.into_iter().filter(|(_, d)| *d != 0) {
-            let params: Vec<Box<dyn ToSql + Sync + Send>> = vec![
-                Box::new(site.to_owned()),
-                Box::new(collection.to_owned()),
-                Box::new(delta),
-            ];
-            plan.push(&sql.count, params);
+            let params = params![site.to_owned(), collection.to_owned(), delta];
+            plan.statements.push((&sql.count, params));
         }
-        if !changes.kinds.is_empty() {
-            plan.push(&sql.log_changes, changes.params(inner));
+        for (i, decision) in decisions.iter().enumerate() {
+            let (key, body) = (
+                request.ops()[i].key(),
+                bodies[i].take().map(|body| body.text),
+            );
+            let write = (decision, current[i].as_ref());
+            plan.changes.push(key, write, body, (request.actor(), now));
+        }
+        if !plan.changes.kinds.is_empty() {
+            let changes = std::mem::take(&mut plan.changes).params(inner);
+            plan.statements.push((&sql.log_changes, changes));
         }
         Ok(plan)
-    }
-
-    fn push(&mut self, sql: &'s str, params: Vec<Box<dyn ToSql + Sync + Send>>) {
-        self.statements.push(Statement { sql, params });
     }
 
     /// Keeps the caller's identity on a key the request wrote or deleted; a delete without
@@ -252,20 +248,19 @@ impl<'s> Plan<'s> {
         request: &Request<'_>,
         decision: &Decision,
         (kept, now): (Option<&KeptIds>, i64),
-        names: impl Fn() -> Vec<Box<dyn ToSql + Sync + Send>>,
+        names: impl Fn() -> Vec<Param>,
     ) {
         let kept = match request.kept_after(decision, kept, now) {
             KeptChange::Unchanged => return,
-            KeptChange::Forget => return self.push(&sql.forget_ids, names()),
+            KeptChange::Forget => return self.statements.push((&sql.forget_ids, names())),
             KeptChange::Keep(kept) => kept,
         };
         let mut params = names();
-        params.push(Box::new(kept.ids.encode()));
-        params.push(Box::new(kept.deleted_at));
-        self.push(&sql.keep_ids, params);
+        params.extend(params![kept.ids.encode(), kept.deleted_at]);
+        self.statements.push((&sql.keep_ids, params));
         if kept.deleted_at.is_some() {
             let horizon = now.saturating_sub(docstore::identity::DELETE_IDS_KEPT_FOR_NANOS);
-            self.push(&sql.prune_ids, vec![Box::new(horizon)]);
+            self.statements.push((&sql.prune_ids, params![horizon]));
         }
     }
 
@@ -273,17 +268,16 @@ impl<'s> Plan<'s> {
     /// connection). A statement that fails aborts the transaction, and its `COMMIT` with it;
     /// one that could not be sent keeps `COMMIT` from going.
     async fn send(self, client: &deadpool_postgres::Client) -> Result<(), Fail> {
-        let prepared =
-            try_join_all(self.statements.iter().map(|s| client.prepare_cached(s.sql))).await?;
+        let prepared = try_join_all(
+            self.statements
+                .iter()
+                .map(|(sql, _)| client.prepare_cached(sql)),
+        )
+        .await?;
         let params: Vec<Vec<&(dyn ToSql + Sync)>> = self
             .statements
             .iter()
-            .map(|s| {
-                s.params
-                    .iter()
-                    .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-                    .collect()
-            })
+            .map(|(_, params)| params.iter().map(|p| p.as_ref() as _).collect())
             .collect();
         let mut sent = Vec::with_capacity(prepared.len());
         for (statement, params) in prepared.iter().zip(&params) {
@@ -305,50 +299,56 @@ impl<'s> Plan<'s> {
 }
 
 impl ChangeRows {
-    fn stored(&mut self, key: &Key, document: &Document, creates: bool, body: String) {
-        self.push(
-            key,
-            if creates { "created" } else { "updated" },
-            document.version,
-        );
-        self.bodies.push(Some(body));
-        self.created_at.push(Some(document.created_at));
-        self.created_by.push(Some(document.created_by.clone()));
-        self.times.push(document.updated_at);
-        self.actors.push(document.updated_by.clone());
+    /// The change of a write by `actor` (none for a check or a delete of nothing), `body` the
+    /// text of the document it stored.
+    fn push(
+        &mut self,
+        key: &Key,
+        (decision, previous): (&Decision, Option<&Document>),
+        body: Option<String>,
+        (actor, now): (&str, i64),
+    ) {
+        match (decision, previous) {
+            (Decision::Store { document, creates }, _) => {
+                self.kinds
+                    .push(if *creates { "created" } else { "updated" });
+                self.versions.push(document.version as i64);
+                self.created.push(Some(document.created_at));
+                self.creators.push(Some(document.created_by.clone()));
+                self.times.push(document.updated_at);
+                self.actors.push(document.updated_by.clone());
+            }
+            (Decision::Remove, Some(previous)) => {
+                self.kinds.push("deleted");
+                self.versions.push(previous.version as i64);
+                self.created.push(None);
+                self.creators.push(None);
+                self.times.push(now);
+                self.actors.push(actor.to_owned());
+            }
+            _ => return,
+        }
+        self.keys.push(key);
+        self.bodies.push(body);
     }
 
-    fn deleted(&mut self, key: &Key, version: u64, now: i64, actor: &str) {
-        self.push(key, "deleted", version);
-        self.bodies.push(None);
-        self.created_at.push(None);
-        self.created_by.push(None);
-        self.times.push(now);
-        self.actors.push(actor.to_owned());
-    }
-
-    fn push(&mut self, key: &Key, kind: &str, version: u64) {
-        self.keys.sites.push(key.site().to_owned());
-        self.keys.collections.push(key.collection().to_owned());
-        self.keys.ids.push(key.id().to_owned());
-        self.kinds.push(kind.to_owned());
-        self.versions.push(version as i64);
-    }
-
-    fn params(self, inner: &Inner) -> Vec<Box<dyn ToSql + Sync + Send>> {
-        vec![
-            Box::new(inner.feed.lock_key),
-            Box::new(inner.feed.channel.clone()),
-            Box::new(self.keys.sites),
-            Box::new(self.keys.collections),
-            Box::new(self.keys.ids),
-            Box::new(self.kinds),
-            Box::new(self.versions),
-            Box::new(self.bodies),
-            Box::new(self.created_at),
-            Box::new(self.created_by),
-            Box::new(self.times),
-            Box::new(self.actors),
-        ]
+    fn params(self, inner: &Inner) -> Vec<Param> {
+        let feed = &inner.feed;
+        let keys = self.keys;
+        let mut params = params![feed.lock_key, feed.channel.clone(), keys.sites];
+        params.extend(params![
+            keys.collections,
+            keys.ids,
+            self.kinds,
+            self.versions
+        ]);
+        params.extend(params![
+            self.bodies,
+            self.created,
+            self.creators,
+            self.times
+        ]);
+        params.extend(params![self.actors]);
+        params
     }
 }
