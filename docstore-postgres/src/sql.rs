@@ -14,6 +14,7 @@ pub(crate) struct Statements {
     pub(crate) forget_ids: String,
     pub(crate) prune_ids: String,
     pub(crate) log_changes: String,
+    pub(crate) log_change: String,
     pub(crate) get: String,
     pub(crate) get_many: String,
     pub(crate) site_count: String,
@@ -33,6 +34,13 @@ impl Statements {
         let key = "site = $1 AND collection = $2 AND id = $3";
         let keys =
             "(site, collection, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))";
+        let log = format!(
+            "WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($1), pg_notify($2, '')) \
+             INSERT INTO {s}.changes (position, site, collection, id, kind, version, body, \
+             created_at, created_by, time, actor) SELECT nextval('{s}.change_positions'),"
+        );
+        let change = "$3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], \
+             $9::bigint[], $10::text[], $11::bigint[], $12::text[]";
         Statements {
             // One key's document and identities, locked; one row, NULLs for what is missing.
             lock: format!(
@@ -68,14 +76,9 @@ impl Statements {
             prune_ids: format!("DELETE FROM {s}.write_ids WHERE deleted_at < $1"),
             // The advisory lock is taken before the first position is drawn and held to the
             // commit: positions are drawn in commit order (see `crate::feed`).
-            log_changes: format!(
-                "WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($1), pg_notify($2, '')) \
-                 INSERT INTO {s}.changes (position, site, collection, id, kind, version, body, \
-                 created_at, created_by, time, actor) \
-                 SELECT nextval('{s}.change_positions'), c.* FROM lock, unnest($3::text[], \
-                 $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::bigint[], \
-                 $10::text[], $11::bigint[], $12::text[]) AS c"
-            ),
+            log_changes: format!("{log} c.* FROM lock, unnest({change}) AS c"),
+            // One change: the arrays' first elements (no `unnest` to execute).
+            log_change: format!("{log} {} FROM lock", first(change)),
             get: format!("SELECT {doc} FROM {s}.documents WHERE {key}"),
             get_many: format!("SELECT site, collection, {doc} FROM {s}.documents WHERE {keys}"),
             site_count: format!(
@@ -107,4 +110,10 @@ impl Statements {
             schema: s,
         }
     }
+}
+
+/// The first element of each array in `arrays` (`$3::text[], …` → `($3::text[])[1], …`).
+fn first(arrays: &str) -> String {
+    let columns: Vec<String> = arrays.split(", ").map(|c| format!("({c})[1]")).collect();
+    columns.join(", ")
 }

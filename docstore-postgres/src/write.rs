@@ -233,10 +233,13 @@ impl<'s> Plan<'s> {
             let write = (decision, current[i].as_ref());
             plan.changes.push(key, write, body, (request.actor(), now));
         }
-        if !plan.changes.kinds.is_empty() {
-            let changes = std::mem::take(&mut plan.changes).params(inner);
-            plan.statements.push((&sql.log_changes, changes));
-        }
+        let log = match plan.changes.kinds.len() {
+            0 => return Ok(plan),
+            1 => &sql.log_change,
+            _ => &sql.log_changes,
+        };
+        let changes = std::mem::take(&mut plan.changes).params(inner);
+        plan.statements.push((log, changes));
         Ok(plan)
     }
 
