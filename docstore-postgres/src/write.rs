@@ -193,13 +193,12 @@ impl<'s> Plan<'s> {
                 ]
             };
             let mut params = names();
-            let statement = match (decision, &current[i], &bodies[i]) {
+            let statement = match (decision, &bodies[i]) {
                 (
                     Decision::Store {
                         document: d,
                         creates,
                     },
-                    _,
                     Some(body),
                 ) => {
                     params.extend(params![body.jsonb(), body.raw(), d.updated_at]);
@@ -211,7 +210,7 @@ impl<'s> Plan<'s> {
                         Some(&sql.insert)
                     }
                 }
-                (Decision::Remove, Some(_), _) => Some(&sql.delete),
+                (Decision::Remove, _) if current[i].is_some() => Some(&sql.delete),
                 _ => None,
             };
             if let Some(statement) = statement {
