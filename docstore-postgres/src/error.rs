@@ -7,8 +7,6 @@ use docstore::Error;
 pub(crate) enum Fail {
     Store(Error),
     Sql(tokio_postgres::Error),
-    /// A row changed between the transaction's read and its write: run it again.
-    Raced,
 }
 
 impl From<Error> for Fail {
@@ -28,7 +26,6 @@ impl Fail {
     /// inserted meanwhile, a serialization failure, a deadlock).
     pub(crate) fn is_race(&self) -> bool {
         match self {
-            Fail::Raced => true,
             Fail::Sql(err) => err
                 .code()
                 .is_some_and(|code| ["23505", "40001", "40P01"].contains(&code.code())),
@@ -40,7 +37,6 @@ impl Fail {
         match self {
             Fail::Store(err) => err,
             Fail::Sql(err) => sql(err),
-            Fail::Raced => Error::unavailable("the write kept racing other writers", "raced"),
         }
     }
 }

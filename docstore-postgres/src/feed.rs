@@ -9,8 +9,9 @@
 //!   PostgreSQL releasing the lock after the commit is visible. A reader that sees position
 //!   `p` therefore sees every position below it, and reading `position > cursor` gives every
 //!   committed change exactly once. The price: writers of one store commit one at a time from
-//!   their change insert to their commit (one round trip each); their reads, locks and
-//!   document writes still run side by side.
+//!   their change insert to their commit (`COMMIT` follows the change insert in the write's
+//!   pipeline, so no round trip to the client in between); their reads, locks and document
+//!   writes still run side by side.
 //! - **Cursors** are `postgres:FEED.POSITION`, `FEED` the random id the schema was created
 //!   with: a cursor of another store is [`Error::InvalidArgument`].
 //! - **Retention**: see the `retention` module; a cursor before what is kept is

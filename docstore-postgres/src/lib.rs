@@ -22,12 +22,13 @@
 //!   data as `JSONB` (see the `json` module for how numbers stay exact, and the two values
 //!   JSONB cannot hold, kept verbatim beside), the metadata as columns; `counters` per
 //!   collection; `write_ids` (caller write identities); `changes` (the feed).
-//! - **Writes**: every write, single or batch, is one transaction: the documents it touches
-//!   are locked (`SELECT … FOR UPDATE`, key order), the core decides each write on them
+//! - **Writes**: every write, single or batch, is one transaction in two round trips: `BEGIN`
+//!   with one locking read per key (`SELECT … FOR UPDATE` of the document and its write
+//!   identities, single-key, in key order), the core deciding each write on what they hold
 //!   ([`docstore::request`]: versions, timestamps, merges, conditions, the quota, a repeated
-//!   caller identity), then the
-//!   document writes (`UPDATE … WHERE version = $n`, `INSERT`, `DELETE`), the counter
-//!   updates, the write identities and the change rows go in one pipeline before the commit.
+//!   caller identity), then the document writes, the counter updates, the write identities,
+//!   the change rows and `COMMIT` in one pipeline. Statements are prepared once per
+//!   connection and planned once (generic plans).
 //!   Counters are therefore exact; a write racing another (a key inserted meanwhile, a
 //!   deadlock) runs again, up to 32 times. Connection failures, an overloaded server and
 //!   cancelled statements are [`Error::Unavailable`](docstore::Error::Unavailable) — a
@@ -49,6 +50,7 @@
 mod error;
 mod feed;
 mod json;
+mod pipeline;
 mod query;
 mod retention;
 mod rows;

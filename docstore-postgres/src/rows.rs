@@ -1,4 +1,4 @@
-//! Reading documents and write identities from rows, and the statements every write shares.
+//! Reading documents and write identities from rows.
 
 use crate::error::{Fail, corrupt};
 use docstore::identity::{KeptIds, WriteIds};
@@ -34,12 +34,20 @@ pub(crate) fn key(row: &Row) -> Result<Key, Fail> {
     .map_err(|err| Fail::Store(corrupt(format!("key: {err}"))))
 }
 
-/// The identities of a `write_ids` row (site, collection, id, ids, deleted_at).
-pub(crate) fn kept(row: &Row) -> Result<KeptIds, Fail> {
-    Ok(KeptIds {
-        ids: WriteIds::decode(row.try_get(3)?),
-        deleted_at: row.try_get(4)?,
-    })
+/// A row of the `lock` statement: the key's document ([`DOC_COLUMNS`]), then the identities
+/// it keeps (ids, deleted_at), each NULL when missing.
+pub(crate) fn locked(row: &Row) -> Result<(Option<Document>, Option<KeptIds>), Fail> {
+    let found: Option<&str> = row.try_get(0)?;
+    let document = found.map(|_| document(row, 0)).transpose()?;
+    let ids: Option<&str> = row.try_get(7)?;
+    let kept = match ids {
+        Some(ids) => Some(KeptIds {
+            ids: WriteIds::decode(ids),
+            deleted_at: row.try_get(8)?,
+        }),
+        None => None,
+    };
+    Ok((document, kept))
 }
 
 /// A version as PostgreSQL's `bigint` (the front end keeps versions within `i64`).
@@ -62,11 +70,13 @@ pub(crate) struct KeyArrays {
 impl KeyArrays {
     pub(crate) fn of<'a>(keys: impl IntoIterator<Item = &'a Key>) -> Self {
         let mut arrays = KeyArrays::default();
-        for key in keys {
-            arrays.sites.push(key.site().to_owned());
-            arrays.collections.push(key.collection().to_owned());
-            arrays.ids.push(key.id().to_owned());
-        }
+        keys.into_iter().for_each(|key| arrays.push(key));
         arrays
+    }
+
+    pub(crate) fn push(&mut self, key: &Key) {
+        self.sites.push(key.site().to_owned());
+        self.collections.push(key.collection().to_owned());
+        self.ids.push(key.id().to_owned());
     }
 }

@@ -5,17 +5,16 @@
 #[derive(Debug)]
 pub(crate) struct Statements {
     pub(crate) schema: String,
-    pub(crate) lock_for_write: String,
-    pub(crate) kept: String,
+    pub(crate) lock: String,
     pub(crate) insert: String,
     pub(crate) update: String,
     pub(crate) delete: String,
-    pub(crate) count_into: String,
-    pub(crate) count_down: String,
+    pub(crate) count: String,
     pub(crate) keep_ids: String,
     pub(crate) forget_ids: String,
     pub(crate) prune_ids: String,
     pub(crate) log_changes: String,
+    pub(crate) log_change: String,
     pub(crate) get: String,
     pub(crate) get_many: String,
     pub(crate) site_count: String,
@@ -32,60 +31,55 @@ impl Statements {
     pub(crate) fn new(schema: &str) -> Self {
         let s = format!("\"{schema}\"");
         let doc = crate::rows::DOC_COLUMNS;
+        let key = "site = $1 AND collection = $2 AND id = $3";
         let keys =
             "(site, collection, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))";
+        let log = format!(
+            "WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($1), pg_notify($2, '')) \
+             INSERT INTO {s}.changes (position, site, collection, id, kind, version, body, \
+             created_at, created_by, time, actor) SELECT nextval('{s}.change_positions'),"
+        );
+        let change = "$3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], \
+             $9::bigint[], $10::text[], $11::bigint[], $12::text[]";
         Statements {
-            lock_for_write: format!(
-                "SELECT site, collection, {doc} FROM {s}.documents WHERE {keys} \
-                 ORDER BY site, collection, id FOR UPDATE"
-            ),
-            kept: format!(
-                "SELECT site, collection, id, ids, deleted_at FROM {s}.write_ids WHERE {keys} \
-                 ORDER BY site, collection, id FOR UPDATE"
+            // One key's document and identities, locked; one row, NULLs for what is missing.
+            lock: format!(
+                "WITH d AS MATERIALIZED (SELECT {doc} FROM {s}.documents WHERE {key} FOR UPDATE), \
+                 w AS MATERIALIZED (SELECT ids, deleted_at FROM {s}.write_ids WHERE {key} \
+                 FOR UPDATE) SELECT d.*, w.* FROM (SELECT) AS one LEFT JOIN d ON TRUE \
+                 LEFT JOIN w ON TRUE"
             ),
             insert: format!(
-                "INSERT INTO {s}.documents (site, collection, id, data, raw, created_at, \
-                 updated_at, created_by, updated_by, version) \
+                "INSERT INTO {s}.documents (site, collection, id, data, raw, updated_at, \
+                 updated_by, version, created_at, created_by) \
                  VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8, $9, $10)"
             ),
+            // The row is locked since the write read it: no version to check again.
             update: format!(
                 "UPDATE {s}.documents SET data = $4::text::jsonb, raw = $5, updated_at = $6, \
-                 updated_by = $7, version = $8 \
-                 WHERE site = $1 AND collection = $2 AND id = $3 AND version = $9"
+                 updated_by = $7, version = $8 WHERE {key}"
             ),
-            delete: format!(
-                "DELETE FROM {s}.documents \
-                 WHERE site = $1 AND collection = $2 AND id = $3 AND version = $4"
-            ),
-            count_into: format!(
-                "INSERT INTO {s}.counters AS c (site, collection, n) VALUES ($1, $2, $3) \
-                 ON CONFLICT (site, collection) DO UPDATE SET n = c.n + excluded.n"
-            ),
-            count_down: format!(
-                "UPDATE {s}.counters SET n = n + $3 WHERE site = $1 AND collection = $2"
+            delete: format!("DELETE FROM {s}.documents WHERE {key}"),
+            // The check constraint holds an inserted row too, hence `greatest` (a decrement
+            // finds its row: the document it counts was there).
+            count: format!(
+                "INSERT INTO {s}.counters AS c (site, collection, n) \
+                 VALUES ($1, $2, greatest($3::bigint, 0)) \
+                 ON CONFLICT (site, collection) DO UPDATE SET n = c.n + $3::bigint"
             ),
             keep_ids: format!(
                 "INSERT INTO {s}.write_ids (site, collection, id, ids, deleted_at) \
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT (site, collection, id) \
                  DO UPDATE SET ids = excluded.ids, deleted_at = excluded.deleted_at"
             ),
-            forget_ids: format!(
-                "DELETE FROM {s}.write_ids WHERE site = $1 AND collection = $2 AND id = $3"
-            ),
+            forget_ids: format!("DELETE FROM {s}.write_ids WHERE {key}"),
             prune_ids: format!("DELETE FROM {s}.write_ids WHERE deleted_at < $1"),
             // The advisory lock is taken before the first position is drawn and held to the
             // commit: positions are drawn in commit order (see `crate::feed`).
-            log_changes: format!(
-                "WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($1), pg_notify($2, '')) \
-                 INSERT INTO {s}.changes (position, site, collection, id, kind, version, body, \
-                 created_at, created_by, time, actor) \
-                 SELECT nextval('{s}.change_positions'), c.* FROM lock, unnest($3::text[], \
-                 $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::bigint[], \
-                 $10::text[], $11::bigint[], $12::text[]) AS c"
-            ),
-            get: format!(
-                "SELECT {doc} FROM {s}.documents WHERE site = $1 AND collection = $2 AND id = $3"
-            ),
+            log_changes: format!("{log} c.* FROM lock, unnest({change}) AS c"),
+            // One change: the arrays' first elements (no `unnest` to execute).
+            log_change: format!("{log} {} FROM lock", first(change)),
+            get: format!("SELECT {doc} FROM {s}.documents WHERE {key}"),
             get_many: format!("SELECT site, collection, {doc} FROM {s}.documents WHERE {keys}"),
             site_count: format!(
                 "SELECT coalesce(sum(n), 0)::bigint FROM {s}.counters WHERE site = $1"
@@ -119,4 +113,10 @@ impl Statements {
             schema: s,
         }
     }
+}
+
+/// The first element of each array in `arrays` (`$3::text[], …` → `($3::text[])[1], …`).
+fn first(arrays: &str) -> String {
+    let columns: Vec<String> = arrays.split(", ").map(|c| format!("({c})[1]")).collect();
+    columns.join(", ")
 }
