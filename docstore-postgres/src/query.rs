@@ -284,11 +284,14 @@ impl Target<'_> {
             ),
             params: self.params(),
         };
-        let unkeyed = unkeyed.documents(self.client).await?;
-        let read_unkeyed = unkeyed.len() as u64;
         let fetch =
             |chunk| async move { self.range(index, plan, chunk).documents(self.client).await };
-        let (mut kept, read) = chunks::read_plan(plan, index, query, fetch).await?;
+        // Both in one pipeline on the connection.
+        let (unkeyed, (mut kept, read)) = tokio::try_join!(
+            unkeyed.documents(self.client),
+            chunks::read_plan(plan, index, query, fetch)
+        )?;
+        let read_unkeyed = unkeyed.len() as u64;
         kept.extend(unkeyed.into_iter().filter(|doc| {
             let key = index.key(doc);
             plan.ranges.iter().any(|r| r.contains(&key))

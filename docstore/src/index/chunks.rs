@@ -107,7 +107,7 @@ where
 {
     let (mut limit, wanted) = (
         chunk_size(query),
-        query.limit().map_or(usize::MAX, |l| l + 1),
+        query.limit().map_or(usize::MAX, |l| l.saturating_add(1)),
     );
     let mut after = query.after().map(|c| c.id.clone());
     let (mut matched, mut read) = (Vec::new(), 0u64);
@@ -188,7 +188,10 @@ mod tests {
                 let compiled = query.clone().after(cursor.clone()).compile().unwrap();
                 let plan = crate::index::plan(&indexes, "c", &compiled).expect("served");
                 let (kept, read) = read_plan(&plan, index, &compiled, fetch).await.unwrap();
-                assert!(read < docs.len() as u64, "stops before the end: read {read}");
+                assert!(
+                    read < docs.len() as u64,
+                    "stops before the end: read {read}"
+                );
                 let page = compiled.evaluate_owned(kept);
                 assert_eq!(page, compiled.evaluate(&docs), "{query:?}");
                 pages += 1;
