@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use docstore::batch::{CheckedBatch, Write, WriteOutcome};
 use docstore::driver::{Driver, Origin};
 use docstore::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
-use docstore::index::Reading;
 use docstore::query::CompiledQuery;
 use docstore::request::{Answer, Op, Request};
 use docstore::{
@@ -120,7 +119,7 @@ impl PostgresStore {
             .build()
             .map_err(|err| Error::invalid(format!("PostgreSQL pool: {err}")))?;
         let mut client = pool.get().await.map_err(crate::error::pool)?;
-        let feed_id = crate::schema::migrate(&mut client, &schema)
+        let feed_id = crate::schema::migrate(&mut client, &schema, &options.indexes)
             .await
             .map_err(Fail::into_error)?;
         drop(client);
@@ -172,6 +171,21 @@ impl PostgresStore {
         self.write(Request::single(op, origin))
             .await?
             .into_document()
+    }
+
+    fn target<'a>(
+        &'a self,
+        client: &'a deadpool_postgres::Client,
+        site: &'a str,
+        collection: &'a str,
+    ) -> crate::query::Target<'a> {
+        crate::query::Target {
+            client,
+            sql: &self.inner.sql,
+            indexes: &self.inner.options.indexes,
+            site,
+            collection,
+        }
     }
 
     /// Rows a read gave, for [`PostgresStore::documents_read`].
@@ -307,40 +321,25 @@ impl Driver for PostgresStore {
 
     async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {
         let client = self.client().await?;
-        let schema = &self.inner.sql.schema;
-        let (page, rows) = crate::query::run(&client, schema, (site, collection), query)
+        let (page, rows) = self
+            .target(&client, site, collection)
+            .run(query)
             .await
             .map_err(Fail::into_error)?;
         self.count_read(rows);
         Ok(page)
     }
 
-    /// A scan of the collection (declared indexes are not read yet), strongly consistent.
+    /// The planner's choice with PostgreSQL's plan of its statement; strongly consistent.
     async fn explain(
         &self,
         site: &str,
         collection: &str,
         query: &CompiledQuery,
     ) -> Result<Explain> {
-        let size = self
-            .collections(site)
-            .await?
-            .into_iter()
-            .find_map(|(name, n)| (name == collection).then_some(n))
-            .unwrap_or(0);
-        let (how, reads) = match query.id_order() {
-            Some(_) => (
-                "primary key (site, collection, id) from the cursor, filter pushed down where exact",
-                docstore::driver::estimated_id_order_reads(query, size),
-            ),
-            None => ("the collection's rows, sorted in memory", size),
-        };
-        Ok(Explain::scan(
-            how,
-            Reading::of_scan(query),
-            Some(reads),
-            true,
-        ))
+        let client = self.client().await?;
+        let target = self.target(&client, site, collection);
+        target.explain(query).await.map_err(Fail::into_error)
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {

@@ -31,6 +31,7 @@
 //! # Ok::<(), docstore::Error>(())
 //! ```
 
+pub mod chunks;
 mod cost;
 pub mod key;
 mod plan;
