@@ -1,11 +1,8 @@
 //! Stored documents.
 
-use crate::{Error, Result};
+use crate::{Data, Error, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-
-/// The JSON object a document holds.
-pub type Data = Map<String, Value>;
+use serde_json::Value;
 
 /// One stored document: its data and the metadata the store keeps for it.
 ///
@@ -329,7 +326,7 @@ pub fn check_restorable_metadata(key: &crate::Key, document: &Document) -> Resul
 /// ```
 pub fn object(value: Value) -> Result<Data> {
     match value {
-        Value::Object(map) => Ok(map),
+        Value::Object(map) => Ok(map.into()),
         other => Err(Error::invalid(format!(
             "document data must be a JSON object, not {}",
             kind_name(&other)
