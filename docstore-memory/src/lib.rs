@@ -569,7 +569,14 @@ impl MemoryStore {
 
     /// Removes the document at `key` if it has expired, with its `Expired` change: a write
     /// finds the key as the readers do, empty (`docs/contract.md`, "Expiry").
+    /// A collection without expiring documents answers without searching for the id.
     fn expire_due(&self, sites: &mut HashMap<String, Site>, key: &Key, retired: &mut Retired) {
+        let collection = sites
+            .get(key.site())
+            .and_then(|site| site.get(key.collection()));
+        if collection.is_none_or(|c| c.expiring.is_empty()) {
+            return;
+        }
         let now = self.now();
         if !Self::lookup(sites, key).is_some_and(|doc| doc.is_expired(now)) {
             return;
