@@ -3,11 +3,11 @@
 
 use crate::Result;
 use crate::batch::{CheckedBatch, WriteOutcome};
-use crate::document::{Data, Document};
 use crate::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
 use crate::identity::WriteId;
 use crate::key::Key;
 use crate::query::{CompiledQuery, Cursor};
+use crate::{Data, Document};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 
