@@ -561,6 +561,10 @@ impl DynamoStore {
                     maybe_applied: attempts.may_have_applied(),
                 },
                 TransactionFailure::Unknown(err) => Sent::Unknown(err),
+                // A batch writes its stamps, records and markers unconditionally.
+                TransactionFailure::CompanionRefused => {
+                    return Err(crate::send::companion_refused(&self.table));
+                }
             },
         )
     }
