@@ -349,7 +349,21 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
             "{mode:?} delete of a document changed since this store wrote it"
         );
         assert_eq!(store.get(&key("d")).await.unwrap(), None);
+        // A batch's writes are known revisions too.
+        store.create(&key("e"), obj(json!({})), "").await.unwrap();
+        let batch = [docstore::Write::update_if(
+            key("e"),
+            obj(json!({"e": 2})),
+            1,
+        )];
+        store.write_all(&batch, "").await.unwrap();
         requests.take_calls();
+        assert!(store.delete(&key("e")).await.unwrap());
+        assert_eq!(
+            requests.take_calls(),
+            counts(deleted),
+            "{mode:?} delete after a batch"
+        );
         // One Query per counter partition, and one per partition of the site's expiry
         // markers (the due ones are subtracted: `docs/contract.md`, "Expiry").
         let counter_reads = counts(&[("Query", 2 * support::PARTITIONS)]);
