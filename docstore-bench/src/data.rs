@@ -109,7 +109,7 @@ pub fn document(n: usize, generation: u64) -> Data {
     body.truncate(DOC_BYTES.saturating_sub(size));
     data["body"] = Value::String(body);
     match data {
-        Value::Object(map) => map,
+        Value::Object(map) => map.into(),
         _ => unreachable!("built as an object"),
     }
 }
@@ -162,7 +162,7 @@ pub struct Address {
 
 /// Document number `n` in its `generation` as a [`Ticket`]: [`document`], decoded.
 pub fn ticket(n: usize, generation: u64) -> Ticket {
-    serde_json::from_value(Value::Object(document(n, generation))).expect("a ticket's shape")
+    serde_json::from_value(Value::from(document(n, generation))).expect("a ticket's shape")
 }
 
 /// The `k`-th patch: a counter, a new key and a nested change (so the merge recurses).
@@ -173,7 +173,7 @@ pub fn patch(k: u64) -> Data {
         "address": {"zip": format!("{:05}", k % 100_000), "country": null},
     });
     match value {
-        Value::Object(map) => map,
+        Value::Object(map) => map.into(),
         _ => unreachable!("built as an object"),
     }
 }
@@ -271,7 +271,7 @@ mod tests {
         // A patched document decodes too.
         let mut doc = document(5, 0);
         docstore::merge_patch(&mut doc, &patch(7));
-        let patched: Ticket = serde_json::from_value(Value::Object(doc)).unwrap();
+        let patched: Ticket = serde_json::from_value(Value::from(doc)).unwrap();
         assert_eq!(patched.note.as_deref(), Some("patched 7"));
         assert_eq!(patched.address.country, None);
     }

@@ -36,13 +36,16 @@ async fn connect(url: &str) -> BenchResult<Client> {
     Ok(client)
 }
 
-/// The index an application would declare for the selective query (docstore-postgres accepts
-/// it and does not read it yet: both sides scan the collection).
+/// The index an application would declare for the selective query: `status` and `category`
+/// pinned, then `score` descending, the query's order, so docstore-postgres reads it in the
+/// query's order and stops at the page (`priority` checked on the entries read). The core
+/// planner serves no order from an index whose fields do not follow it, so an index ending in
+/// `priority` would leave the query to the scan.
 fn indexes() -> BenchResult<IndexSet> {
     let index = Index::parse(
         QUERY_COLLECTION,
         "by_status_category",
-        ["status", "category", "priority"],
+        ["status", "category", "-score"],
     )?;
     Ok(IndexSet::new([index])?)
 }
@@ -106,6 +109,16 @@ pub async fn round(spec: &Spec, url: &str, round: usize) -> BenchResult<Round> {
     .await?;
     let store = Store::new(driver.clone());
     let baseline = PostgresBaseline::open(url, &baseline_schema).await?;
+    // The same declared index in the baseline's schema (its key function and expression
+    // index, as docstore-postgres lays them down), so the schemas stay equal; the baseline's
+    // hand-written query does not call the key function, so it cannot use it.
+    drop(
+        PostgresStore::open_with_options(
+            &with_schema(url, &baseline_schema),
+            StoreOptions::default().with_indexes(indexes()?),
+        )
+        .await?,
+    );
     let result = async {
         schema::check_same(&admin, &store_schema, &baseline_schema).await?;
         bulk_load(&admin, &store_schema, QUERY_COLLECTION, spec.query_docs).await?;

@@ -16,7 +16,7 @@ use crate::record::Record;
 use crate::timefmt::TimeFormat;
 use crate::transfer::{ErrorBudget, Skipped, Summary};
 use docstore::document::MAX_DEPTH;
-use docstore::{Data, Document, Key, json};
+use docstore::{Document, Key, json};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufRead, Read};
@@ -130,7 +130,7 @@ impl<'r> PlainInput<'r> {
         let document = Document {
             expires_at: None,
             id: key.id().to_owned(),
-            data,
+            data: data.into(),
             created_at: now,
             updated_at: now,
             created_by: self.target.actor.clone(),
@@ -229,7 +229,7 @@ fn parse_line(bytes: &[u8], first: bool) -> Result<Option<Value>, String> {
 }
 
 /// The id in `field` of `data`, or why there is none.
-fn id_of<'d>(data: &'d Data, field: &str) -> Result<&'d str, String> {
+fn id_of<'d>(data: &'d serde_json::Map<String, Value>, field: &str) -> Result<&'d str, String> {
     match data.get(field) {
         None => Err(format!("no {field:?} field (--id-field)")),
         Some(Value::String(id)) => Ok(id),

@@ -238,10 +238,12 @@ impl DynamoStore {
                 .send_batch(&planned, &guards, &counters, &stamps.inside, &w)
                 .await?
             {
-                Sent::Applied => return Ok(self.committed(planned, stamps.after).await),
+                Sent::Applied => {
+                    return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
+                }
                 Sent::Guarded { refused, resent } => {
                     if resent && self.batch_proves(&keys, &planned, &counters, &w).await? {
-                        return Ok(self.committed(planned, stamps.after).await);
+                        return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
                     }
                     let refused = self.guards_refused(&keys, &guards, refused, &mut foreign);
                     if let Some(err) = refused.await? {
@@ -253,7 +255,7 @@ impl DynamoStore {
                 }
                 Sent::Contended { maybe_applied } => {
                     if maybe_applied && self.batch_proves(&keys, &planned, &counters, &w).await? {
-                        return Ok(self.committed(planned, stamps.after).await);
+                        return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
                     }
                     if !backoff.wait().await {
                         break;
@@ -269,7 +271,7 @@ impl DynamoStore {
                         None => self.read(&keys[index]).await?,
                     };
                     if current.as_ref().is_some_and(|c| c.holds(&w)) {
-                        return Ok(self.committed(planned, stamps.after).await);
+                        return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
                     }
                     if !resent
                         && self
@@ -280,7 +282,7 @@ impl DynamoStore {
                     }
                     if resent {
                         if self.batch_proves(&keys, &planned, &counters, &w).await? {
-                            return Ok(self.committed(planned, stamps.after).await);
+                            return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
                         }
                         if !self.trust_request_tokens {
                             return Err(Error::Unavailable {
@@ -304,7 +306,7 @@ impl DynamoStore {
                 }
                 Sent::Unknown(err) => {
                     if self.batch_proves(&keys, &planned, &counters, &w).await? {
-                        return Ok(self.committed(planned, stamps.after).await);
+                        return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
                     }
                     return Err(maybe_applied(err));
                 }
@@ -561,13 +563,31 @@ impl DynamoStore {
                     maybe_applied: attempts.may_have_applied(),
                 },
                 TransactionFailure::Unknown(err) => Sent::Unknown(err),
+                // A batch writes its stamps, records and markers unconditionally.
+                TransactionFailure::CompanionRefused => {
+                    return Err(crate::send::companion_refused(&self.table));
+                }
             },
         )
     }
 
     /// The outcomes of a committed batch, once the stamps that did not fit in its
     /// transaction (see [`Stamps::split`]) are written.
-    async fn committed(&self, planned: Vec<Planned>, late_stamps: Vec<Item>) -> Vec<WriteOutcome> {
+    /// The store remembers the revisions the batch `w` wrote at `keys` (one per planned
+    /// write, in order), so that their deletes need not read first ([`crate::known`]).
+    async fn committed(
+        &self,
+        planned: Vec<Planned>,
+        late_stamps: Vec<Item>,
+        (keys, w): (&[Key], &WriteId),
+    ) -> Vec<WriteOutcome> {
+        for (key, write) in keys.iter().zip(&planned) {
+            match &write.outcome {
+                WriteOutcome::Written(doc) => self.known.remember(key, doc, w.as_str()),
+                WriteOutcome::Deleted => self.known.forget(key),
+                _ => {}
+            }
+        }
         for stamp in late_stamps {
             let put = self
                 .client

@@ -14,8 +14,8 @@ use crate::history::Stored;
 use crate::item::{Item, PK, SK, WRITE_HISTORY, is_document, key_of, num, text};
 use crate::layout::{DELETED, Layout};
 use crate::store::DynamoStore;
-use aws_sdk_dynamodb::types::AttributeValue;
-use docstore::identity::{DELETE_IDS_KEPT_FOR, WriteIds};
+use aws_sdk_dynamodb::types::{AttributeValue, Update};
+use docstore::identity::{DELETE_IDS_KEPT_FOR, KEPT_WRITE_IDS, WriteIds};
 use docstore::{Key, Result, WriteId};
 use std::collections::HashMap;
 
@@ -51,6 +51,39 @@ pub(crate) fn record_item(
     item.insert(WRITE_HISTORY.to_owned(), AttributeValue::L(list));
     item.insert(EXPIRES.to_owned(), num(expires));
     item
+}
+
+/// For a delete `id` of `key` at `now_nanos` that did not read the record: the record's
+/// update in `table` that adds `id` as the newest identity, conditioned on the record being
+/// absent, or live with room for one more and without `id`. A failed condition cancels the
+/// delete's transaction, and the delete then reads the record: `id` in it means an earlier
+/// try did this delete; a full or lapsed record is written whole ([`record_item`]).
+pub(crate) fn record_append(
+    table: &str,
+    layout: Layout,
+    key: &Key,
+    id: &WriteId,
+    now_nanos: i64,
+) -> Result<Update> {
+    let now_secs = now_nanos / 1_000_000_000;
+    let expires = now_secs + DELETE_IDS_KEPT_FOR.as_secs() as i64;
+    let condition = "attribute_not_exists(#wh) \
+         OR (#ex > :now AND size(#wh) < :kept AND NOT contains(#wh, :id))";
+    Update::builder()
+        .table_name(table)
+        .set_key(Some(record_key(layout, key)))
+        .update_expression("SET #wh = list_append(:ids, if_not_exists(#wh, :none)), #ex = :ex")
+        .condition_expression(condition)
+        .expression_attribute_names("#wh", WRITE_HISTORY)
+        .expression_attribute_names("#ex", EXPIRES)
+        .expression_attribute_values(":ids", AttributeValue::L(vec![text(id.as_str())]))
+        .expression_attribute_values(":none", AttributeValue::L(Vec::new()))
+        .expression_attribute_values(":id", text(id.as_str()))
+        .expression_attribute_values(":now", num(now_secs))
+        .expression_attribute_values(":kept", num(KEPT_WRITE_IDS as i64))
+        .expression_attribute_values(":ex", num(expires))
+        .build()
+        .map_err(crate::send::build_error)
 }
 
 impl DynamoStore {

@@ -342,6 +342,7 @@ mod tests {
                     Companion::Delete(item) => {
                         (false, crate::item::string(&item, SK).unwrap().into())
                     }
+                    other => panic!("markers are put or deleted: {other:?}"),
                 })
                 .collect()
         };

@@ -404,6 +404,10 @@ impl DynamoStore {
                 }
                 TransactionFailure::Unknown(err) => return Err(err),
                 TransactionFailure::Contended => {}
+                // Nothing but the document and its guard is sent.
+                TransactionFailure::CompanionRefused => {
+                    return Err(crate::send::companion_refused(&self.table));
+                }
             }
             if !backoff.wait().await {
                 return Err(Error::Unavailable {

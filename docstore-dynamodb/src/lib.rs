@@ -189,7 +189,8 @@
 //! | `create`, `restore` | TransactWriteItems: Put `attribute_not_exists(pk)` + counter `ADD` | PutItem, UpdateItem (counter) |
 //! | `put` | GetItem, then PutItem on the revision read (replace) or TransactWriteItems (create) | GetItem, PutItem (+ UpdateItem when it created) |
 //! | `update`, `update_if` | GetItem, PutItem conditioned on the revision read | same |
-//! | `delete`, `delete_if` | GetItem, TransactWriteItems: Delete on the revision read + counter `ADD -1` + delete stamp Put | GetItem, TransactWriteItems (Delete + stamp Put), UpdateItem (counter) |
+//! | `delete`, `delete_if` of a revision the store wrote or read last | TransactWriteItems: Delete on that revision + counter `ADD -1` + delete stamp Put + delete record Update | TransactWriteItems (Delete + stamp Put + record Update), UpdateItem (counter) |
+//! | `delete`, `delete_if` of any other | BatchGetItem (document and delete record), then the same TransactWriteItems with the record Put | BatchGetItem, TransactWriteItems, UpdateItem (counter) |
 //! | `write_all` | BatchGetItem, one TransactWriteItems (writes, checks, one counter `ADD` per collection) | same |
 //! | `get_many` | consistent BatchGetItem per 100 keys (unprocessed keys again, with backoff) | same |
 //!
@@ -197,6 +198,17 @@
 //! Delete to its transaction (a lone PutItem becomes a TransactWriteItems); a write that
 //! reads an expired document first removes it (see "Expiring documents"); `count`,
 //! `collections` and the quota read the due markers beside the counters.
+//!
+//! A delete names the revision it removes (its stamp is keyed by it, and its condition is that
+//! revision), so it reads first unless the store already knows the revision: each store
+//! remembers the revision it last wrote or read (`get`) of up to 8 192 keys (metadata only,
+//! about 200 bytes a key) and sends the delete of such a revision at once, its record
+//! appended under a condition (the record absent, or live, holding fewer than 16 identities
+//! and not the call's). In a collection with a unique index (the guards to release depend on
+//! the data) or when the revision expired, the delete reads. A remembered revision that
+//! changed since (another store wrote it), or a record whose condition fails, cancels the
+//! transaction with nothing written, and the delete reads and is sent again: one request more
+//! than reading first.
 //!
 //! `delete` and `delete_if` never touch a document created after their read: when the revision
 //! read is gone and another incarnation stands at the key (told apart by `created_at` and the
@@ -323,7 +335,9 @@ mod index;
 mod index_admin;
 mod index_reads;
 mod item;
+mod known;
 mod layout;
+mod quick_delete;
 mod reads;
 mod recount;
 mod scan;

@@ -40,6 +40,9 @@ pub(crate) enum TransactionFailure {
     /// Guard actions met failed conditions: each one's position counted from the first
     /// guard ([`crate::guards`]) and its item, when returned.
     Guarded { refused: Vec<RefusedGuard> },
+    /// An item written with the document met its failed condition (a delete's record
+    /// appended without a read, [`crate::deleted::record_append`]).
+    CompanionRefused,
     /// A competing transaction or throttling: send it again.
     Contended,
     /// Every answer was lost and the SDK gave up: it may have been applied.
@@ -63,8 +66,8 @@ pub(crate) enum Action {
     Delete,
 }
 
-/// An item a write puts or deletes unconditionally in its own `TransactWriteItems`, so that
-/// it exists exactly when the write committed: a delete's stamp ([`crate::stamps`]) and record
+/// An item a write puts, deletes or updates in its own `TransactWriteItems`, so that it
+/// exists exactly when the write committed: a delete's stamp ([`crate::stamps`]) and record
 /// ([`crate::deleted`]), a document's expiry marker ([`crate::expiring`]).
 #[derive(Clone, Debug)]
 pub(crate) enum Companion {
@@ -72,6 +75,9 @@ pub(crate) enum Companion {
     Put(Item),
     /// Delete the item with this key.
     Delete(Item),
+    /// This update, with its own condition (a delete record's append,
+    /// [`crate::deleted::record_append`]).
+    Update(aws_sdk_dynamodb::types::Update),
 }
 
 impl Companion {
@@ -93,6 +99,9 @@ impl Companion {
                     .build()
                     .map_err(build_error)?;
                 TransactWriteItem::builder().delete(delete).build()
+            }
+            Companion::Update(update) => {
+                TransactWriteItem::builder().update(update.clone()).build()
             }
         })
     }
@@ -332,6 +341,11 @@ impl DynamoStore {
                     resent: attempts.resent(),
                 }
             }
+            // Refused as a whole: the document as it stands now.
+            TransactionFailure::CompanionRefused => Sent::Refused {
+                current: self.read(key).await?,
+                resent: attempts.resent(),
+            },
             TransactionFailure::Contended => Sent::Contended {
                 maybe_applied: attempts.may_have_applied(),
             },
@@ -341,7 +355,7 @@ impl DynamoStore {
 
     /// Reads a failed `TransactWriteItems` whose first `documents` actions are document
     /// writes, the next `guards` unique-index guards and the rest counter moves and items
-    /// written unconditionally: which action was refused (a document before a guard, so a
+    /// written with them: which action was refused (a document before a guard, so a
     /// resend that meets its own committed write is settled as a document refusal), or
     /// whether to send again.
     pub(crate) fn transaction_failure(
@@ -383,6 +397,9 @@ impl DynamoStore {
             return Ok(TransactionFailure::Guarded {
                 refused: guards_refused,
             });
+        }
+        if (documents + guards..reasons.len()).any(refused) {
+            return Ok(TransactionFailure::CompanionRefused);
         }
         let contended = [
             "TransactionConflict",
@@ -532,6 +549,18 @@ pub(crate) fn condition(
                 (":ua".to_owned(), num(read.doc.updated_at)),
             ])),
         ),
+    }
+}
+
+/// A transaction refused by the condition of an item that the sender wrote without one:
+/// not a refusal the sender can settle.
+pub(crate) fn companion_refused(table: &str) -> Error {
+    Error::Backend {
+        message: format!(
+            "DynamoDB TransactWriteItems on `{table}` was cancelled by a condition on an item \
+             written without one"
+        ),
+        source: None,
     }
 }
 

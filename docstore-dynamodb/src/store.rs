@@ -55,6 +55,9 @@ pub struct DynamoStore {
     pub(crate) feed_cache: Arc<crate::feed::FeedCache>,
     /// The sites with expiry markers as this store knows them (see [`crate::expiring`]).
     pub(crate) expiring_sites: Arc<crate::expiring::ExpiringSites>,
+    /// The revisions this store last wrote or read, which its deletes need not read first
+    /// (see [`crate::known`]).
+    pub(crate) known: Arc<crate::known::KnownRevisions>,
 }
 
 /// The SDK's retries as this backend sets them in [`DynamoStore::connect`]: the standard
@@ -197,6 +200,7 @@ impl DynamoStore {
             registry: Arc::default(),
             feed_cache: Arc::default(),
             expiring_sites: Arc::default(),
+            known: Arc::default(),
         })
     }
 
@@ -468,8 +472,14 @@ impl Driver for DynamoStore {
     /// An expired document reads as absent (`docs/contract.md`, "Expiry").
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
         let now = self.options.clock.now();
-        let read = self.read(key).await?.map(|stored| stored.doc);
-        Ok(read.filter(|doc| !doc.is_expired(now)))
+        let read = self.read(key).await?;
+        match &read {
+            Some(stored) => self.known.remember_read(key, stored),
+            None => self.known.forget(key),
+        }
+        Ok(read
+            .map(|stored| stored.doc)
+            .filter(|doc| !doc.is_expired(now)))
     }
 
     async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {

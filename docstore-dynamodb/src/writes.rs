@@ -21,6 +21,7 @@ use crate::history::Stored;
 use crate::index::Registry;
 use crate::item::{check_full_item, check_item_size, data_text, document_item};
 use crate::layout::Layout;
+use crate::quick_delete::Quick;
 use crate::send::{Action, Companion, Expect, Sent};
 use crate::stamps::stamp_item;
 use crate::store::DynamoStore;
@@ -141,7 +142,10 @@ impl DynamoStore {
                 )
                 .await?;
             match sent {
-                Sent::Applied => return Ok(None),
+                Sent::Applied => {
+                    self.known.remember(key, doc, w.as_str());
+                    return Ok(None);
+                }
                 Sent::Guarded { at, guard, resent } => {
                     let refused = (&guards[at], guard.as_ref(), resent);
                     if self.guard_refused(key, &w, refused, &mut foreign).await? {
@@ -249,7 +253,10 @@ impl DynamoStore {
                 .send_write(key, &action, expect, delta, &w, &guards, markers)
                 .await?
             {
-                Sent::Applied => return Ok(doc),
+                Sent::Applied => {
+                    self.known.remember(key, &doc, w.as_str());
+                    return Ok(doc);
+                }
                 Sent::Guarded { at, guard, resent } => {
                     let refused = (&guards[at], guard.as_ref(), resent);
                     if self.guard_refused(key, &w, refused, &mut foreign).await? {
@@ -350,7 +357,10 @@ impl DynamoStore {
                 )
                 .await?
             {
-                Sent::Applied => return Ok(doc),
+                Sent::Applied => {
+                    self.known.remember(key, &doc, w.as_str());
+                    return Ok(doc);
+                }
                 Sent::Guarded { at, guard, resent } => {
                     let refused = (&guards[at], guard.as_ref(), resent);
                     if self.guard_refused(key, &w, refused, &mut foreign).await? {
@@ -440,7 +450,10 @@ impl DynamoStore {
                 )
                 .await?
             {
-                Sent::Applied => return Ok(doc),
+                Sent::Applied => {
+                    self.known.remember(key, &doc, w.as_str());
+                    return Ok(doc);
+                }
                 Sent::Guarded { at, guard, resent } => {
                     let refused = (&guards[at], guard.as_ref(), resent);
                     if self.guard_refused(key, &w, refused, &mut foreign).await? {
@@ -507,6 +520,12 @@ impl DynamoStore {
         origin: Origin<'_>,
     ) -> Result<bool> {
         let chosen = origin.write_id;
+        let quick = identity(chosen);
+        let quick = self.delete_known(key, expected_version, origin, &quick);
+        if let Quick::Answer(deleted) = quick.await? {
+            return Ok(deleted);
+        }
+        self.known.forget(key);
         let (mut first_read, recorded) = match chosen {
             Some(id) => match self.read_for_identified_delete(key, id).await? {
                 Some((read, recorded)) => (Some(read), Some(recorded)),
@@ -725,7 +744,7 @@ impl DynamoStore {
 
     /// Fast counters: moves the counter after a write that was applied (a delete's), or found
     /// applied after its answer was lost (exact counters moved in the write's own transaction).
-    async fn count_late(&self, key: &Key, delta: i64) {
+    pub(crate) async fn count_late(&self, key: &Key, delta: i64) {
         if delta != 0 && self.counters == CounterMode::Fast {
             self.bump_counter(key, delta).await;
         }
@@ -788,7 +807,7 @@ impl DynamoStore {
 
     /// Whether the delete `w` removed the revision `read`: its stamp names `w`, or, for a
     /// caller-identified delete (`recorded`), the key's record of deletes holds it.
-    async fn deleted_by(
+    pub(crate) async fn deleted_by(
         &self,
         key: &Key,
         read: &Stored,

@@ -890,7 +890,7 @@ async fn apply(store: &Store, site: &str, op: &Op, versions: bool) -> String {
     let show = |result: docstore::Result<Document>| match result {
         Ok(doc) => format!(
             "ok {} {} {}",
-            serde_json::Value::Object(doc.data),
+            serde_json::Value::from(doc.data),
             doc.updated_by,
             if versions {
                 doc.version.to_string()

@@ -249,20 +249,17 @@ async fn layout_is_the_seed_layout(emulator: Emulator, cell: &'static OnceCell<S
 
 /// The requests each call sends, in both counter modes: exact counters put creates and
 /// deletes in one `TransactWriteItems` with the counter; fast counters send the counter `ADD`
-/// after the document write. Every delete is a `TransactWriteItems` with its stamp and its delete record,
-/// after one `BatchGetItem` of the document and that record. `put` reads first (it needs the history and the revision). The
-/// store's read of the table's index records (at most every 5 s) is counted apart.
+/// after the document write. Every delete is a `TransactWriteItems` with its stamp and its delete
+/// record; a delete of a revision the store wrote or read last sends only that, any other
+/// first reads the document and that record in one `BatchGetItem`. `put` reads first (it
+/// needs the history and the revision). The store's read of the table's index records (at
+/// most every 5 s) is counted apart.
 async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell<String>) {
     let table = ensure_table(cell, emulator, "table").await;
     let requests = Requests::default();
     let client = emulator.client_with(|config| config.interceptor(requests.clone()));
     for mode in [CounterMode::Exact, CounterMode::Fast] {
-        let store = Store::new(support::store_with_counters(
-            emulator,
-            client.clone(),
-            &table,
-            mode,
-        ));
+        let store = Store::new(quiet_store(emulator, client.clone(), &table, mode));
         let site = site("costs");
         let key = |id: &str| Key::new(&site, "c", id).unwrap();
         let exact = mode == CounterMode::Exact;
@@ -271,19 +268,19 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
         } else {
             &[("PutItem", 1), ("UpdateItem", 1)]
         };
-        // A delete reads the document and its key's delete record together (the store draws
-        // each write's identity for its retries, and the record says whether an earlier try
-        // of it deleted), then goes with its stamp (the change feed's actor and time) and its
-        // record in one transaction; with fast counters the counter `ADD` follows it.
+        // A delete of the revision this store wrote last goes at once, with its stamp (the
+        // change feed's actor and time) and its record (the store draws each write's
+        // identity for its retries; the record says whether an earlier try of it deleted) in
+        // one transaction; with fast counters the counter `ADD` follows it.
         let deleted: &[(&str, u32)] = if exact {
-            &[("BatchGetItem", 1), ("TransactWriteItems", 1)]
+            &[("TransactWriteItems", 1)]
         } else {
-            &[
-                ("BatchGetItem", 1),
-                ("TransactWriteItems", 1),
-                ("UpdateItem", 1),
-            ]
+            &[("TransactWriteItems", 1), ("UpdateItem", 1)]
         };
+        // A delete of a document this store has not seen reads it and its record together
+        // first.
+        let mut deleted_unseen = counts(deleted);
+        deleted_unseen.insert("BatchGetItem".into(), 1);
 
         store.create(&key("a"), obj(json!({})), "").await.unwrap();
         assert_eq!(requests.take_calls(), counts(counted), "{mode:?} create");
@@ -324,6 +321,49 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
         );
         store.delete_if(&key("a"), 4).await.unwrap();
         assert_eq!(requests.take_calls(), counts(deleted), "{mode:?} delete_if");
+        let other = Store::new(quiet_store(emulator, client.clone(), &table, mode));
+        other.create(&key("c"), obj(json!({})), "").await.unwrap();
+        requests.take_calls();
+        assert!(store.delete(&key("c")).await.unwrap());
+        assert_eq!(
+            requests.take_calls(),
+            deleted_unseen,
+            "{mode:?} delete of a document another store wrote"
+        );
+        // Changed by another store since this one wrote it: the transaction is refused and
+        // nothing else is written; then the delete reads as for a document it never saw.
+        store.create(&key("d"), obj(json!({})), "").await.unwrap();
+        other
+            .update(&key("d"), &obj(json!({"x": 1})), "")
+            .await
+            .unwrap();
+        requests.take_calls();
+        assert!(store.delete(&key("d")).await.unwrap());
+        let mut refused_first = deleted_unseen.clone();
+        *refused_first
+            .entry("TransactWriteItems".into())
+            .or_default() += 1;
+        assert_eq!(
+            requests.take_calls(),
+            refused_first,
+            "{mode:?} delete of a document changed since this store wrote it"
+        );
+        assert_eq!(store.get(&key("d")).await.unwrap(), None);
+        // A batch's writes are known revisions too.
+        store.create(&key("e"), obj(json!({})), "").await.unwrap();
+        let batch = [docstore::Write::update_if(
+            key("e"),
+            obj(json!({"e": 2})),
+            1,
+        )];
+        store.write_all(&batch, "").await.unwrap();
+        requests.take_calls();
+        assert!(store.delete(&key("e")).await.unwrap());
+        assert_eq!(
+            requests.take_calls(),
+            counts(deleted),
+            "{mode:?} delete after a batch"
+        );
         // One Query per counter partition, and one per partition of the site's expiry
         // markers (the due ones are subtracted: `docs/contract.md`, "Expiry").
         let counter_reads = counts(&[("Query", 2 * support::PARTITIONS)]);
@@ -341,7 +381,9 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
                 client.clone(),
                 emulator.streams(),
                 &config,
-                StoreOptions::default().with_max_docs_per_site(Some(100)),
+                StoreOptions::default()
+                    .with_max_docs_per_site(Some(100))
+                    .with_sweep_interval(None),
             )
             .unwrap(),
         );
@@ -354,6 +396,22 @@ async fn each_call_costs_its_minimum(emulator: Emulator, cell: &'static OnceCell
             "{mode:?} create with a quota"
         );
     }
+}
+
+/// A store on `table` with `counters` and no background sweep, whose reads would be counted
+/// with the calls'.
+fn quiet_store(
+    emulator: Emulator,
+    client: aws_sdk_dynamodb::Client,
+    table: &str,
+    counters: CounterMode,
+) -> DynamoStore {
+    let config = DynamoDbConfig {
+        counters,
+        ..support::config_for(emulator, table)
+    };
+    let quiet = StoreOptions::default().with_sweep_interval(None);
+    DynamoStore::from_client(client, emulator.streams(), &config, quiet).unwrap()
 }
 
 /// A table of one partition, made apart from the binary's shared one (whose collections are

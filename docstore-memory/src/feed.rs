@@ -49,7 +49,9 @@ struct Entry {
     /// map held until this write, so keeping it copies nothing.
     previous: Option<Arc<Document>>,
     time: i64,
-    actor: String,
+    /// The writer of a delete or an expiry (empty); `None` for a write that stored
+    /// `document`, whose `updated_by` it is (not copied under the write lock).
+    actor: Option<String>,
 }
 
 /// An entry the retention pushed out of the log: handed back to the writer so that it is
@@ -112,7 +114,7 @@ impl Feed {
             kind,
             version: document.version,
             time: document.updated_at,
-            actor: document.updated_by.clone(),
+            actor: None,
             document: Some(Arc::clone(document)),
             previous: previous.cloned(),
         })
@@ -136,7 +138,7 @@ impl Feed {
             document: None,
             previous: Some(Arc::clone(removed)),
             time,
-            actor: actor.to_owned(),
+            actor: Some(actor.to_owned()),
         })
     }
 
@@ -152,7 +154,7 @@ impl Feed {
             document: None,
             previous: Some(Arc::clone(removed)),
             time: removed.expires_at.unwrap_or(removed.updated_at),
-            actor: String::new(),
+            actor: Some(String::new()),
         })
     }
 
@@ -231,7 +233,10 @@ impl Feed {
             version: entry.version,
             document: entry.document.as_deref().cloned(),
             time: entry.time,
-            actor: entry.actor.clone(),
+            actor: match (&entry.actor, &entry.document) {
+                (None, Some(document)) => document.updated_by.clone(),
+                (actor, _) => actor.clone().unwrap_or_default(),
+            },
             cursor: self.cursor(entry.position),
             previous: entry.previous.as_deref().cloned(),
         }

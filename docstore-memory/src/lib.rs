@@ -5,12 +5,15 @@
 //! conflicts. Queries run the reference evaluator; a query in id order reads only from its
 //! cursor to the end of its page.
 //!
-//! A stored document is never changed in place: a write stores a new one (a merge patch works
-//! on a copy of the data), so the map and the change log share each document instead of
-//! copying it, and the log costs its entries, not documents. The lock is held only for what
-//! must be atomic: a patch is merged before it is taken (from the version a read lock finds,
-//! and merged again under the lock only if another write got in between), and the copy a
-//! call returns is made, and replaced documents are freed, after it is released.
+//! A stored document is never changed in place: a write stores a new one, so the map and the
+//! change log share each document instead of copying it, and the log costs its entries, not
+//! documents. Answers share the stored data too ([`Data`] is copied on write): `get`, a
+//! query page and every write's answer copy a document's id and actors, never its data. The
+//! only copy of data a write makes is a merge patch's, of the stored version (which the log
+//! keeps as it is), and only of a version someone else still holds. The lock is held only
+//! for what must be atomic: a patch is merged before it is taken (from the version a read
+//! lock finds, and merged again under the lock only if another write got in between), and
+//! answers are made, and replaced documents are freed, after it is released.
 //!
 //! `write_all` holds the one write lock for the whole batch: every write is decided against
 //! the current state first, then all are applied, so a failing write leaves nothing behind.
@@ -566,7 +569,14 @@ impl MemoryStore {
 
     /// Removes the document at `key` if it has expired, with its `Expired` change: a write
     /// finds the key as the readers do, empty (`docs/contract.md`, "Expiry").
+    /// A collection without expiring documents answers without searching for the id.
     fn expire_due(&self, sites: &mut HashMap<String, Site>, key: &Key, retired: &mut Retired) {
+        let collection = sites
+            .get(key.site())
+            .and_then(|site| site.get(key.collection()));
+        if collection.is_none_or(|c| c.expiring.is_empty()) {
+            return;
+        }
         let now = self.now();
         if !Self::lookup(sites, key).is_some_and(|doc| doc.is_expired(now)) {
             return;
@@ -1424,6 +1434,60 @@ mod tests {
         );
         // The map, the log and the two handles here: the copy the call returned was its own.
         assert_eq!(Arc::strong_count(&stored), 4);
+    }
+
+    /// Answers share the stored data instead of copying it (`docs/contract.md`,
+    /// "Documents"): a write's answer, a `get` and a query page hold the very map the store
+    /// holds; a caller changing its answer copies it then, and the store keeps its own.
+    #[tokio::test]
+    async fn answers_share_the_stored_data() {
+        let store = MemoryStore::new();
+        let key = Key::new("s", "c", "a").unwrap();
+        let data = docstore::object(serde_json::json!({"n": 1, "tags": ["x"]})).unwrap();
+        let given = data.clone();
+        let created = store
+            .create(&key, data, Origin::actor("ann"))
+            .await
+            .unwrap();
+        assert!(
+            Data::ptr_eq(&created.data, &given),
+            "create stores the caller's map"
+        );
+        let stored = || {
+            MemoryStore::lookup(&store.sites.read(), &key)
+                .cloned()
+                .unwrap()
+        };
+        assert!(Data::ptr_eq(&created.data, &stored().data));
+
+        let patch = docstore::object(serde_json::json!({"n": 2})).unwrap();
+        let updated = store.update(&key, &patch, None, Origin::actor("bob")).await;
+        let mut updated = updated.unwrap();
+        assert!(
+            Data::ptr_eq(&updated.data, &stored().data),
+            "update's answer"
+        );
+        assert!(
+            !Data::ptr_eq(&updated.data, &created.data),
+            "version 1 kept as it was"
+        );
+        assert_eq!(created.data["n"], 1);
+        let got = store.get(&key).await.unwrap().unwrap();
+        assert!(Data::ptr_eq(&got.data, &stored().data), "get's answer");
+        let query = docstore::Query::default().compile().unwrap();
+        let page = store.query("s", "c", &query).await.unwrap();
+        assert!(
+            Data::ptr_eq(&page.documents[0].data, &stored().data),
+            "a query's"
+        );
+
+        updated.data.insert("n".into(), serde_json::json!(99));
+        assert_eq!(
+            stored().data["n"],
+            2,
+            "the caller's change stays the caller's"
+        );
+        assert_eq!(got.data["n"], 2);
     }
 
     /// The previous version a change carries is the very document the map held before the

@@ -36,10 +36,17 @@
 //!   ([`Driver::may_lose_answers`](docstore::driver::Driver::may_lose_answers) is `true`)
 //!   and a resend is recognised. Other server errors are
 //!   [`Error::Backend`](docstore::Error::Backend).
-//! - **Queries**: see the `query` module: filters pushed down where exact, the core
-//!   evaluator on what is read, id-order pages read from the cursor and stopped at the page.
-//!   Declared (non-unique) indexes are accepted and not read yet: every query is a scan of its
-//!   collection, exact at any size; a unique index is refused at open.
+//! - **Queries**: see the `query` module: the planner's choice under the contract's cost
+//!   rule, read with prepared statements cached per connection, filters pushed down where
+//!   exact, the core evaluator on what is read; id-order pages read from the cursor and
+//!   stopped at the page.
+//! - **Declared indexes**: see the `keys` module: one generated SQL function per index
+//!   computing the core's order-preserving key (`docstore::index::key`; the server's
+//!   encoding in `sql/keys.sql`) and an expression index over `(site, key)`, so a served query
+//!   reads `ORDER BY key LIMIT n` in the contract's total order and stops at the page;
+//!   `explain` adds PostgreSQL's generic plan of the statement (`Index Scan using ix_…`). The
+//!   declared fields are SQL literals only in the function's DDL; [`index_name`] names the
+//!   function and index. A unique index is refused at open.
 //! - **Change feed**: see the `feed` module: positions in commit order under a
 //!   transaction-scoped advisory lock, `LISTEN`/`NOTIFY` wake-ups; changes kept for
 //!   `feed_retention_hours` (URL parameter, default 7 days), pruned every minute
@@ -50,6 +57,7 @@
 mod error;
 mod feed;
 mod json;
+mod keys;
 mod pipeline;
 mod query;
 mod retention;
@@ -59,4 +67,5 @@ mod sql;
 mod store;
 mod write;
 
+pub use keys::name as index_name;
 pub use store::{DEFAULT_SCHEMA, PostgresStore};

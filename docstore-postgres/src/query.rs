@@ -1,166 +1,405 @@
-//! Queries: one parameterized statement over the collection, the filter pushed down where
+//! Queries: the planner's choice (`docs/contract.md`, "Indexes", cost rule) read with
+//! prepared, parameterized statements (cached per connection), the filter pushed down where
 //! PostgreSQL decides it exactly as the reference evaluator does (`Eq`, `In`, `Exists`,
 //! ranges, `Prefix` on data paths, `$id`; object-only paths through `->`, numbers through
-//! `numeric`, strings in the "C" collation), documents JSONB cannot keep exactly always read
-//! as candidates; the core evaluator then filters, sorts, cuts the page and makes its cursor.
-//! A query in id order walks the primary key from the cursor in chunks and stops once the
-//! page and one more matched.
+//! `numeric`, strings in the "C" collation); the core evaluator then filters, sorts, cuts the
+//! page and makes its cursor.
+//!
+//! - **An index plan** reads each key range of the index's expression ([`crate::keys`]) in
+//!   key order — the contract's total order, so `ORDER BY key LIMIT n` stops where the core's
+//!   [`RangeWalk`](docstore::index::RangeWalk) says the page is complete — plus the few
+//!   documents the server cannot key, keyed in Rust.
+//! - **The scan in id order** walks the primary key from the cursor in chunks and stops once
+//!   the page and one more matched; any other scan reads the collection's candidates (documents
+//!   JSONB cannot keep exactly always among them) and sorts them in memory.
 
 use crate::error::Fail;
 use crate::json::Body;
+use crate::sql::Statements;
+use docstore::index::chunks::{self, Chunk};
+use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, Reading, Statistics};
+use docstore::query::sql::{ConditionSql, filter_sql};
 use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
-use docstore::{Document, Page};
+use docstore::{Document, Explain, Page};
 use serde_json::Value;
 use tokio_postgres::types::ToSql;
 
-/// The most rows one chunk of an id-order walk reads.
-const CHUNK: usize = 1000;
-
 type Params = Vec<Box<dyn ToSql + Sync + Send>>;
+type Client = deadpool_postgres::Client;
 
-/// `compiled` over one collection: the page, and how many rows were read.
-pub(crate) async fn run(
-    client: &deadpool_postgres::Client,
-    schema: &str,
-    (site, collection): (&str, &str),
-    compiled: &CompiledQuery,
-) -> Result<(Page, u64), Fail> {
-    let mut params: Params = vec![Box::new(site.to_owned()), Box::new(collection.to_owned())];
-    let mut filter = String::new();
-    match compiled.filter().and_then(|f| push(f, &mut params)) {
-        Some(pushed) => filter = format!(" AND (raw IS NOT NULL OR {pushed})"),
-        // A part that could not be said left its earlier parts' parameters behind.
-        None => params.truncate(2),
+/// One query's setting: the connection, the store's statements and indexes, where it reads.
+pub(crate) struct Target<'a> {
+    pub(crate) client: &'a Client,
+    pub(crate) sql: &'a Statements,
+    pub(crate) indexes: &'a IndexSet,
+    pub(crate) site: &'a str,
+    pub(crate) collection: &'a str,
+}
+
+/// A statement and its parameters.
+struct Statement {
+    text: String,
+    params: Params,
+}
+
+impl Statement {
+    /// The rows, through the connection's cache of prepared statements.
+    async fn rows(&self, client: &Client) -> Result<Vec<tokio_postgres::Row>, Fail> {
+        let prepared = client.prepare_cached(&self.text).await?;
+        let params: Vec<&(dyn ToSql + Sync)> =
+            self.params.iter().map(|p| p.as_ref() as _).collect();
+        Ok(client.query(&prepared, &params).await?)
     }
-    let base = format!(
-        "SELECT {} FROM {schema}.documents WHERE site = $1 AND collection = $2{filter}",
-        crate::rows::DOC_COLUMNS
-    );
-    let (Some(descending), Some(limit)) = (compiled.id_order(), compiled.limit()) else {
-        let docs = read(client, &base, &params).await?;
-        let read = docs.len() as u64;
-        return Ok((compiled.evaluate_owned(docs), read));
-    };
-    let (compare, direction) = if descending {
-        ("<", "DESC")
-    } else {
-        (">", "ASC")
-    };
-    let wanted = limit.saturating_add(1);
-    let (chunk, mut from) = (wanted.min(CHUNK), compiled.after().map(|c| c.id.clone()));
-    let (mut matched, mut read_rows) = (Vec::new(), 0);
-    loop {
-        let mut params_now: Vec<&(dyn ToSql + Sync)> =
-            params.iter().map(|p| p.as_ref() as _).collect();
-        let after = from
-            .as_ref()
-            .map(|_| format!(" AND id {compare} ${}", params.len() + 1));
-        if let Some(id) = &from {
-            params_now.push(id);
-        }
-        let sql = format!(
-            "{base}{} ORDER BY id {direction} LIMIT {chunk}",
-            after.unwrap_or_default()
+
+    async fn documents(&self, client: &Client) -> Result<Vec<Document>, Fail> {
+        let rows = self.rows(client).await?;
+        rows.iter()
+            .map(|row| crate::rows::document(row, 0))
+            .collect()
+    }
+
+    /// PostgreSQL's plan of the statement as this store runs it — a prepared statement, whose
+    /// plan becomes the generic one after a few executions — in one line: `EXPLAIN EXECUTE`
+    /// of it prepared anew under `plan_cache_mode = force_generic_plan`. A generic plan does
+    /// not depend on the parameters' values, so they are all `NULL` there.
+    async fn plan(&self, client: &Client) -> Result<String, Fail> {
+        let nulls = vec!["NULL"; self.params.len()].join(", ");
+        // The setting only once the statement is prepared: a failed batch leaves nothing.
+        let prepare = format!(
+            "PREPARE docstore_explain AS {}; SET plan_cache_mode = force_generic_plan",
+            self.text
         );
-        let rows = client.query(&sql, &params_now).await?;
-        read_rows += rows.len() as u64;
-        let full = rows.len() == chunk;
-        for row in &rows {
-            let doc = crate::rows::document(row, 0)?;
-            from = Some(doc.id.clone());
-            if compiled.matches(&doc) && compiled.is_after_cursor(&doc) {
-                matched.push(doc);
+        client.batch_execute(&prepare).await?;
+        let rows = client
+            .query(&format!("EXPLAIN EXECUTE docstore_explain({nulls})"), &[])
+            .await;
+        client
+            .batch_execute("DEALLOCATE docstore_explain; RESET plan_cache_mode")
+            .await?;
+        let lines: Vec<String> = rows?
+            .iter()
+            .map(|row| row.try_get::<_, String>(0))
+            .collect::<Result<_, _>>()?;
+        Ok(lines
+            .iter()
+            .map(|l| l.trim())
+            .collect::<Vec<_>>()
+            .join("; "))
+    }
+}
+
+impl Target<'_> {
+    fn params(&self) -> Params {
+        vec![
+            Box::new(self.site.to_owned()),
+            Box::new(self.collection.to_owned()),
+        ]
+    }
+
+    /// `compiled` over the collection: the page, and how many rows were read.
+    pub(crate) async fn run(&self, compiled: &CompiledQuery) -> Result<(Page, u64), Fail> {
+        let (kept, read) = match self.choose(compiled, false).await?.plan {
+            Some(plan) => self.read_index(&plan, compiled).await?,
+            None if compiled.id_order().is_some() && compiled.limit().is_some() => {
+                let fetch = |after: Option<String>, limit| async move {
+                    self.id_chunk(compiled, after, limit)
+                        .documents(self.client)
+                        .await
+                };
+                chunks::read_id_order(compiled, fetch).await?
+            }
+            None => {
+                let docs = self.candidates(compiled).documents(self.client).await?;
+                let read = docs.len() as u64;
+                (docs, read)
+            }
+        };
+        Ok((compiled.evaluate_owned(kept), read))
+    }
+
+    /// How `compiled` is read: the planner's choice and PostgreSQL's plan of its statement.
+    pub(crate) async fn explain(&self, compiled: &CompiledQuery) -> Result<Explain, Fail> {
+        let choice = self.choose(compiled, true).await?;
+        let reads = choice.estimates.first().and_then(|e| e.reads);
+        let explain = match &choice.plan {
+            Some(plan) => {
+                let range = plan.ranges.first();
+                let chunk = Chunk {
+                    start: range.map(|r| r.start.clone()).unwrap_or_default(),
+                    end: range.and_then(|r| r.end.clone()),
+                    reverse: plan.reverse,
+                    limit: 1,
+                };
+                let pg = self
+                    .range(self.index(plan)?, plan, chunk)
+                    .plan(self.client)
+                    .await?;
+                let mut explain = Explain::index(plan, choice.estimates[0].reading, reads, true);
+                explain.key_range = format!("{} (PostgreSQL: {pg})", explain.key_range);
+                explain
+            }
+            None => {
+                let (statement, how) = match compiled.id_order() {
+                    Some(_) => (
+                        self.id_chunk(compiled, None, 1),
+                        "primary key (site, collection, id) from the cursor, filter pushed down where exact",
+                    ),
+                    None => (
+                        self.candidates(compiled),
+                        "the collection's rows, sorted in memory",
+                    ),
+                };
+                let pg = statement.plan(self.client).await?;
+                Explain::scan(
+                    format!("{how} (PostgreSQL: {pg})"),
+                    Reading::of_scan(compiled),
+                    reads,
+                    true,
+                )
+            }
+        };
+        Ok(explain.with_choice(&choice))
+    }
+
+    /// The planner's choice, counting the contested ranges (up to the cost rule's small-range
+    /// limit, so counting never costs what the rejected plan would) with the collection's
+    /// counter when the rule asks, and always for `explain`.
+    async fn choose(&self, query: &CompiledQuery, explain: bool) -> Result<Choice, Fail> {
+        let candidates = docstore::index::candidates(self.indexes, self.collection, query);
+        let to_count = candidates.to_count();
+        let mut stats = Statistics::default();
+        if explain || !to_count.is_empty() {
+            let sizes = Statement {
+                text: self.sql.size.clone(),
+                params: self.params(),
+            };
+            let size = match sizes.rows(self.client).await?.first() {
+                Some(row) => u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0),
+                None => 0,
+            };
+            let at_most = candidates.small_range_limit(size).saturating_add(1);
+            for plan in to_count {
+                let counted = self.count(plan, at_most).await?;
+                stats.range_entries.push((plan.index.clone(), counted));
+            }
+            stats.collection_size = Some(size);
+        }
+        Ok(candidates.choose(&stats))
+    }
+
+    /// The entries of `plan`'s ranges, counted up to `at_most`.
+    async fn count(&self, plan: &IndexPlan, at_most: u64) -> Result<u64, Fail> {
+        let key = crate::keys::key_sql(&self.sql.schema, self.index(plan)?);
+        let mut counted = 0;
+        for range in &plan.ranges {
+            let mut params = self.params();
+            let within = self.within(
+                "1",
+                &key,
+                (range.start.clone(), range.end.clone()),
+                &mut params,
+            );
+            let limit = bind(
+                &mut params,
+                Box::new(i64::try_from(at_most - counted).unwrap_or(i64::MAX)),
+            );
+            let text = format!("SELECT count(*) FROM ({within} LIMIT {limit}) AS entries");
+            let rows = Statement { text, params }.rows(self.client).await?;
+            counted += rows.first().map_or(Ok(0), |r| r.try_get::<_, i64>(0))? as u64;
+            if counted >= at_most {
+                break;
             }
         }
-        if !full || matched.len() >= wanted {
-            break;
-        }
+        Ok(counted)
     }
-    Ok((compiled.evaluate_owned(matched), read_rows))
-}
 
-async fn read(
-    client: &deadpool_postgres::Client,
-    sql: &str,
-    params: &Params,
-) -> Result<Vec<Document>, Fail> {
-    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as _).collect();
-    let rows = client.query(sql, &params).await?;
-    rows.iter()
-        .map(|row| crate::rows::document(row, 0))
-        .collect()
-}
-
-/// The SQL of `filter` — true exactly where the reference evaluator matches, on documents
-/// JSONB keeps exactly — or `None` when some part cannot be said exactly (`Contains`, other
-/// system fields, values holding `\u0000`). Every piece is two-valued (never SQL `NULL`), so
-/// `NOT` is the evaluator's `Not`.
-fn push(filter: &CompiledFilter, params: &mut Params) -> Option<String> {
-    Some(match filter {
-        CompiledFilter::And(all) | CompiledFilter::Or(all) if all.is_empty() => {
-            (if matches!(filter, CompiledFilter::And(_)) {
-                "TRUE"
-            } else {
-                "FALSE"
-            })
-            .to_owned()
+    /// `SELECT columns` of the collection's rows whose `key` is in `start..end`, above the
+    /// empty key of the documents the server could not key (every real key starts with a
+    /// tag byte, so is at least `[0]`).
+    fn within(
+        &self,
+        columns: &str,
+        key: &str,
+        (start, end): (Vec<u8>, Option<Vec<u8>>),
+        params: &mut Params,
+    ) -> String {
+        let start = if start.is_empty() { vec![0] } else { start };
+        let mut text = format!(
+            "SELECT {columns} FROM {}.documents WHERE site = $1 AND collection = $2 AND {key} >= {}",
+            self.sql.schema,
+            bind(params, Box::new(start)),
+        );
+        if let Some(end) = end {
+            text.push_str(&format!(" AND {key} < {}", bind(params, Box::new(end))));
         }
-        CompiledFilter::And(all) => join(all, " AND ", params)?,
-        CompiledFilter::Or(all) => join(all, " OR ", params)?,
-        CompiledFilter::Not(inner) => format!("(NOT {})", push(inner, params)?),
-        CompiledFilter::Eq(FieldPath::Id, value) => match value {
-            Value::String(id) if !id.contains('\0') => {
+        text
+    }
+
+    fn index(&self, plan: &IndexPlan) -> Result<&CompiledIndex, Fail> {
+        let declared = self.indexes.for_collection(self.collection).iter();
+        declared
+            .clone()
+            .find(|index| index.name() == plan.index)
+            .ok_or_else(|| {
+                let what = format!("planned index {:?} is not declared", plan.index);
+                Fail::Store(crate::error::corrupt(what))
+            })
+    }
+
+    /// The statement reading one chunk of `index`'s range, the residual filter pushed down
+    /// where exact.
+    fn range(&self, index: &CompiledIndex, plan: &IndexPlan, chunk: Chunk) -> Statement {
+        let key = crate::keys::key_sql(&self.sql.schema, index);
+        let mut params = self.params();
+        let mut text = self.within(
+            crate::rows::DOC_COLUMNS,
+            &key,
+            (chunk.start, chunk.end),
+            &mut params,
+        );
+        if let Some(pushed) = plan.residual.as_ref().and_then(|f| pushed(f, &mut params)) {
+            text.push_str(&format!(" AND {pushed}"));
+        }
+        let direction = if chunk.reverse { "DESC" } else { "ASC" };
+        let limit = bind(&mut params, Box::new(chunk.limit as i64));
+        text.push_str(&format!(" ORDER BY {key} {direction} LIMIT {limit}"));
+        Statement { text, params }
+    }
+
+    /// Runs `plan` a chunk at a time ([`chunks::read_plan`]), with the documents the server
+    /// could not key: those in the plan's ranges that match, keyed here. They only add to
+    /// what the ranges give, so the page stays the reference one.
+    async fn read_index(
+        &self,
+        plan: &IndexPlan,
+        query: &CompiledQuery,
+    ) -> Result<(Vec<Document>, u64), Fail> {
+        let index = self.index(plan)?;
+        let key = crate::keys::key_sql(&self.sql.schema, index);
+        let unkeyed = Statement {
+            text: format!(
+                "SELECT {} FROM {}.documents WHERE site = $1 AND collection = $2 AND {key} = ''::bytea",
+                crate::rows::DOC_COLUMNS,
+                self.sql.schema
+            ),
+            params: self.params(),
+        };
+        let fetch =
+            |chunk| async move { self.range(index, plan, chunk).documents(self.client).await };
+        // Both in one pipeline on the connection.
+        let (unkeyed, (mut kept, read)) = tokio::try_join!(
+            unkeyed.documents(self.client),
+            chunks::read_plan(plan, index, query, fetch)
+        )?;
+        let read_unkeyed = unkeyed.len() as u64;
+        kept.extend(unkeyed.into_iter().filter(|doc| {
+            let key = index.key(doc);
+            plan.ranges.iter().any(|r| r.contains(&key))
+                && query.matches(doc)
+                && query.is_after_cursor(doc)
+        }));
+        Ok((kept, read + read_unkeyed))
+    }
+
+    /// The statement of the scan's candidates: the collection with the filter pushed down
+    /// where exact (documents kept in `raw` always among them).
+    fn candidates(&self, query: &CompiledQuery) -> Statement {
+        let mut params = self.params();
+        let mut text = format!(
+            "SELECT {} FROM {}.documents WHERE site = $1 AND collection = $2",
+            crate::rows::DOC_COLUMNS,
+            self.sql.schema
+        );
+        if let Some(pushed) = query.filter().and_then(|f| pushed(f, &mut params)) {
+            text.push_str(&format!(" AND (raw IS NOT NULL OR {pushed})"));
+        }
+        Statement { text, params }
+    }
+
+    /// One chunk of the id-order scan: `limit` candidates after `from` in the query's direction.
+    fn id_chunk(&self, query: &CompiledQuery, from: Option<String>, limit: usize) -> Statement {
+        let mut statement = self.candidates(query);
+        let descending = query.id_order() == Some(true);
+        let (compare, direction) = if descending {
+            ("<", "DESC")
+        } else {
+            (">", "ASC")
+        };
+        if let Some(id) = from {
+            let id = bind(&mut statement.params, Box::new(id));
+            statement.text.push_str(&format!(" AND id {compare} {id}"));
+        }
+        let limit = bind(&mut statement.params, Box::new(limit as i64));
+        statement
+            .text
+            .push_str(&format!(" ORDER BY id {direction} LIMIT {limit}"));
+        statement
+    }
+}
+
+/// `filter`'s SQL when all of it can be said exactly (else nothing is pushed: the parameters
+/// an unfinished attempt bound are dropped).
+fn pushed(filter: &CompiledFilter, params: &mut Params) -> Option<String> {
+    let before = params.len();
+    let sql = filter_sql(filter, &mut Conditions(params));
+    if sql.is_none() {
+        params.truncate(before);
+    }
+    sql
+}
+
+/// PostgreSQL's SQL of the conditions it decides exactly as the reference evaluator does, on
+/// documents JSONB keeps exactly: not `Contains`, other system fields, nor values holding
+/// `\u0000`.
+struct Conditions<'a>(&'a mut Params);
+
+impl ConditionSql for Conditions<'_> {
+    fn condition(&mut self, condition: &CompiledFilter) -> Option<String> {
+        let params = &mut *self.0;
+        Some(match condition {
+            CompiledFilter::Eq(FieldPath::Id, Value::String(id)) if !id.contains('\0') => {
                 format!("(id = {})", bind(params, Box::new(id.clone())))
             }
-            Value::String(_) => return None,
-            _ => "FALSE".to_owned(),
-        },
-        CompiledFilter::In(path, values) => {
-            let eqs: Vec<CompiledFilter> = values
-                .iter()
-                .map(|v| CompiledFilter::Eq(path.clone(), v.clone()))
-                .collect();
-            return push(&CompiledFilter::Or(eqs), params);
-        }
-        CompiledFilter::Exists(FieldPath::Id) => "TRUE".to_owned(),
-        CompiledFilter::Eq(FieldPath::Data(path), value) => {
-            let body = Body::of(value);
-            if !body.exact {
-                return None;
+            CompiledFilter::Eq(FieldPath::Id, Value::String(_)) => return None,
+            CompiledFilter::Eq(FieldPath::Id, _) => "FALSE".to_owned(),
+            CompiledFilter::Exists(FieldPath::Id) => "TRUE".to_owned(),
+            CompiledFilter::In(path, values) => {
+                let eq = |v: &Value| CompiledFilter::Eq(path.clone(), v.clone());
+                return filter_sql(&CompiledFilter::Or(values.iter().map(eq).collect()), self);
             }
-            let value = bind(params, Box::new(body.text));
-            format!(
-                "coalesce({} = {value}::text::jsonb, FALSE)",
-                field(path, params)
-            )
-        }
-        CompiledFilter::Exists(FieldPath::Data(path)) => {
-            format!("({} IS NOT NULL)", field(path, params))
-        }
-        CompiledFilter::Prefix(FieldPath::Data(path), prefix) if !prefix.contains('\0') => {
-            let at = field(path, params);
-            let prefix = bind(params, Box::new(prefix.clone()));
-            format!(
-                "coalesce(jsonb_typeof({at}) = 'string' AND starts_with(({at} #>> '{{}}') COLLATE \"C\", {prefix}), FALSE)"
-            )
-        }
-        CompiledFilter::Lt(FieldPath::Data(p), v) => range(p, v, "<", params)?,
-        CompiledFilter::Lte(FieldPath::Data(p), v) => range(p, v, "<=", params)?,
-        CompiledFilter::Gt(FieldPath::Data(p), v) => range(p, v, ">", params)?,
-        CompiledFilter::Gte(FieldPath::Data(p), v) => range(p, v, ">=", params)?,
-        _ => return None,
-    })
+            CompiledFilter::Eq(FieldPath::Data(path), value) => {
+                let body = Body::of(value);
+                if !body.exact {
+                    return None;
+                }
+                let value = bind(params, Box::new(body.text));
+                let at = field(path, params);
+                format!("coalesce({at} = {value}::text::jsonb, FALSE)")
+            }
+            CompiledFilter::Exists(FieldPath::Data(path)) => {
+                format!("({} IS NOT NULL)", field(path, params))
+            }
+            CompiledFilter::Prefix(FieldPath::Data(path), prefix) if !prefix.contains('\0') => {
+                let at = field(path, params);
+                let prefix = bind(params, Box::new(prefix.clone()));
+                format!(
+                    "coalesce(jsonb_typeof({at}) = 'string' AND \
+                     starts_with(({at} #>> '{{}}') COLLATE \"C\", {prefix}), FALSE)"
+                )
+            }
+            CompiledFilter::Lt(FieldPath::Data(p), v) => range(p, v, "<", params)?,
+            CompiledFilter::Lte(FieldPath::Data(p), v) => range(p, v, "<=", params)?,
+            CompiledFilter::Gt(FieldPath::Data(p), v) => range(p, v, ">", params)?,
+            CompiledFilter::Gte(FieldPath::Data(p), v) => range(p, v, ">=", params)?,
+            _ => return None,
+        })
+    }
 }
 
 /// Adds a parameter; its placeholder.
 fn bind(params: &mut Params, value: Box<dyn ToSql + Sync + Send>) -> String {
     params.push(value);
     format!("${}", params.len())
-}
-
-fn join(all: &[CompiledFilter], with: &str, params: &mut Params) -> Option<String> {
-    let parts: Option<Vec<String>> = all.iter().map(|f| push(f, params)).collect();
-    Some(format!("({})", parts?.join(with)))
 }
 
 /// `data -> $a -> $b …`: through objects only (`->` with a text key gives `NULL` on an

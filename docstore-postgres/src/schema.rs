@@ -54,10 +54,15 @@ CREATE TABLE {s}.changes (position bigint PRIMARY KEY, site text COLLATE "C" NOT
 CREATE INDEX changes_by_site ON {s}.changes (site, position);
 "#;
 
-/// Creates the schema and its tables when missing, under a transaction-scoped advisory lock
-/// (stores opening side by side create them once); returns the feed's id. A schema written by
-/// a newer version of this crate is refused.
-pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<String, Fail> {
+/// Creates the schema and its tables when missing, and the declared indexes
+/// ([`crate::keys`]), under a transaction-scoped advisory lock (stores opening side by side
+/// create them once); returns the feed's id. A schema written by a newer version of this
+/// crate is refused.
+pub(crate) async fn migrate(
+    client: &mut Client,
+    schema: &str,
+    indexes: &docstore::index::IndexSet,
+) -> Result<String, Fail> {
     let quoted = format!("\"{schema}\"");
     let tx = client.transaction().await?;
     tx.execute(
@@ -81,6 +86,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<String,
         tx.execute(&insert, &[&VERSION, &feed_id]).await?;
     }
     upgrade(&tx, &quoted).await?;
+    crate::keys::prepare(&tx, schema, indexes).await?;
     let row = tx
         .query_one(&format!("SELECT version, feed_id FROM {quoted}.meta"), &[])
         .await?;

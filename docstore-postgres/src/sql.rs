@@ -22,6 +22,7 @@ pub(crate) struct Statements {
     pub(crate) sites: String,
     pub(crate) counted: String,
     pub(crate) counters: String,
+    pub(crate) size: String,
     pub(crate) set_counter: String,
     pub(crate) head: String,
     pub(crate) changes: String,
@@ -96,6 +97,7 @@ impl Statements {
                  GROUP BY collection ORDER BY collection"
             ),
             counters: format!("SELECT collection, n FROM {s}.counters WHERE site = $1"),
+            size: format!("SELECT n FROM {s}.counters WHERE site = $1 AND collection = $2"),
             set_counter: format!(
                 "INSERT INTO {s}.counters (site, collection, n) VALUES ($1, $2, $3) \
                  ON CONFLICT (site, collection) DO UPDATE SET n = excluded.n"

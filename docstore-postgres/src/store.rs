@@ -7,7 +7,6 @@ use crate::sql::Statements;
 use async_trait::async_trait;
 use docstore::driver::Driver;
 use docstore::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
-use docstore::index::Reading;
 use docstore::query::CompiledQuery;
 use docstore::request::{Answer, Request};
 use docstore::{Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions};
@@ -117,7 +116,7 @@ impl PostgresStore {
             .build()
             .map_err(|err| Error::invalid(format!("PostgreSQL pool: {err}")))?;
         let mut client = pool.get().await.map_err(crate::error::pool)?;
-        let feed_id = crate::schema::migrate(&mut client, &schema)
+        let feed_id = crate::schema::migrate(&mut client, &schema, &options.indexes)
             .await
             .map_err(Fail::into_error)?;
         drop(client);
@@ -157,6 +156,21 @@ impl PostgresStore {
 
     async fn client(&self) -> Result<deadpool_postgres::Client> {
         self.inner.pool.get().await.map_err(pool)
+    }
+
+    fn target<'a>(
+        &'a self,
+        client: &'a deadpool_postgres::Client,
+        site: &'a str,
+        collection: &'a str,
+    ) -> crate::query::Target<'a> {
+        crate::query::Target {
+            client,
+            sql: &self.inner.sql,
+            indexes: &self.inner.options.indexes,
+            site,
+            collection,
+        }
     }
 
     /// Rows a read gave, for [`PostgresStore::documents_read`].
@@ -225,40 +239,25 @@ impl Driver for PostgresStore {
 
     async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {
         let client = self.client().await?;
-        let schema = &self.inner.sql.schema;
-        let (page, rows) = crate::query::run(&client, schema, (site, collection), query)
+        let (page, rows) = self
+            .target(&client, site, collection)
+            .run(query)
             .await
             .map_err(Fail::into_error)?;
         self.count_read(rows);
         Ok(page)
     }
 
-    /// A scan of the collection (declared indexes are not read yet), strongly consistent.
+    /// The planner's choice with PostgreSQL's plan of its statement; strongly consistent.
     async fn explain(
         &self,
         site: &str,
         collection: &str,
         query: &CompiledQuery,
     ) -> Result<Explain> {
-        let size = self
-            .collections(site)
-            .await?
-            .into_iter()
-            .find_map(|(name, n)| (name == collection).then_some(n))
-            .unwrap_or(0);
-        let (how, reads) = match query.id_order() {
-            Some(_) => (
-                "primary key (site, collection, id) from the cursor, filter pushed down where exact",
-                docstore::driver::estimated_id_order_reads(query, size),
-            ),
-            None => ("the collection's rows, sorted in memory", size),
-        };
-        Ok(Explain::scan(
-            how,
-            Reading::of_scan(query),
-            Some(reads),
-            true,
-        ))
+        let client = self.client().await?;
+        let target = self.target(&client, site, collection);
+        target.explain(query).await.map_err(Fail::into_error)
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {

@@ -14,6 +14,7 @@
 
 use crate::functions::{self, Op};
 use docstore::index::key as sortkey;
+use docstore::query::sql::{ConditionSql, filter_sql};
 use docstore::query::{CompiledFilter, CursorPosition, FieldPath};
 use rusqlite::types::Value as SqlValue;
 use serde_json::Value;
@@ -46,40 +47,10 @@ impl Sql {
         self.text.push_str(&text);
     }
 
+    /// `filter` as a 0/1 expression: the core's walk ([`filter_sql`]) over this backend's
+    /// conditions, every one of which SQLite can say.
     fn filter_expr(&mut self, filter: &CompiledFilter) -> String {
-        match filter {
-            CompiledFilter::And(filters) => self.join(filters, " AND ", "1"),
-            CompiledFilter::Or(filters) => self.join(filters, " OR ", "0"),
-            CompiledFilter::Not(inner) => format!("(NOT {})", self.filter_expr(inner)),
-            CompiledFilter::Exists(path) => match Target::of(path) {
-                Target::JsonPath(p) => {
-                    format!("(json_type(data, {}) IS NOT NULL)", self.bind_text(p))
-                }
-                Target::Resolve(_) => format!("({} IS NOT NULL)", self.value_expr(path)),
-                Target::Column(..) => "1".to_owned(),
-            },
-            CompiledFilter::Eq(path, value) => self.eq(path, value),
-            CompiledFilter::Lt(path, v) => self.range(path, v, "<", Op::Lt),
-            CompiledFilter::Lte(path, v) => self.range(path, v, "<=", Op::Lte),
-            CompiledFilter::Gt(path, v) => self.range(path, v, ">", Op::Gt),
-            CompiledFilter::Gte(path, v) => self.range(path, v, ">=", Op::Gte),
-            CompiledFilter::In(path, values) => {
-                if values.is_empty() {
-                    return "0".to_owned();
-                }
-                self.leaf(Op::In, path, &Value::Array(values.clone()))
-            }
-            CompiledFilter::Prefix(path, prefix) => self.prefix(path, prefix),
-            CompiledFilter::Contains(path, value) => self.leaf(Op::Contains, path, value),
-        }
-    }
-
-    fn join(&mut self, filters: &[CompiledFilter], op: &str, empty: &str) -> String {
-        if filters.is_empty() {
-            return empty.to_owned();
-        }
-        let parts: Vec<String> = filters.iter().map(|f| self.filter_expr(f)).collect();
-        format!("({})", parts.join(op))
+        filter_sql(filter, self).expect("SQLite says every condition")
     }
 
     fn eq(&mut self, path: &FieldPath, value: &Value) -> String {
@@ -233,6 +204,38 @@ impl Sql {
         }
         self.text.push_str(&condition);
         Some(())
+    }
+}
+
+impl ConditionSql for Sql {
+    fn condition(&mut self, condition: &CompiledFilter) -> Option<String> {
+        Some(match condition {
+            CompiledFilter::Exists(path) => match Target::of(path) {
+                Target::JsonPath(p) => {
+                    format!("(json_type(data, {}) IS NOT NULL)", self.bind_text(p))
+                }
+                Target::Resolve(_) => format!("({} IS NOT NULL)", self.value_expr(path)),
+                Target::Column(..) => "1".to_owned(),
+            },
+            CompiledFilter::Eq(path, value) => self.eq(path, value),
+            CompiledFilter::Lt(path, v) => self.range(path, v, "<", Op::Lt),
+            CompiledFilter::Lte(path, v) => self.range(path, v, "<=", Op::Lte),
+            CompiledFilter::Gt(path, v) => self.range(path, v, ">", Op::Gt),
+            CompiledFilter::Gte(path, v) => self.range(path, v, ">=", Op::Gte),
+            CompiledFilter::In(_, values) if values.is_empty() => "0".to_owned(),
+            CompiledFilter::In(path, values) => {
+                self.leaf(Op::In, path, &Value::Array(values.clone()))
+            }
+            CompiledFilter::Prefix(path, prefix) => self.prefix(path, prefix),
+            CompiledFilter::Contains(path, value) => self.leaf(Op::Contains, path, value),
+            CompiledFilter::And(_) | CompiledFilter::Or(_) | CompiledFilter::Not(_) => {
+                unreachable!("the core's walk takes these")
+            }
+        })
+    }
+
+    fn constant(&self, value: bool) -> &'static str {
+        if value { "1" } else { "0" }
     }
 }
 

@@ -50,8 +50,8 @@ fn rename_keys(value: Value) -> Value {
 }
 
 fn rename_data(data: Data) -> Data {
-    match rename_keys(Value::Object(data)) {
-        Value::Object(map) => map,
+    match rename_keys(Value::from(data)) {
+        Value::Object(map) => map.into(),
         _ => unreachable!(),
     }
 }

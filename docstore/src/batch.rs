@@ -73,7 +73,8 @@
 //!
 //! An empty batch is accepted and does nothing (it returns no outcomes).
 
-use crate::document::{Data, Document, check_restorable_metadata, check_size, data_size};
+use crate::Data;
+use crate::document::{Document, check_restorable_metadata, check_size, data_size};
 use crate::key::Key;
 use crate::{Error, Result};
 use std::collections::HashMap;

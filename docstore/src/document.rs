@@ -1,11 +1,8 @@
 //! Stored documents.
 
-use crate::{Error, Result};
+use crate::{Data, Error, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-
-/// The JSON object a document holds.
-pub type Data = Map<String, Value>;
+use serde_json::Value;
 
 /// One stored document: its data and the metadata the store keeps for it.
 ///
@@ -176,42 +173,60 @@ pub fn check_depth(data: &Data) -> Result<()> {
 }
 
 /// Checks the depth and returns an upper bound of the compact serialization's length: every
-/// string byte may become a 6-byte escape, a number takes at most 24 characters.
-fn size_bound(data: &Data) -> Result<usize> {
+/// string byte may become a 6-byte escape, a number takes at most 24 characters. Scalars are
+/// counted where they are met; only arrays and objects wait in `pending` (so flat data
+/// allocates nothing here).
+fn size_bound(data: &serde_json::Map<String, Value>) -> Result<usize> {
     fn string(s: &str) -> usize {
         s.len().saturating_mul(6).saturating_add(2)
     }
+    /// A scalar's bound; `None` for an array or an object.
+    fn scalar(value: &Value) -> Option<usize> {
+        match value {
+            Value::Null | Value::Bool(_) => Some(5),
+            Value::Number(_) => Some(24),
+            Value::String(s) => Some(string(s)),
+            Value::Array(_) | Value::Object(_) => None,
+        }
+    }
+    /// Counts a scalar; queues a container at `depth`.
+    fn visit<'v>(
+        bound: &mut usize,
+        value: &'v Value,
+        depth: usize,
+        pending: &mut Vec<(&'v Value, usize)>,
+    ) {
+        match scalar(value) {
+            Some(add) => *bound = bound.saturating_add(add),
+            None => pending.push((value, depth)),
+        }
+    }
     let mut bound = 2usize;
-    let mut pending: Vec<(&Value, usize)> = Vec::with_capacity(data.len());
+    let mut pending: Vec<(&Value, usize)> = Vec::new();
     for (key, value) in data {
         bound = bound.saturating_add(string(key) + 2);
-        pending.push((value, 2));
+        visit(&mut bound, value, 2, &mut pending);
     }
     while let Some((value, depth)) = pending.pop() {
-        let add = match value {
-            Value::Null | Value::Bool(_) => 5,
-            Value::Number(_) => 24,
-            Value::String(s) => string(s),
+        if depth > MAX_DEPTH {
+            return Err(too_deep());
+        }
+        match value {
             Value::Array(items) => {
-                if depth > MAX_DEPTH {
-                    return Err(too_deep());
+                bound = bound.saturating_add(items.len() + 2);
+                for item in items {
+                    visit(&mut bound, item, depth + 1, &mut pending);
                 }
-                pending.extend(items.iter().map(|item| (item, depth + 1)));
-                items.len() + 2
             }
             Value::Object(map) => {
-                if depth > MAX_DEPTH {
-                    return Err(too_deep());
-                }
-                let mut keys = map.len() + 2;
+                bound = bound.saturating_add(map.len() + 2);
                 for (key, item) in map {
-                    keys = keys.saturating_add(string(key) + 1);
-                    pending.push((item, depth + 1));
+                    bound = bound.saturating_add(string(key) + 1);
+                    visit(&mut bound, item, depth + 1, &mut pending);
                 }
-                keys
             }
-        };
-        bound = bound.saturating_add(add);
+            scalar_value => bound = bound.saturating_add(scalar(scalar_value).unwrap_or(0)),
+        }
     }
     Ok(bound)
 }
@@ -329,7 +344,7 @@ pub fn check_restorable_metadata(key: &crate::Key, document: &Document) -> Resul
 /// ```
 pub fn object(value: Value) -> Result<Data> {
     match value {
-        Value::Object(map) => Ok(map),
+        Value::Object(map) => Ok(map.into()),
         other => Err(Error::invalid(format!(
             "document data must be a JSON object, not {}",
             kind_name(&other)

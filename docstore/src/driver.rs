@@ -1,8 +1,8 @@
 //! The backend-facing half: the [`Driver`] trait every backend implements, and the answers
 //! it gives ([`Page`], [`Explain`], [`Recount`]).
 
+use crate::Document;
 use crate::Result;
-use crate::document::Document;
 use crate::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
 use crate::identity::WriteId;
 use crate::key::Key;

@@ -56,6 +56,7 @@
 pub mod batch;
 pub mod clock;
 pub mod config;
+mod data;
 pub mod document;
 pub mod driver;
 mod error;
@@ -75,7 +76,8 @@ pub mod strategies;
 
 pub use batch::{Write, WriteOutcome};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use document::{Data, Document, object};
+pub use data::Data;
+pub use document::{Document, object};
 pub use driver::{CounterChange, Explain, Page, Recount, RecountMode, UniqueProblem};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use feed::{Change, ChangeCursor, ChangeKind, FeedStart};

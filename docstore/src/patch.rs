@@ -1,6 +1,6 @@
 //! RFC 7386 JSON merge patch on document data.
 
-use crate::document::Data;
+use crate::Data;
 use serde_json::Value;
 
 /// Applies an RFC 7386 merge patch to `data`: a `null` removes a key, objects merge
@@ -15,9 +15,15 @@ use serde_json::Value;
 /// let mut data = docstore::object(json!({"a": 1, "b": {"c": 2, "d": 3}})).unwrap();
 /// let patch = docstore::object(json!({"a": null, "b": {"c": 5}})).unwrap();
 /// docstore::merge_patch(&mut data, &patch);
-/// assert_eq!(serde_json::Value::Object(data), json!({"b": {"c": 5, "d": 3}}));
+/// assert_eq!(serde_json::Value::from(data), json!({"b": {"c": 5, "d": 3}}));
 /// ```
+///
+/// `data` is copied first only if another holder shares it ([`Data`]), and then once.
 pub fn merge_patch(data: &mut Data, patch: &Data) {
+    if patch.is_empty() {
+        return;
+    }
+    let data: &mut serde_json::Map<String, Value> = data;
     for (key, patch_value) in patch {
         if patch_value.is_null() {
             data.remove(key);
@@ -64,7 +70,7 @@ mod tests {
         for (target, patch, expected) in cases {
             let mut data = crate::object(target.clone()).unwrap();
             merge_patch(&mut data, &crate::object(patch.clone()).unwrap());
-            assert_eq!(Value::Object(data), expected, "{target} + {patch}");
+            assert_eq!(Value::from(data), expected, "{target} + {patch}");
         }
     }
 }

@@ -15,7 +15,7 @@
 //! assert!(data.len() <= 6);
 //! ```
 
-use crate::document::Data;
+use crate::Data;
 use crate::query::{Filter, Order, Query};
 use proptest::prelude::*;
 use serde_json::{Map, Number, Value};

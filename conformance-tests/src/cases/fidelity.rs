@@ -60,26 +60,22 @@ fn awkward_data() -> Data {
 pub async fn values_round_trip_exactly(h: &dyn Harness) {
     let ctx = Ctx::new(h, "fid").await;
     let data = awkward_data();
-    let want = Value::Object(data.clone());
+    let want = Value::from(data.clone());
     let key = ctx.key("c", "d");
     let created = ctx.store.create(&key, data.clone(), "").await.unwrap();
-    assert_identical(&Value::Object(created.data), &want, "create");
+    assert_identical(&Value::from(created.data), &want, "create");
     let got = ctx.store.get(&key).await.unwrap().unwrap();
-    assert_identical(&Value::Object(got.data), &want, "get");
+    assert_identical(&Value::from(got.data), &want, "get");
     let page = ctx
         .store
         .query(&ctx.site, "c", &Query::new())
         .await
         .unwrap();
-    assert_identical(
-        &Value::Object(page.documents[0].data.clone()),
-        &want,
-        "query",
-    );
+    assert_identical(&Value::from(page.documents[0].data.clone()), &want, "query");
     let key2 = ctx.key("c", "p");
     ctx.store.put(&key2, data.clone(), "").await.unwrap();
     assert_identical(
-        &Value::Object(ctx.store.get(&key2).await.unwrap().unwrap().data),
+        &Value::from(ctx.store.get(&key2).await.unwrap().unwrap().data),
         &want,
         "put",
     );
@@ -90,7 +86,7 @@ pub async fn values_round_trip_exactly(h: &dyn Harness) {
     let mut patched = want.clone();
     patched.as_object_mut().unwrap().remove("null");
     assert_identical(
-        &Value::Object(ctx.store.get(&key3).await.unwrap().unwrap().data),
+        &Value::from(ctx.store.get(&key3).await.unwrap().unwrap().data),
         &patched,
         "update",
     );

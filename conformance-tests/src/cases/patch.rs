@@ -42,10 +42,10 @@ pub async fn rfc7386_appendix_examples(h: &dyn Harness) {
             .update(&key, &obj(patch.clone()), "")
             .await
             .unwrap();
-        assert_eq!(Value::Object(doc.data), expected, "{target} + {patch}");
+        assert_eq!(Value::from(doc.data), expected, "{target} + {patch}");
         let stored = ctx.store.get(&key).await.unwrap().unwrap();
         assert_eq!(
-            Value::Object(stored.data),
+            Value::from(stored.data),
             expected,
             "stored {target} + {patch}"
         );
@@ -74,7 +74,7 @@ pub async fn patch_removals_and_nesting(h: &dyn Harness) {
         .await
         .unwrap();
     assert_eq!(
-        Value::Object(doc.data),
+        Value::from(doc.data),
         json!({"a": {"b": {"d": 2, "e": {}}}, "k": [1]})
     );
 }

@@ -110,8 +110,8 @@ pub async fn awkward_values_round_trip_through_a_struct(h: &dyn Harness) {
     for i in 0..property_cases(32) {
         let (first, second) = strategy.new_tree(&mut runner).unwrap().current();
         let holder = Holder {
-            first: Value::Object(first),
-            second: Value::Object(second),
+            first: Value::from(first),
+            second: Value::from(second),
         };
         let id = format!("h{i}");
         let written = holders.create(&id, &holder).await.unwrap();

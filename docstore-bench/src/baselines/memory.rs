@@ -1,8 +1,10 @@
 //! The memory baseline: a `RwLock<HashMap>` from collection to its documents (ordered by
 //! id, so a walk can page), holding the same [`Document`] values `MemoryStore` holds.
 //!
-//! Reads hand back an owned copy, as any store must; writes change the value in place and
-//! return nothing but the new version, with no size check.
+//! Reads hand back an owned `Document`, as any store must (its [`Data`] shares the stored
+//! map: a clone of it is a reference count); writes change the value in place (a merge
+//! copies the map only if a reader still holds it) and return nothing but the new version,
+//! with no size check.
 
 use crate::BenchResult;
 use crate::data::{ACTOR, TOP, merge, now_nanos, selective_matches, selective_order};

@@ -3,13 +3,13 @@
 use super::dispatch::CallIdentity;
 use super::feed::{ChangeStream, TypedChange, TypedChangePage};
 use super::{Site, WriteCall};
-use crate::document::{Data, Document};
 use crate::driver::{Expiry, Origin};
 use crate::driver::{Explain, Page};
 use crate::feed::{FeedScope, FeedStart};
 use crate::key::{Key, validate_collection};
 use crate::query::{Cursor, Filter, Query};
 use crate::retry::Retries;
+use crate::{Data, Document};
 use crate::{Error, Result};
 use futures_core::Stream;
 use futures_util::{StreamExt, TryStreamExt};
@@ -174,7 +174,7 @@ pub(crate) fn patch_data(patch: &impl Serialize) -> Result<Data> {
 /// `what`.
 fn to_object(value: &impl Serialize, what: &str) -> Result<Data> {
     match serde_json::to_value(value) {
-        Ok(Value::Object(data)) => Ok(data),
+        Ok(Value::Object(data)) => Ok(data.into()),
         Ok(other) => Err(Error::invalid(format!(
             "{what} must serialize to a JSON object, not {}",
             crate::document::kind_name(&other)
@@ -186,14 +186,18 @@ fn to_object(value: &impl Serialize, what: &str) -> Result<Data> {
 }
 
 /// Deserializes the data of the document at `key` as `T` ([`Error::Decode`] naming the key);
-/// for `T = Data` the data itself, without a copy or an allocation.
+/// for `T = Data` the data itself, without a copy or an allocation. Data shared with the
+/// store (the memory backend's answers) is read in place, never copied first.
 fn decode<T: DeserializeOwned + 'static>(key: KeyText<'_>, data: Data) -> Result<T> {
     let mut slot = Some(data);
     if let Some(same) = (&mut slot as &mut dyn Any).downcast_mut::<Option<T>>() {
         return Ok(same.take().expect("filled just above"));
     }
-    let data = slot.expect("not taken: T is not Data");
-    serde_json::from_value(Value::Object(data)).map_err(|err| Error::Decode {
+    let decoded = match slot.expect("not taken: T is not Data").try_unwrap() {
+        Ok(map) => serde_json::from_value(Value::Object(map)),
+        Err(shared) => T::deserialize(&*shared),
+    };
+    decoded.map_err(|err| Error::Decode {
         key: key.to_string(),
         message: err.to_string(),
     })

@@ -23,8 +23,9 @@ pub use feed::{ChangeStream, TypedChange, TypedChangePage};
 pub use site::{Site, SiteBatch};
 pub use stream::{DEFAULT_STREAM_PAGE, DocumentStream};
 
+use crate::Data;
 use crate::batch::{self, Write, WriteOutcome};
-use crate::document::{Data, Document, check_restorable, check_size, validate_actor};
+use crate::document::{Document, check_restorable, check_size, validate_actor};
 use crate::driver::{Driver, Expiry, Explain, Origin, Page, Recount, RecountMode};
 use crate::key::{Key, validate_site};
 use crate::query::Query;

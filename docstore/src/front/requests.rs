@@ -4,10 +4,10 @@
 
 use crate::Result;
 use crate::batch::{CheckedBatch, Write, WriteOutcome};
-use crate::document::{Data, Document};
 use crate::driver::{Driver, Origin};
 use crate::key::Key;
 use crate::request::{Op, Request};
+use crate::{Data, Document};
 use futures_util::future::BoxFuture;
 
 /// `create`, `put`, `update`, `update_if` and `restore`: `write` alone; the document it

@@ -31,6 +31,7 @@
 //! # Ok::<(), docstore::Error>(())
 //! ```
 
+pub mod chunks;
 mod cost;
 pub mod key;
 mod plan;
@@ -459,7 +460,7 @@ fn patched_value<'p>(
     patch: &'p crate::Data,
     segments: &[String],
 ) -> Option<Option<&'p serde_json::Value>> {
-    let mut members = patch;
+    let mut members: &serde_json::Map<String, serde_json::Value> = patch;
     for (i, segment) in segments.iter().enumerate() {
         let last = i + 1 == segments.len();
         match members.get(segment)? {

@@ -1004,7 +1004,7 @@ mod tests {
             let docs: Vec<Document> = data
                 .into_iter()
                 .enumerate()
-                .map(|(i, data)| doc(&format!("d{i:02}"), serde_json::Value::Object(data)))
+                .map(|(i, data)| doc(&format!("d{i:02}"), serde_json::Value::from(data)))
                 .collect();
             let compiled = query.compile().unwrap();
             let found = candidates(&set, "c", &compiled);

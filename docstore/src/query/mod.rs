@@ -20,6 +20,7 @@ mod cursor;
 mod eval;
 mod ordering;
 mod path;
+pub mod sql;
 mod text;
 
 pub(crate) use cursor::fingerprint;

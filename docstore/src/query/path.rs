@@ -1,6 +1,6 @@
 //! Field paths: dot paths into `data`, or one of the six system fields.
 
-use crate::document::{Data, Document};
+use crate::Document;
 use crate::{Error, Result};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -120,8 +120,12 @@ impl FieldPath {
     }
 }
 
-/// The value at `segments` inside `data`, stepping only into objects.
-pub fn resolve_in<'a>(data: &'a Data, segments: &[String]) -> Option<&'a Value> {
+/// The value at `segments` inside `data` (a [`Data`](crate::Data) or any JSON object),
+/// stepping only into objects.
+pub fn resolve_in<'a>(
+    data: &'a serde_json::Map<String, Value>,
+    segments: &[String],
+) -> Option<&'a Value> {
     let (first, rest) = segments.split_first()?;
     let mut value = data.get(first)?;
     for segment in rest {

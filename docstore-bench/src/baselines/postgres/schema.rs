@@ -4,11 +4,11 @@
 use crate::BenchResult;
 use tokio_postgres::Client;
 
-/// docstore-postgres's tables, version 1 (`docstore-postgres/src/schema.rs`), verbatim: `{s}`
+/// docstore-postgres's tables, version 2 (`docstore-postgres/src/schema.rs`), verbatim: `{s}`
 /// is the quoted schema.
 const TABLES: &str = r#"
 CREATE TABLE {s}.meta (singleton int PRIMARY KEY CHECK (singleton = 1), version int NOT NULL,
-    feed_id text NOT NULL);
+    feed_id text NOT NULL, pruned_through bigint NOT NULL DEFAULT 0);
 CREATE TABLE {s}.documents (
     site text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL,
     id text COLLATE "C" NOT NULL, data jsonb NOT NULL, raw text,
@@ -30,7 +30,7 @@ CREATE INDEX changes_by_site ON {s}.changes (site, position);
 "#;
 
 /// The schema version [`TABLES`] is (docstore-postgres's `meta.version`).
-const VERSION: i32 = 1;
+const VERSION: i32 = 2;
 
 /// Creates schema `schema` (dropping it first) with docstore-postgres's tables.
 pub async fn create(client: &Client, schema: &str) -> BenchResult<()> {

@@ -32,13 +32,13 @@
 
 use super::{Store, following};
 use crate::Result;
-use crate::document::{Data, Document};
 use crate::feed::{
     Change, ChangeCursor, ChangePage, FeedPosition, FeedScope, FeedStart, MAX_CHANGE_PAGE,
     SnapshotMark,
 };
 use crate::key::Key;
 use crate::query::Query;
+use crate::{Data, Document};
 use std::collections::HashSet;
 
 /// The most feed reads the catch-up makes before it reads the next chunk anyway (the window

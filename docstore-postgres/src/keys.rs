@@ -1,0 +1,126 @@
+//! Declared indexes as expression indexes. Each index gets, at open, one generated SQL
+//! function computing a document's key in that index — the bytes of
+//! [`docstore::index::key`], whose byte order (`bytea` compares bytes) is the contract's
+//! total order — and a B-tree over `(site, key)` holding the documents of its collection.
+//! Queries call the function with the row's columns, never with a user string, so the
+//! statement is fixed and fully parameterized; the declared fields appear only in the
+//! function's DDL, as quoted literals ([`literal`]), the one place user text becomes SQL.
+//!
+//! A document the server cannot key — one kept in `raw` (JSONB cannot hold it) or holding an
+//! object in an indexed field (whose canonical text the server does not compute) — gets the
+//! empty key, below every real key: queries read those few beside the ranges and key them in
+//! Rust. Another collection's documents get no key (`NULL`): the partial index leaves them
+//! out, so an index costs writes to its own collection only.
+
+use crate::error::Fail;
+use docstore::Index;
+use docstore::index::CompiledIndex;
+use docstore::query::FieldPath;
+
+/// The server's key functions (`sql/keys.sql`).
+const KEY_FUNCTIONS: &str = include_str!("../sql/keys.sql");
+
+/// The columns a key function takes, in order.
+const ARGS: &str =
+    "collection, data, raw, id, created_at, updated_at, created_by, updated_by, version";
+
+/// The name of the SQL function and expression index that keep declared index `index` in the
+/// store's schema: `ix_` and a 64-bit FNV-1a hash of the declaration (collection, name,
+/// fields), so a declaration with other fields gets its own.
+pub fn name(index: &Index) -> String {
+    let fields = serde_json::to_value(index).expect("an index serializes")["fields"].to_string();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in [&index.collection, &index.name, &fields] {
+        for byte in part.bytes().chain([0]) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("ix_{hash:016x}")
+}
+
+/// The key expression of `index` over a row of `documents` (schema `s`, quoted).
+pub(crate) fn key_sql(s: &str, index: &CompiledIndex) -> String {
+    format!("{s}.{}({ARGS})", name(index.declaration()))
+}
+
+/// A SQL string literal holding `text` exactly: `E'…'` with `\` and `'` doubled (an escape
+/// string reads the same whatever `standard_conforming_strings` says). `None` for text
+/// holding U+0000, which no PostgreSQL text can.
+fn literal(text: &str) -> Option<String> {
+    (!text.contains('\0')).then(|| format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''")))
+}
+
+/// The SQL of one field's key component.
+fn component(s: &str, path: &FieldPath, descending: bool) -> String {
+    let value = match path {
+        FieldPath::Id => "to_jsonb(id)".to_owned(),
+        FieldPath::CreatedAt => "to_jsonb(created_at)".to_owned(),
+        FieldPath::UpdatedAt => "to_jsonb(updated_at)".to_owned(),
+        FieldPath::CreatedBy => "to_jsonb(created_by)".to_owned(),
+        FieldPath::UpdatedBy => "to_jsonb(updated_by)".to_owned(),
+        FieldPath::Version => "to_jsonb(version)".to_owned(),
+        // `->` with a text key steps into objects only, as paths do; no key holds U+0000.
+        FieldPath::Data(segments) => segments
+            .iter()
+            .try_fold("data".to_owned(), |at, seg| {
+                Some(format!("({at} -> {})", literal(seg)?))
+            })
+            .unwrap_or_else(|| "NULL::jsonb".to_owned()),
+    };
+    let key = format!("{s}.docstore_key({value})");
+    if descending {
+        format!("{s}.docstore_invert({key})")
+    } else {
+        key
+    }
+}
+
+/// The DDL of `index`'s key function and expression index.
+fn index_ddl(s: &str, index: &CompiledIndex) -> String {
+    let name = name(index.declaration());
+    let collection = literal(index.collection()).unwrap_or_else(|| "NULL".to_owned());
+    let mut key: Vec<String> = index
+        .fields()
+        .iter()
+        .map(|(path, descending)| component(s, path, *descending))
+        .collect();
+    key.push(r"'\x05'::bytea || convert_to(id, 'UTF8') || '\x0000'::bytea".to_owned());
+    format!(
+        "CREATE FUNCTION {s}.{name}(collection text, data jsonb, raw text, id text, \
+         created_at bigint, updated_at bigint, created_by text, updated_by text, version bigint) \
+         RETURNS bytea LANGUAGE sql IMMUTABLE PARALLEL SAFE \
+         RETURN CASE WHEN collection IS DISTINCT FROM {collection} THEN NULL \
+         WHEN raw IS NOT NULL THEN ''::bytea ELSE coalesce({}, ''::bytea) END;
+         CREATE INDEX {name} ON {s}.documents (site, {s}.{name}({ARGS})) \
+         WHERE {s}.{name}({ARGS}) IS NOT NULL;",
+        key.join(" || ")
+    )
+}
+
+/// Creates what is missing — the key functions, each declared index's function and index
+/// (built over the documents already there) — in `tx`, which holds the schema's migration
+/// lock.
+pub(crate) async fn prepare(
+    tx: &tokio_postgres::Transaction<'_>,
+    schema: &str,
+    indexes: &docstore::index::IndexSet,
+) -> Result<(), Fail> {
+    let s = format!("\"{schema}\"");
+    let exists = "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+                  WHERE n.nspname = $1 AND p.proname = $2";
+    let present = |name: String| async move {
+        Ok::<_, Fail>(tx.query_opt(exists, &[&schema, &name]).await?.is_some())
+    };
+    if indexes.is_empty() {
+        return Ok(());
+    }
+    if !present("docstore_key".to_owned()).await? {
+        tx.batch_execute(&KEY_FUNCTIONS.replace("{s}", &s)).await?;
+    }
+    for index in indexes.iter() {
+        if !present(name(index.declaration())).await? {
+            tx.batch_execute(&index_ddl(&s, index)).await?;
+        }
+    }
+    Ok(())
+}
