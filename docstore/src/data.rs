@@ -24,7 +24,8 @@ use std::sync::Arc;
 /// answer.insert("title".into(), json!("changed")); // copies it now, once
 /// assert_eq!(stored["title"], "hello");
 /// assert_eq!(answer["title"], "changed");
-/// assert_eq!(serde_json::to_string(&stored).unwrap(), r#"{"tags":["a"],"title":"hello"}"#);
+/// // Serialized as the map itself, no wrapper.
+/// assert_eq!(serde_json::to_value(&stored).unwrap(), json!({"title": "hello", "tags": ["a"]}));
 /// assert_eq!(serde_json::Value::from(answer), json!({"title": "changed", "tags": ["a"]}));
 /// ```
 #[derive(Clone, Default, Serialize, Deserialize)]
