@@ -424,8 +424,8 @@ impl Driver for DynamoStore {
         &self.options
     }
 
-    /// A single call by its own conditional write (see [`crate::writes`]), a batch by
-    /// `TransactWriteItems` (see [`crate::batch`]): each costs the requests it did as its
+    /// A single call by its own conditional write (see the `writes` module), a batch by
+    /// `TransactWriteItems` (see the `batch` module): each costs the requests it did as its
     /// own method.
     async fn apply(&self, request: Request<'_>) -> Result<Answer> {
         let origin = request.origin();

@@ -206,7 +206,7 @@ impl Driver for PostgresStore {
     }
 
     /// One transaction: the writes decided in order, applied, counted and logged together
-    /// (see [`crate::write`]).
+    /// (see the `write` module).
     async fn apply(&self, request: Request<'_>) -> Result<Answer> {
         crate::write::run(&self.inner, &request).await
     }

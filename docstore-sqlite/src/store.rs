@@ -594,7 +594,7 @@ impl Driver for SqliteStore {
         false
     }
 
-    /// One immediate transaction for the request, by its call ([`calls`]).
+    /// One immediate transaction for the request, by its call (the `calls` module).
     async fn apply(&self, request: docstore::request::Request<'_>) -> Result<Answer> {
         self.apply_call(request).await
     }
