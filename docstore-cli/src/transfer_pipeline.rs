@@ -7,9 +7,10 @@
 use super::*;
 use crate::args::OnExisting;
 use async_trait::async_trait;
-use docstore::driver::{Driver, Origin};
+use docstore::driver::Driver;
 use docstore::query::CompiledQuery;
-use docstore::{Data, Explain, Page, Recount};
+use docstore::request::{Answer, Request};
+use docstore::{Explain, Page, Recount};
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -111,78 +112,22 @@ impl Driver for Watch {
     fn options(&self) -> &docstore::StoreOptions {
         self.inner.driver().options()
     }
-    async fn create(
-        &self,
-        key: &Key,
-        data: Data,
-        origin: Origin<'_>,
-    ) -> docstore::Result<Document> {
-        self.single(key, self.inner.driver().create(key, data, origin))
-            .await
+    /// A batch is held like [`get_many`](Self::get_many), a single call by its key.
+    async fn apply(&self, request: Request<'_>) -> docstore::Result<Answer> {
+        let keys: Vec<Key> = request.keys().cloned().collect();
+        let is_batch = request.is_batch();
+        let call = self.inner.driver().apply(request);
+        match is_batch {
+            true => self.batch(&keys, call).await,
+            false => self.single(&keys[0], call).await,
+        }
     }
     async fn get(&self, key: &Key) -> docstore::Result<Option<Document>> {
         self.single(key, self.inner.driver().get(key)).await
     }
-    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> docstore::Result<Document> {
-        self.single(key, self.inner.driver().put(key, data, origin))
-            .await
-    }
-    async fn update(
-        &self,
-        key: &Key,
-        patch: &Data,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> docstore::Result<Document> {
-        let call = self
-            .inner
-            .driver()
-            .update(key, patch, expected_version, origin);
-        self.single(key, call).await
-    }
-    async fn replace_if(
-        &self,
-        key: &Key,
-        data: Data,
-        expected_version: u64,
-        origin: Origin<'_>,
-    ) -> docstore::Result<Document> {
-        let call = self
-            .inner
-            .driver()
-            .replace_if(key, data, expected_version, origin);
-        self.single(key, call).await
-    }
-    async fn delete(
-        &self,
-        key: &Key,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> docstore::Result<bool> {
-        let call = self.inner.driver().delete(key, expected_version, origin);
-        self.single(key, call).await
-    }
-    async fn restore(
-        &self,
-        key: &Key,
-        document: &Document,
-        origin: Origin<'_>,
-    ) -> docstore::Result<()> {
-        self.single(key, self.inner.driver().restore(key, document, origin))
-            .await
-    }
-    /// A batch's read of its keys (a resumed import): held like a [`write_all`](Self::write_all).
+    /// A batch's read of its keys (a resumed import): held like a batch [`apply`](Self::apply).
     async fn get_many(&self, keys: &[Key]) -> docstore::Result<Vec<Option<Document>>> {
         self.batch(keys, self.inner.driver().get_many(keys)).await
-    }
-    async fn write_all(
-        &self,
-        batch: &docstore::batch::CheckedBatch<'_>,
-        origin: Origin<'_>,
-    ) -> docstore::Result<Vec<WriteOutcome>> {
-        let keys: Vec<Key> = batch.writes().iter().map(|w| w.key().clone()).collect();
-        self.batch(&keys, self.inner.driver().write_all(batch, origin))
-            .await
     }
     async fn query(
         &self,

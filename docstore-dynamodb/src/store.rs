@@ -17,11 +17,10 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodbstreams::Client as StreamsClient;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use docstore::config::{CounterMode, DynamoDbConfig};
-use docstore::driver::{Driver, Origin};
+use docstore::driver::Driver;
 use docstore::query::CompiledQuery;
-use docstore::{
-    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
-};
+use docstore::request::{Answer, Call, Request};
+use docstore::{Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -425,8 +424,49 @@ impl Driver for DynamoStore {
         &self.options
     }
 
-    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        self.create_document(key, data, origin).await
+    /// A single call by its own conditional write (see the `writes` module), a batch by
+    /// `TransactWriteItems` (see the `batch` module): each costs the requests it did as its
+    /// own method.
+    async fn apply(&self, request: Request<'_>) -> Result<Answer> {
+        let origin = request.origin();
+        Ok(match request.call() {
+            Call::Create { key, data } => {
+                Answer::written(self.create_document(key, data.clone(), origin).await?)
+            }
+            Call::Put { key, data } => {
+                Answer::written(self.put_document(key, data.clone(), origin).await?)
+            }
+            Call::Update {
+                key,
+                patch,
+                expected: None,
+            } => Answer::written(self.update_document(key, patch, origin).await?),
+            Call::Update {
+                key,
+                patch,
+                expected: Some(expected),
+            } => {
+                let edit = Edit::Merge(patch);
+                Answer::written(self.update_document_if(key, edit, expected, origin).await?)
+            }
+            Call::ReplaceIf {
+                key,
+                data,
+                expected,
+            } => {
+                let edit = Edit::Replace(data.clone());
+                Answer::written(self.update_document_if(key, edit, expected, origin).await?)
+            }
+            Call::Delete { key, expected } => {
+                // `delete_if` of nothing: NotFound, made by the front end from the answer.
+                Answer::deleted(self.delete_document(key, expected, origin).await?)
+            }
+            Call::Restore { key, document } => {
+                self.restore_document(key, document, origin).await?;
+                Answer::written(document.clone())
+            }
+            Call::Batch(batch) => Answer::Applied(self.write_all_items(&batch, origin).await?),
+        })
     }
 
     /// An expired document reads as absent (`docs/contract.md`, "Expiry").
@@ -440,51 +480,6 @@ impl Driver for DynamoStore {
         Ok(read
             .map(|stored| stored.doc)
             .filter(|doc| !doc.is_expired(now)))
-    }
-
-    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        self.put_document(key, data, origin).await
-    }
-
-    async fn update(
-        &self,
-        key: &Key,
-        patch: &Data,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        match expected_version {
-            None => self.update_document(key, patch, origin).await,
-            Some(expected) => {
-                self.update_document_if(key, Edit::Merge(patch), expected, origin)
-                    .await
-            }
-        }
-    }
-
-    async fn replace_if(
-        &self,
-        key: &Key,
-        data: Data,
-        expected_version: u64,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        self.update_document_if(key, Edit::Replace(data), expected_version, origin)
-            .await
-    }
-
-    async fn delete(
-        &self,
-        key: &Key,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<bool> {
-        let deleted = self.delete_document(key, expected_version, origin).await?;
-        docstore::driver::delete_answer(key, expected_version, deleted)
-    }
-
-    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
-        self.restore_document(key, document, origin).await
     }
 
     async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {
@@ -554,14 +549,6 @@ impl Driver for DynamoStore {
 
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         self.get_many_items(keys).await
-    }
-
-    async fn write_all(
-        &self,
-        batch: &docstore::batch::CheckedBatch<'_>,
-        origin: Origin<'_>,
-    ) -> Result<Vec<docstore::WriteOutcome>> {
-        self.write_all_items(batch, origin).await
     }
 
     /// Expiry is kept with markers and the sweep: see the [crate docs](crate), "Expiring

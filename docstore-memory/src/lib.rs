@@ -45,7 +45,7 @@ use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart}
 use docstore::index::unique::{self, Claim};
 use docstore::index::{CompiledIndex, Reading, Step};
 use docstore::query::CompiledQuery;
-use docstore::request::{QuotaCount, Request};
+use docstore::request::{Answer, Call, QuotaCount, Request};
 use docstore::{
     Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
 };
@@ -890,24 +890,8 @@ enum BatchDone {
     Repeated(Vec<Option<Shared>>),
 }
 
-#[async_trait]
-impl Driver for MemoryStore {
-    fn options(&self) -> &StoreOptions {
-        &self.options
-    }
-
-    /// Never: a write commits under the lock or changes nothing, and its answer is handed
-    /// back in the same process.
-    fn may_lose_answers(&self) -> bool {
-        false
-    }
-
-    /// Never: there is nothing to wait for (no I/O, no other process), so a write's data is
-    /// not copied for a retry.
-    fn writes_may_be_unavailable(&self) -> bool {
-        false
-    }
-
+/// The calls [`Driver::apply`] dispatches to ([`Call`]), one function each.
+impl MemoryStore {
     async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
         let mut doc = Document::first(key.id(), data, origin.actor, self.now());
         doc.expires_at = origin.expiry.apply(None, doc.updated_at);
@@ -916,12 +900,6 @@ impl Driver for MemoryStore {
             self.insert_new(sites, key, doc, retired)
         });
         written.map(Arc::unwrap_or_clone)
-    }
-
-    /// Copied out after the read lock is released.
-    async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        let doc = Self::lookup_live(&self.sites.read(), key, self.now()).cloned();
-        Ok(doc.map(Arc::unwrap_or_clone))
     }
 
     async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
@@ -986,12 +964,93 @@ impl Driver for MemoryStore {
         docstore::driver::delete_answer(key, expected_version, deleted)
     }
 
-    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
+    async fn restore(
+        &self,
+        key: &Key,
+        document: &Document,
+        origin: Origin<'_>,
+    ) -> Result<Document> {
         let doc = Arc::new(document.clone());
-        self.write_once(key, origin, |sites, retired| {
+        let written = self.write_once(key, origin, |sites, retired| {
             self.insert_new(sites, key, doc, retired)
+        });
+        written.map(Arc::unwrap_or_clone)
+    }
+
+    /// One write lock for the whole batch: every write is decided first, then all are
+    /// applied, so a failing one leaves the store untouched. The documents are copied out
+    /// after the lock is released.
+    async fn write_all(
+        &self,
+        batch: &CheckedBatch<'_>,
+        origin: Origin<'_>,
+    ) -> Result<Vec<WriteOutcome>> {
+        let writes = batch.writes();
+        let mut retired = Vec::new();
+        let done = self.write_all_locked(batch, origin, &mut retired);
+        drop(retired);
+        match done? {
+            BatchDone::Applied(applied) => {
+                Ok(applied.into_iter().map(Applied::into_outcome).collect())
+            }
+            BatchDone::Repeated(current) => {
+                let current = current.into_iter().map(|d| d.map(Arc::unwrap_or_clone));
+                batch::repeated_outcomes(writes, current.collect())
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Driver for MemoryStore {
+    fn options(&self) -> &StoreOptions {
+        &self.options
+    }
+
+    /// Never: a write commits under the lock or changes nothing, and its answer is handed
+    /// back in the same process.
+    fn may_lose_answers(&self) -> bool {
+        false
+    }
+
+    /// Never: there is nothing to wait for (no I/O, no other process), so a write's data is
+    /// not copied for a retry.
+    fn writes_may_be_unavailable(&self) -> bool {
+        false
+    }
+
+    /// Under the one write lock, each call by its own function ([`Call`]).
+    async fn apply(&self, request: Request<'_>) -> Result<Answer> {
+        let origin = request.origin();
+        Ok(match request.call() {
+            Call::Create { key, data } => {
+                Answer::written(self.create(key, data.clone(), origin).await?)
+            }
+            Call::Put { key, data } => Answer::written(self.put(key, data.clone(), origin).await?),
+            Call::Update {
+                key,
+                patch,
+                expected,
+            } => Answer::written(self.update(key, patch, expected, origin).await?),
+            Call::ReplaceIf {
+                key,
+                data,
+                expected,
+            } => Answer::written(self.replace_if(key, data.clone(), expected, origin).await?),
+            Call::Delete { key, expected } => {
+                Answer::deleted(self.delete(key, expected, origin).await?)
+            }
+            Call::Restore { key, document } => {
+                Answer::written(self.restore(key, document, origin).await?)
+            }
+            Call::Batch(batch) => Answer::Applied(self.write_all(&batch, origin).await?),
         })
-        .map(drop)
+    }
+
+    /// Copied out after the read lock is released.
+    async fn get(&self, key: &Key) -> Result<Option<Document>> {
+        let doc = Self::lookup_live(&self.sites.read(), key, self.now()).cloned();
+        Ok(doc.map(Arc::unwrap_or_clone))
     }
 
     async fn query(&self, site: &str, collection: &str, compiled: &CompiledQuery) -> Result<Page> {
@@ -1095,29 +1154,6 @@ impl Driver for MemoryStore {
             .into_iter()
             .map(|doc| doc.map(Arc::unwrap_or_clone))
             .collect())
-    }
-
-    /// One write lock for the whole batch: every write is decided first, then all are
-    /// applied, so a failing one leaves the store untouched. The documents are copied out
-    /// after the lock is released.
-    async fn write_all(
-        &self,
-        batch: &CheckedBatch<'_>,
-        origin: Origin<'_>,
-    ) -> Result<Vec<WriteOutcome>> {
-        let writes = batch.writes();
-        let mut retired = Vec::new();
-        let done = self.write_all_locked(batch, origin, &mut retired);
-        drop(retired);
-        match done? {
-            BatchDone::Applied(applied) => {
-                Ok(applied.into_iter().map(Applied::into_outcome).collect())
-            }
-            BatchDone::Repeated(current) => {
-                let current = current.into_iter().map(|d| d.map(Arc::unwrap_or_clone));
-                batch::repeated_outcomes(writes, current.collect())
-            }
-        }
     }
 
     async fn changes(

@@ -5,14 +5,11 @@ use crate::error::{Fail, pool};
 use crate::feed::Feed;
 use crate::sql::Statements;
 use async_trait::async_trait;
-use docstore::batch::{CheckedBatch, Write, WriteOutcome};
-use docstore::driver::{Driver, Origin};
+use docstore::driver::Driver;
 use docstore::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
 use docstore::query::CompiledQuery;
-use docstore::request::{Answer, Op, Request};
-use docstore::{
-    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions,
-};
+use docstore::request::{Answer, Request};
+use docstore::{Document, Error, Explain, Key, Page, Recount, RecountMode, Result, StoreOptions};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -161,18 +158,6 @@ impl PostgresStore {
         self.inner.pool.get().await.map_err(pool)
     }
 
-    /// Runs `request` (a repeat: nothing written, answered from the documents as they stand).
-    async fn write(&self, request: Request<'_>) -> Result<Answer> {
-        crate::write::run(&self.inner, &request).await
-    }
-
-    /// One write by `origin`, answered with the document it left.
-    async fn write_one(&self, op: Op<'_>, origin: Origin<'_>) -> Result<Document> {
-        self.write(Request::single(op, origin))
-            .await?
-            .into_document()
-    }
-
     fn target<'a>(
         &'a self,
         client: &'a deadpool_postgres::Client,
@@ -220,9 +205,10 @@ impl Driver for PostgresStore {
         &self.inner.options
     }
 
-    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        let write = Write::create(key.clone(), data);
-        self.write_one(Op::Write(&write), origin).await
+    /// One transaction: the writes decided in order, applied, counted and logged together
+    /// (see the `write` module).
+    async fn apply(&self, request: Request<'_>) -> Result<Answer> {
+        crate::write::run(&self.inner, &request).await
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
@@ -234,60 +220,6 @@ impl Driver for PostgresStore {
             })
             .await?;
         Ok(found.pop())
-    }
-
-    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        let write = Write::put(key.clone(), data);
-        self.write_one(Op::Write(&write), origin).await
-    }
-
-    async fn update(
-        &self,
-        key: &Key,
-        patch: &Data,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        let write = match expected_version {
-            Some(version) => Write::update_if(key.clone(), patch.clone(), version),
-            None => Write::update(key.clone(), patch.clone()),
-        };
-        self.write_one(Op::Write(&write), origin).await
-    }
-
-    async fn replace_if(
-        &self,
-        key: &Key,
-        data: Data,
-        expected_version: u64,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        let op = Op::ReplaceIf {
-            key,
-            data: &data,
-            expected: expected_version,
-        };
-        self.write_one(op, origin).await
-    }
-
-    async fn delete(
-        &self,
-        key: &Key,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<bool> {
-        let op = Op::Delete {
-            key,
-            expected: expected_version,
-        };
-        self.write(Request::single(op, origin))
-            .await?
-            .into_deleted(key, expected_version)
-    }
-
-    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
-        let write = Write::restore(key.clone(), document.clone());
-        self.write_one(Op::Write(&write), origin).await.map(drop)
     }
 
     /// One statement: one snapshot.
@@ -303,20 +235,6 @@ impl Driver for PostgresStore {
         self.count_read(found.len() as u64);
         let mut found: std::collections::HashMap<Key, Document> = found.into_iter().collect();
         Ok(keys.iter().map(|key| found.remove(key)).collect())
-    }
-
-    /// One transaction: the writes decided in order, applied, counted and logged together.
-    async fn write_all(
-        &self,
-        batch: &CheckedBatch<'_>,
-        origin: Origin<'_>,
-    ) -> Result<Vec<WriteOutcome>> {
-        let writes = batch.writes();
-        if writes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let answer = self.write(Request::batch(batch, origin)).await?;
-        answer.into_outcomes(writes)
     }
 
     async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {

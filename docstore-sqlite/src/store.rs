@@ -22,6 +22,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod calls;
+
 /// The SQLite backend. See the [crate docs](crate).
 ///
 /// Cheap to clone: clones share the connections.
@@ -592,126 +594,14 @@ impl Driver for SqliteStore {
         false
     }
 
-    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        let text = rows::text(&data)?;
-        let claims = Claims::of(&self.inner.indexes, key, &data);
-        let (owned_key, actor, expiry) = (key.clone(), origin.actor.to_owned(), origin.expiry);
-        let op = move |inner: &Inner, conn: &Connection| {
-            inner.check_absent(conn, &owned_key)?;
-            let by = By {
-                actor: &actor,
-                expiry,
-            };
-            let doc = inner.insert_new(conn, &owned_key, &text, by)?;
-            claims.check(conn, inner, &owned_key)?;
-            Ok(Written::Fresh(doc))
-        };
-        let written = self.write_once(key, origin.write_id, op, Written::Repeat);
-        Ok(written.await?.with_data(data))
+    /// One immediate transaction for the request, by its call (the `calls` module).
+    async fn apply(&self, request: docstore::request::Request<'_>) -> Result<Answer> {
+        self.apply_call(request).await
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
         let (key, now) = (key.clone(), self.inner.now());
         self.read(move |conn| rows::load(conn, &key, now)).await
-    }
-
-    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        let text = rows::text(&data)?;
-        let claims = Claims::of(&self.inner.indexes, key, &data);
-        let (owned_key, actor, expiry) = (key.clone(), origin.actor.to_owned(), origin.expiry);
-        let op = move |inner: &Inner, conn: &Connection| {
-            let by = By {
-                actor: &actor,
-                expiry,
-            };
-            let doc = inner.put(conn, &owned_key, &text, by)?;
-            claims.check(conn, inner, &owned_key)?;
-            Ok(Written::Fresh(doc))
-        };
-        let written = self.write_once(key, origin.write_id, op, Written::Repeat);
-        Ok(written.await?.with_data(data))
-    }
-
-    async fn update(
-        &self,
-        key: &Key,
-        patch: &Data,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        let check = crate::unique::PatchCheck::of(&self.inner.indexes, key, patch);
-        let (owned_key, patch) = (key.clone(), rows::Patch::new(patch)?);
-        let (actor, expiry) = (origin.actor.to_owned(), origin.expiry);
-        let op = move |inner: &Inner, conn: &Connection| {
-            let by = By {
-                actor: &actor,
-                expiry,
-            };
-            let merged = inner.patch(conn, &owned_key, &patch, expected_version, by)?;
-            check.check(conn, inner, &owned_key)?;
-            Ok(merged)
-        };
-        let repeat = |doc: Document| rows::Merged::parsed(doc, 0);
-        written(self.write_once(key, origin.write_id, op, repeat).await?)
-    }
-
-    async fn replace_if(
-        &self,
-        key: &Key,
-        data: Data,
-        expected_version: u64,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        let text = rows::text(&data)?;
-        let claims = Claims::of(&self.inner.indexes, key, &data);
-        let (owned_key, actor, expiry) = (key.clone(), origin.actor.to_owned(), origin.expiry);
-        let op = move |inner: &Inner, conn: &Connection| {
-            let current = rows::load_metadata(conn, &owned_key, inner.now())?
-                .ok_or_else(|| Error::not_found(&owned_key))?;
-            if current.version != expected_version {
-                return Err(Error::Conflict {
-                    current: current.version,
-                }
-                .into());
-            }
-            let by = By {
-                actor: &actor,
-                expiry,
-            };
-            let doc = inner.replace(conn, &owned_key, current, Data::new(), &text, by)?;
-            claims.check(conn, inner, &owned_key)?;
-            Ok(Written::Fresh(doc))
-        };
-        let written = self.write_once(key, origin.write_id, op, Written::Repeat);
-        Ok(written.await?.with_data(data))
-    }
-
-    async fn delete(
-        &self,
-        key: &Key,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<bool> {
-        let (owned_key, id) = (key.clone(), origin.write_id.cloned());
-        let actor = origin.actor.to_owned();
-        let deleted = self
-            .write(move |inner, conn| {
-                let call = (id.as_ref(), actor.as_str());
-                remove_once(inner, conn, &owned_key, expected_version, call)
-            })
-            .await?;
-        docstore::driver::delete_answer(key, expected_version, deleted)
-    }
-
-    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
-        let text = rows::text(&document.data)?;
-        let claims = Claims::of(&self.inner.indexes, key, &document.data);
-        let (owned_key, metadata) = (key.clone(), rows::without_data(document));
-        let op = move |inner: &Inner, conn: &Connection| {
-            inner.restore(conn, &owned_key, &metadata, &text)?;
-            claims.check(conn, inner, &owned_key)
-        };
-        self.write_once(key, origin.write_id, op, drop).await
     }
 
     /// One read transaction on one connection: the answer is one snapshot.
@@ -723,34 +613,6 @@ impl Driver for SqliteStore {
         let rows = found.iter().flatten().count() as u64;
         self.inner.documents_read.fetch_add(rows, Ordering::Relaxed);
         Ok(found)
-    }
-
-    /// One immediate transaction: the writes in order, the counters through the same
-    /// triggers; the first failing write rolls everything back.
-    async fn write_all(
-        &self,
-        batch: &CheckedBatch<'_>,
-        origin: Origin<'_>,
-    ) -> Result<Vec<WriteOutcome>> {
-        let writes = batch.writes();
-        let (steps, bytes) = crate::batch::prepare(batch)?;
-        if steps.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (actor, id) = (origin.actor.to_owned(), origin.write_id.cloned());
-        let applied = self
-            .write_off_the_runtime(move |inner, conn| {
-                crate::batch::apply_once(inner, conn, &steps, &actor, bytes, id.as_ref())
-            })
-            .await?;
-        match applied {
-            Answer::Applied(mut outcomes) => {
-                crate::batch::attach_data(writes, &mut outcomes);
-                Ok(outcomes)
-            }
-            // A repeat answers with the documents as they stand.
-            repeat => repeat.into_outcomes(writes),
-        }
     }
 
     /// The planner's choice (counting the contested index ranges when the cost rule of

@@ -6,13 +6,12 @@ use crate::pages;
 use crate::plan::{CallKind, Fault, Plan};
 use crate::summary;
 use async_trait::async_trait;
-use docstore::batch::CheckedBatch;
-use docstore::driver::{Driver, Origin};
+use docstore::driver::Driver;
 use docstore::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
 use docstore::query::CompiledQuery;
+use docstore::request::{Answer, Call, Request};
 use docstore::{
-    Data, Document, Error, Explain, Key, Page, Recount, RecountMode, Result, Store, StoreOptions,
-    Write, WriteOutcome,
+    Document, Error, Explain, Key, Page, Recount, RecountMode, Result, Store, StoreOptions, Write,
 };
 use std::future::Future;
 
@@ -185,6 +184,67 @@ fn unavailable(what: &str) -> Error {
     }
 }
 
+/// How a write request shows in the history: the call it came from, what it addressed, the
+/// keys a concurrent writer may touch, and how its answer reads.
+struct Shown<'a> {
+    kind: CallKind,
+    target: String,
+    touchable: Vec<&'a Key>,
+    summary: fn(&Answer) -> String,
+}
+
+impl<'a> Shown<'a> {
+    fn of(request: &Request<'a>) -> Self {
+        let at = |key: &Key, version: Option<u64>| match version {
+            Some(v) => format!("{} @v{v}", summary::path(key)),
+            None => summary::path(key),
+        };
+        let (kind, target, touchable, summary): (_, _, Vec<&'a Key>, fn(&Answer) -> String) =
+            match request.call() {
+                Call::Create { key, .. } => {
+                    (CallKind::Create, at(key, None), vec![key], summary::written)
+                }
+                Call::Put { key, .. } => {
+                    (CallKind::Put, at(key, None), vec![key], summary::written)
+                }
+                Call::Update { key, expected, .. } => {
+                    let kind = expected.map_or(CallKind::Update, |_| CallKind::UpdateIf);
+                    (kind, at(key, expected), vec![key], summary::written)
+                }
+                Call::ReplaceIf { key, expected, .. } => (
+                    CallKind::ReplaceIf,
+                    at(key, Some(expected)),
+                    vec![key],
+                    summary::written,
+                ),
+                Call::Delete { key, expected } => {
+                    let kind = expected.map_or(CallKind::Delete, |_| CallKind::DeleteIf);
+                    (kind, at(key, expected), vec![key], summary::removed)
+                }
+                Call::Restore { key, document } => {
+                    let target = format!("{} v{}", summary::path(key), document.version);
+                    (CallKind::Restore, target, vec![key], summary::restored)
+                }
+                Call::Batch(batch) => {
+                    let writes = batch.writes();
+                    let target = summary::batch_target(writes);
+                    (
+                        CallKind::WriteAll,
+                        target,
+                        versioned(writes),
+                        summary::batch,
+                    )
+                }
+            };
+        Shown {
+            kind,
+            target,
+            touchable,
+            summary,
+        }
+    }
+}
+
 /// The keys of the writes that expect a version: where a concurrent writer makes a batch fail.
 fn versioned(writes: &[Write]) -> Vec<&Key> {
     writes
@@ -216,16 +276,13 @@ impl Driver for FaultyDriver {
         true
     }
 
-    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        let forward = || self.inner.driver().create(key, data, origin);
-        self.call(
-            CallKind::Create,
-            summary::path(key),
-            &[key],
-            forward,
-            summary::document,
-        )
-        .await
+    /// The call the request came from, under its own [`CallKind`], with its own faults.
+    async fn apply(&self, request: Request<'_>) -> Result<Answer> {
+        let shown = Shown::of(&request);
+        let forward = || self.inner.driver().apply(request);
+        let touchable: Vec<&Key> = shown.touchable.clone();
+        self.call(shown.kind, shown.target, &touchable, forward, shown.summary)
+            .await
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
@@ -240,38 +297,6 @@ impl Driver for FaultyDriver {
         .await
     }
 
-    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        let forward = || self.inner.driver().put(key, data, origin);
-        self.call(
-            CallKind::Put,
-            summary::path(key),
-            &[key],
-            forward,
-            summary::document,
-        )
-        .await
-    }
-
-    async fn update(
-        &self,
-        key: &Key,
-        patch: &Data,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        let (kind, target) = match expected_version {
-            None => (CallKind::Update, summary::path(key)),
-            Some(v) => (CallKind::UpdateIf, format!("{} @v{v}", summary::path(key))),
-        };
-        let forward = || {
-            self.inner
-                .driver()
-                .update(key, patch, expected_version, origin)
-        };
-        self.call(kind, target, &[key], forward, summary::document)
-            .await
-    }
-
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         let paths: Vec<String> = keys.iter().map(summary::path).collect();
         let target = format!("[{}]", paths.join(", "));
@@ -280,69 +305,6 @@ impl Driver for FaultyDriver {
             summary::found_many(docs)
         })
         .await
-    }
-
-    async fn write_all(
-        &self,
-        batch: &CheckedBatch<'_>,
-        origin: Origin<'_>,
-    ) -> Result<Vec<WriteOutcome>> {
-        let writes = batch.writes();
-        let forward = || self.inner.driver().write_all(batch, origin);
-        let touchable = versioned(writes);
-        self.call(
-            CallKind::WriteAll,
-            summary::batch_target(writes),
-            &touchable,
-            forward,
-            |o| summary::outcomes(o),
-        )
-        .await
-    }
-
-    async fn replace_if(
-        &self,
-        key: &Key,
-        data: Data,
-        expected_version: u64,
-        origin: Origin<'_>,
-    ) -> Result<Document> {
-        let target = format!("{} @v{expected_version}", summary::path(key));
-        let forward = || {
-            self.inner
-                .driver()
-                .replace_if(key, data, expected_version, origin)
-        };
-        self.call(
-            CallKind::ReplaceIf,
-            target,
-            &[key],
-            forward,
-            summary::document,
-        )
-        .await
-    }
-
-    async fn delete(
-        &self,
-        key: &Key,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<bool> {
-        let (kind, target) = match expected_version {
-            None => (CallKind::Delete, summary::path(key)),
-            Some(v) => (CallKind::DeleteIf, format!("{} @v{v}", summary::path(key))),
-        };
-        let forward = || self.inner.driver().delete(key, expected_version, origin);
-        self.call(kind, target, &[key], forward, summary::deleted)
-            .await
-    }
-
-    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()> {
-        let target = format!("{} v{}", summary::path(key), document.version);
-        let forward = || self.inner.driver().restore(key, document, origin);
-        self.call(CallKind::Restore, target, &[key], forward, summary::done)
-            .await
     }
 
     async fn query(&self, site: &str, collection: &str, query: &CompiledQuery) -> Result<Page> {

@@ -3,6 +3,7 @@
 //! They hold no timestamps, so a history does not depend on the clock.
 
 use docstore::query::CompiledQuery;
+use docstore::request::Answer;
 use docstore::{Document, Key, Page, Recount, Write, WriteOutcome};
 
 /// The summary of a stored document: `id v<version> <data>`.
@@ -92,12 +93,40 @@ pub(crate) fn outcomes(outcomes: &[WriteOutcome]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
-pub(crate) fn deleted(deleted: &bool) -> String {
-    if *deleted { "deleted" } else { "absent" }.to_owned()
+/// A single write's answer: the document it stored (or, repeated, as it stands).
+pub(crate) fn written(answer: &Answer) -> String {
+    match answer {
+        Answer::Applied(applied) => match &applied[..] {
+            [WriteOutcome::Written(doc)] => document(doc),
+            _ => outcomes(applied),
+        },
+        Answer::Repeat(current) => match &current[..] {
+            [Some(doc)] => document(doc),
+            _ => format!("repeat of {}", found_many(current)),
+        },
+    }
 }
 
-pub(crate) fn done(_: &()) -> String {
+/// A delete's answer: `deleted`, or `absent` when there was nothing to delete.
+pub(crate) fn removed(answer: &Answer) -> String {
+    match answer {
+        Answer::Applied(applied) if matches!(applied[..], [WriteOutcome::Checked]) => "absent",
+        _ => "deleted",
+    }
+    .to_owned()
+}
+
+/// A restore's answer: `ok`.
+pub(crate) fn restored(_: &Answer) -> String {
     "ok".to_owned()
+}
+
+/// A batch's answer: its outcomes, or for a repeat the documents as they stand.
+pub(crate) fn batch(answer: &Answer) -> String {
+    match answer {
+        Answer::Applied(applied) => outcomes(applied),
+        Answer::Repeat(current) => format!("repeat of {}", found_many(current)),
+    }
 }
 
 pub(crate) fn page(page: &Page) -> String {

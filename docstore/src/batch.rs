@@ -345,8 +345,9 @@ impl BatchBytes {
 }
 
 /// A batch the front end has checked with [`validate`]: what a driver's
-/// [`write_all`](crate::driver::Driver::write_all) receives, so that no driver checks a batch
-/// again. Only [`CheckedBatch::check`] builds one.
+/// [`apply`](crate::driver::Driver::apply) receives in a batch request, so that no driver checks a batch
+/// again. Only [`CheckedBatch::check`] builds one (and [`Request::call`](crate::request::Request::call)
+/// the batch of a lone `Check`).
 ///
 /// ```
 /// use docstore::batch::{CheckedBatch, Write};
@@ -376,6 +377,19 @@ impl<'a> CheckedBatch<'a> {
             bytes,
             expiry: &[],
         })
+    }
+
+    /// The batch of one `check` (a lone check: nothing to validate but its key, which the
+    /// front end checked).
+    pub(crate) fn of_check(check: &'a Write) -> Self {
+        let mut bytes = BatchBytes::default();
+        // A key's bytes are far below the batch's limit: the sum cannot fail.
+        let _ = bytes.add(0, key_bytes(check.key()));
+        CheckedBatch {
+            writes: std::slice::from_ref(check),
+            bytes,
+            expiry: &[],
+        }
     }
 
     /// The same batch, each write doing `expiry[i]` to its document's expiry (resolved by

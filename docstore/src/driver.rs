@@ -1,13 +1,13 @@
 //! The backend-facing half: the [`Driver`] trait every backend implements, and the answers
 //! it gives ([`Page`], [`Explain`], [`Recount`]).
 
+use crate::Document;
 use crate::Result;
-use crate::batch::{CheckedBatch, WriteOutcome};
 use crate::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
 use crate::identity::WriteId;
 use crate::key::Key;
 use crate::query::{CompiledQuery, Cursor};
-use crate::{Data, Document};
+use crate::request::{Answer, Request};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 
@@ -229,7 +229,7 @@ pub fn estimated_id_order_reads(query: &CompiledQuery, collection_size: u64) -> 
     }
 }
 
-/// What [`Driver::delete`] answers once the driver knows whether it `deleted` the document at
+/// What a delete ([`Call::Delete`](crate::request::Call::Delete)) answers once the driver knows whether it `deleted` the document at
 /// `key`: `delete` says so, `delete_if` (`expected_version: Some`) finds a missing document
 /// [`Error::NotFound`](crate::Error::NotFound).
 ///
@@ -366,8 +366,8 @@ impl UniqueProblem {
     }
 }
 
-/// Who makes a write, and the identity the caller gave it: what every write method of a
-/// [`Driver`] receives besides its input.
+/// Who makes a write, and the identity the caller gave it: what every write request of a
+/// [`Driver`] carries besides its input ([`Request::origin`]).
 ///
 /// With `write_id: Some(id)` the write must be safe to repeat: when the document at the key
 /// holds `id` among its kept identities ([`WriteIds`](crate::identity::WriteIds)), the driver
@@ -386,7 +386,7 @@ pub struct Origin<'a> {
     /// What the write does to the stored document's expiry (`docs/contract.md`, "Expiry"),
     /// resolved by the front end from the call and the collection's default; a driver
     /// applies it with [`Expiry::apply`]. Unused by deletes and `restore` (a restored
-    /// document keeps its own); a batch's are per write ([`CheckedBatch::expiry`]).
+    /// document keeps its own); a batch's are per write ([`CheckedBatch::expiry`](crate::batch::CheckedBatch::expiry)).
     pub expiry: Expiry,
 }
 
@@ -495,81 +495,40 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
         true
     }
 
-    /// Creates a document at version 1; [`Error::AlreadyExists`](crate::Error::AlreadyExists)
-    /// if the id is taken.
-    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document>;
+    /// Applies one write request — a single call or a checked batch — atomically: the one
+    /// way a write reaches the driver (Go CDK's `RunActions`). The front end has checked
+    /// every input (actor, sizes, batch limits and distinct keys) and built the request;
+    /// [`Request::call`] says which call it is, for a driver with its own code per call,
+    /// and [`Request::decide`] decides every write on the documents read, for a driver that
+    /// decides in Rust.
+    ///
+    /// What the driver must guarantee (`docs/contract.md`, "Writes", "Batches", "Write
+    /// identities"):
+    /// - all of the request's writes, or — when any fails — none; a batch's failure is
+    ///   [`Error::Batch`](crate::Error::Batch) naming the write, a single call's is its own
+    ///   error ([`Error::AlreadyExists`](crate::Error::AlreadyExists),
+    ///   [`Error::NotFound`](crate::Error::NotFound), [`Error::Conflict`](crate::Error::Conflict)
+    ///   with the current version, [`Error::QuotaExceeded`](crate::Error::QuotaExceeded), ...);
+    /// - the collection counters move with the writes, in the same atomic unit, and each
+    ///   committed write has its one change in the feed;
+    /// - `update` (no expected version) retries internally when a concurrent write got in
+    ///   between, [`Error::Conflict`](crate::Error::Conflict) only after bounded retries;
+    /// - a request with an identity ([`Request::id`]) is safe to repeat (see [`Origin`]): a
+    ///   repeat applies nothing and answers as the first call did ([`Answer::Repeat`], or
+    ///   the documents as they stand);
+    /// - the answer has one outcome per write, in order ([`Answer`]): a delete that found
+    ///   nothing is [`WriteOutcome::Checked`](crate::batch::WriteOutcome::Checked), and `restore` answers the document it wrote.
+    ///
+    /// An empty batch never reaches the driver.
+    async fn apply(&self, request: Request<'_>) -> Result<Answer>;
 
     /// Reads a document.
     async fn get(&self, key: &Key) -> Result<Option<Document>>;
-
-    /// Creates or replaces a document; a replaced document keeps its `created_*` fields and
-    /// its version grows by one.
-    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document>;
-
-    /// Applies an RFC 7386 merge patch; [`Error::NotFound`](crate::Error::NotFound) if the
-    /// document does not exist. With `expected_version: None` (`update`), retrying internally
-    /// when a concurrent write got in between, [`Error::Conflict`](crate::Error::Conflict)
-    /// only after bounded retries under heavy contention; with `Some(version)` (`update_if`),
-    /// once, if the document is still at `version`, and `Conflict` with the current version
-    /// otherwise.
-    async fn update(
-        &self,
-        key: &Key,
-        patch: &Data,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<Document>;
-
-    /// Replaces the whole data of the document if it is still at `expected_version` (its
-    /// `created_*` fields kept, its version one more);
-    /// [`Error::NotFound`](crate::Error::NotFound) or
-    /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise.
-    async fn replace_if(
-        &self,
-        key: &Key,
-        data: Data,
-        expected_version: u64,
-        origin: Origin<'_>,
-    ) -> Result<Document>;
-
-    /// Deletes a document; `true` when there was one. With `expected_version:
-    /// Some(version)` (`delete_if`), only if it is still at `version`:
-    /// [`Error::Conflict`](crate::Error::Conflict) with the current version otherwise, and
-    /// [`Error::NotFound`](crate::Error::NotFound) when there is none (see
-    /// [`delete_answer`]).
-    async fn delete(
-        &self,
-        key: &Key,
-        expected_version: Option<u64>,
-        origin: Origin<'_>,
-    ) -> Result<bool>;
-
-    /// Writes `document` exactly as given — data, timestamps, actors and version — when no
-    /// document with its id exists: the write behind import, copy and restore from backups.
-    /// The front end has checked it with
-    /// [`check_restorable`](crate::document::check_restorable). Like `create`:
-    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) when the id is taken,
-    /// [`Error::QuotaExceeded`](crate::Error::QuotaExceeded) in a full site, and the collection
-    /// counter grows by one.
-    async fn restore(&self, key: &Key, document: &Document, origin: Origin<'_>) -> Result<()>;
 
     /// Reads several distinct keys: one `Option` per key, in the keys' order, strongly
     /// consistent; a driver with a per-request limit splits them. Its docs say whether the
     /// answer is one snapshot.
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<crate::Document>>>;
-
-    /// Applies a batch (already checked: limits and distinct keys) atomically: all of its
-    /// writes, or — when any fails — none, with [`Error::Batch`](crate::Error::Batch) naming
-    /// it. Counters move with the writes, in the same transaction.
-    ///
-    /// With a caller identity, every document the batch writes keeps it and every key it
-    /// deletes records it ([`Origin`]); a batch repeated with it — found on any of its keys —
-    /// applies nothing and answers with [`batch::repeated_outcomes`](crate::batch::repeated_outcomes).
-    async fn write_all(
-        &self,
-        batch: &CheckedBatch<'_>,
-        origin: Origin<'_>,
-    ) -> Result<Vec<WriteOutcome>>;
 
     /// Runs a query over one collection: exactly the reference evaluator's page
     /// ([`CompiledQuery::evaluate`]), whatever the driver pushes down. Cursors of the answer

@@ -1,10 +1,38 @@
-//! Write requests for a driver that reads the documents at a request's keys, decides every
-//! write in Rust and writes the result back in one atomic unit (PostgreSQL's transaction,
-//! memory's write lock): the single calls as decisions ([`Op`]), a caller identity recognised
-//! as a repeat ([`Request::is_repeat`]), the per-site quota counted write by write
-//! ([`QuotaCount`]), what each key keeps of the identities ([`Request::kept_after`]) and the
-//! answers of the calls ([`Answer`]). None of it touches storage: the driver reads, hands
-//! what it read here, and writes what comes back.
+//! Write requests: what [`Driver::apply`](crate::driver::Driver::apply), a driver's one
+//! write entry point, receives — one single call or a checked batch, applied atomically by
+//! one actor with the caller's identity if any — and what it answers ([`Answer`]).
+//!
+//! The front end builds every request; a driver takes it one of two ways:
+//! - by the call it came from ([`Request::call`], a [`Call`]): a driver with its own code
+//!   per call (DynamoDB's conditional writes);
+//! - by deciding it in Rust: a driver that reads the documents at the request's keys,
+//!   decides every write and writes the result back in one atomic unit (PostgreSQL's
+//!   transaction): the writes as decisions ([`Op`], [`Request::decide`]), a caller identity
+//!   recognised as a repeat ([`Request::is_repeat`]), the per-site quota counted write by
+//!   write ([`QuotaCount`]) and what each key keeps of the identities
+//!   ([`Request::kept_after`]). None of it touches storage: the driver reads, hands what it
+//!   read here, and writes what comes back.
+//!
+//! By its call:
+//!
+//! ```
+//! use docstore::batch::Write;
+//! use docstore::driver::Origin;
+//! use docstore::request::{Answer, Call, Op, Request};
+//! use docstore::{Data, Document, Key};
+//!
+//! let key = Key::new("acme", "notes", "n1")?;
+//! let write = Write::update_if(key.clone(), Data::new(), 3);
+//! let request = Request::single(Op::Write(&write), Origin::actor("ann"));
+//! let Call::Update { expected, .. } = request.call() else { panic!("an update") };
+//! assert_eq!(expected, Some(3));
+//! // The driver merged the patch into version 3; the front end reads its document back.
+//! let merged = Document::first("n1", Data::new(), "ann", 1);
+//! assert_eq!(Answer::written(merged.clone()).into_document()?, merged);
+//! # Ok::<(), docstore::Error>(())
+//! ```
+//!
+//! By deciding it:
 //!
 //! ```
 //! use docstore::batch::{Decision, Write};
@@ -141,6 +169,43 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The call the request came from, for a driver with its own code per call: a single
+    /// call's inputs, or the checked batch. A lone batch-only write (`DeleteIf`, `Check`)
+    /// answers as its batch of one would, except that a `DeleteIf` is `delete_if`.
+    pub fn call(&self) -> Call<'a> {
+        if let Some(batch) = self.batch {
+            return Call::Batch(batch);
+        }
+        match self.ops[0] {
+            Op::Write(write) => Call::of_write(write),
+            Op::ReplaceIf {
+                key,
+                data,
+                expected,
+            } => Call::ReplaceIf {
+                key,
+                data,
+                expected,
+            },
+            Op::Delete { key, expected } => Call::Delete { key, expected },
+        }
+    }
+
+    /// Who makes the request: its actor, the caller's identity and, for a single call, what
+    /// it does to the document's expiry (a batch's are per write, [`CheckedBatch::expiry`]).
+    pub fn origin(&self) -> Origin<'a> {
+        Origin {
+            actor: self.actor,
+            write_id: self.id,
+            expiry: self.expiry,
+        }
+    }
+
+    /// Whether the request is a batch ([`Request::batch`]), even of one write.
+    pub fn is_batch(&self) -> bool {
+        self.batch.is_some()
+    }
+
     /// The writes, in order.
     pub fn ops(&self) -> &[Op<'a>] {
         &self.ops
@@ -239,6 +304,93 @@ impl<'a> Request<'a> {
     }
 }
 
+/// A [`Request`] as the call it came from ([`Request::call`]): what a driver that keeps its
+/// own code for each call (DynamoDB's conditional writes, SQLite's statements) dispatches on.
+#[derive(Clone, Copy, Debug)]
+pub enum Call<'a> {
+    /// `create`: a new document at version 1 ([`Error::AlreadyExists`] if the id is taken).
+    Create {
+        /// Where.
+        key: &'a Key,
+        /// The data.
+        data: &'a Data,
+    },
+    /// `put`: creates or replaces the document.
+    Put {
+        /// Where.
+        key: &'a Key,
+        /// The data.
+        data: &'a Data,
+    },
+    /// `update` (`expected: None`) and `update_if`: merges an RFC 7386 patch.
+    Update {
+        /// Where.
+        key: &'a Key,
+        /// The merge patch.
+        patch: &'a Data,
+        /// The version the document must have, for `update_if`.
+        expected: Option<u64>,
+    },
+    /// `replace_if`: replaces the data of the document at `expected`.
+    ReplaceIf {
+        /// Where.
+        key: &'a Key,
+        /// The new data.
+        data: &'a Data,
+        /// The version the document must have.
+        expected: u64,
+    },
+    /// `delete` (`expected: None`) and `delete_if`.
+    Delete {
+        /// Where.
+        key: &'a Key,
+        /// The version the document must have, for `delete_if`.
+        expected: Option<u64>,
+    },
+    /// `restore`: writes `document` exactly as given when the id is free.
+    Restore {
+        /// Where.
+        key: &'a Key,
+        /// The document as it is to be stored.
+        document: &'a Document,
+    },
+    /// `write_all`: a checked batch (a lone `Check` is one too).
+    Batch(CheckedBatch<'a>),
+}
+
+impl<'a> Call<'a> {
+    /// The call a single write is.
+    fn of_write(write: &'a Write) -> Self {
+        match write {
+            Write::Create { key, data } => Call::Create { key, data },
+            Write::Put { key, data } => Call::Put { key, data },
+            Write::Update { key, patch } => Call::Update {
+                key,
+                patch,
+                expected: None,
+            },
+            Write::UpdateIf {
+                key,
+                patch,
+                expected_version,
+            } => Call::Update {
+                key,
+                patch,
+                expected: Some(*expected_version),
+            },
+            Write::DeleteIf {
+                key,
+                expected_version,
+            } => Call::Delete {
+                key,
+                expected: Some(*expected_version),
+            },
+            Write::Restore { key, document } => Call::Restore { key, document },
+            Write::Check { .. } => Call::Batch(CheckedBatch::of_check(write)),
+        }
+    }
+}
+
 /// The single call's own error out of the [`Error::Batch`] a decision wraps it in.
 fn unwrap_single(err: Error) -> Error {
     match err {
@@ -327,6 +479,20 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// A single write's answer: the document it stored (or, for a repeat, as it stands).
+    pub fn written(document: Document) -> Self {
+        Answer::Applied(vec![WriteOutcome::Written(document)])
+    }
+
+    /// A delete's answer: whether it removed the document (a repeat did).
+    pub fn deleted(deleted: bool) -> Self {
+        let outcome = match deleted {
+            true => WriteOutcome::Deleted,
+            false => WriteOutcome::Checked,
+        };
+        Answer::Applied(vec![outcome])
+    }
+
     /// The answer of applied `decisions`: `Written` for a stored document, `Deleted` for a
     /// removal, `Checked` for a key left as it was.
     pub fn applied(decisions: Vec<Decision>) -> Self {
@@ -504,6 +670,61 @@ mod tests {
         assert!(delete.is_repeat(&[None::<Document>], |_| Some(&deleted), 11));
         let later = 10 + crate::identity::DELETE_IDS_KEPT_FOR_NANOS;
         assert!(!delete.is_repeat(&[None::<Document>], |_| Some(&deleted), later));
+    }
+
+    #[test]
+    fn a_lone_write_is_the_call_it_came_from() {
+        let k = key("a");
+        let call = |write: &Write| match Request::single(Op::Write(write), origin(None)).call() {
+            Call::Create { .. } => "create".to_owned(),
+            Call::Put { .. } => "put".to_owned(),
+            Call::Update { expected, .. } => format!("update {expected:?}"),
+            Call::Delete { expected, .. } => format!("delete {expected:?}"),
+            Call::Restore { document, .. } => format!("restore v{}", document.version),
+            Call::Batch(batch) => format!("batch of {}", batch.writes().len()),
+            Call::ReplaceIf { .. } => "replace_if".to_owned(),
+        };
+        let doc = Document::first("a", Data::new(), "x", 1);
+        let calls: Vec<String> = [
+            Write::create(k.clone(), Data::new()),
+            Write::put(k.clone(), Data::new()),
+            Write::update(k.clone(), Data::new()),
+            Write::update_if(k.clone(), Data::new(), 2),
+            Write::delete_if(k.clone(), 3),
+            Write::restore(k.clone(), doc),
+            Write::check(k.clone(), Some(4)),
+        ]
+        .iter()
+        .map(call)
+        .collect();
+        let expected = [
+            "create",
+            "put",
+            "update None",
+            "update Some(2)",
+            "delete Some(3)",
+            "restore v1",
+            "batch of 1",
+        ];
+        assert_eq!(calls, expected);
+        let data = Data::new();
+        let replace = Op::ReplaceIf {
+            key: &k,
+            data: &data,
+            expected: 5,
+        };
+        let request = Request::single(replace, origin(None));
+        assert!(matches!(
+            request.call(),
+            Call::ReplaceIf { expected: 5, .. }
+        ));
+        let writes = [Write::create(k.clone(), Data::new())];
+        let checked = CheckedBatch::check(&writes, 100).unwrap();
+        let batch = Request::batch(&checked, origin(None));
+        assert!(
+            batch.is_batch() && matches!(batch.call(), Call::Batch(b) if b.writes().len() == 1)
+        );
+        assert_eq!(batch.origin().actor, "ann");
     }
 
     #[test]

@@ -455,7 +455,7 @@ where
             self.store().check_written(&data, origin)?;
             let version = read.version;
             let written = dispatch.write_data_within(retries, identity, data, |driver, data| {
-                driver.replace_if(key, data, version, origin)
+                super::requests::replace_if(driver, key, (data, version), origin)
             });
             match written.await {
                 Ok(doc) => return self.versioned(doc),

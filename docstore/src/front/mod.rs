@@ -10,6 +10,7 @@ mod call;
 mod collection;
 mod dispatch;
 mod feed;
+mod requests;
 mod site;
 mod sorted;
 mod stream;
@@ -140,7 +141,7 @@ impl Store {
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
-            driver.create(key, data, origin)
+            requests::write(driver, Write::create(key.clone(), data), origin)
         });
         written.await
     }
@@ -216,7 +217,7 @@ impl Store {
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
-            driver.put(key, data, origin)
+            requests::write(driver, Write::put(key.clone(), data), origin)
         });
         written.await
     }
@@ -251,7 +252,12 @@ impl Store {
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write(&identity, |driver| {
-            driver.update(key, patch, expected_version, origin)
+            let patch = patch.clone();
+            let write = match expected_version {
+                Some(version) => Write::update_if(key.clone(), patch, version),
+                None => Write::update(key.clone(), patch),
+            };
+            requests::write(driver, write, origin)
         });
         written.await
     }
@@ -300,7 +306,7 @@ impl Store {
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
-            driver.replace_if(key, data, expected_version, origin)
+            requests::replace_if(driver, key, (data, expected_version), origin)
         });
         written.await
     }
@@ -334,7 +340,7 @@ impl Store {
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write(&identity, |driver| {
-            driver.delete(key, expected_version, origin)
+            requests::delete(driver, key, expected_version, origin)
         });
         written.await
     }
@@ -356,10 +362,11 @@ impl Store {
             }
             let identity = self.driver.identity(id.as_ref());
             let origin = identity.origin(&document.updated_by);
-            let written = self
-                .driver
-                .write(&identity, |driver| driver.restore(key, document, origin));
-            written.await
+            let written = self.driver.write(&identity, |driver| {
+                let write = Write::restore(key.clone(), document.clone());
+                requests::write(driver, write, origin)
+            });
+            written.await.map(drop)
         })
     }
 
@@ -425,7 +432,7 @@ impl Store {
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self
             .driver
-            .write(&identity, |driver| driver.write_all(&batch, origin));
+            .write(&identity, |driver| requests::batch(driver, &batch, origin));
         written.await
     }
 
