@@ -23,11 +23,13 @@
 
 use crate::error::{Fail, corrupt};
 use crate::rows;
-use docstore::feed::{Change, ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
-use docstore::{Document, Error};
+use docstore::Error;
+use docstore::feed::{
+    Change, ChangeCursor, ChangePage, Commits, FeedBounds, FeedScope, FeedStart, NumberedFeed,
+    StoredChange,
+};
 use futures_util::StreamExt;
 use std::time::Duration;
-use tokio::sync::watch;
 
 /// The driver tag of PostgreSQL cursors.
 const DRIVER: &str = "postgres";
@@ -47,10 +49,10 @@ pub(crate) fn lock_key(what: &str, schema: &str) -> i64 {
 /// One store's feed: its id, lock, channel, and the wake-up of this process's watchers.
 #[derive(Debug)]
 pub(crate) struct Feed {
-    feed_id: String,
+    numbered: NumberedFeed,
     pub(crate) lock_key: i64,
     pub(crate) channel: String,
-    commits: watch::Sender<u64>,
+    pub(crate) commits: Commits,
     listener: std::sync::OnceLock<tokio::task::JoinHandle<()>>,
 }
 
@@ -65,26 +67,17 @@ impl Drop for Feed {
 impl Feed {
     pub(crate) fn new(schema: &str, feed_id: String) -> Self {
         Feed {
-            feed_id,
+            numbered: NumberedFeed::new(DRIVER, "PostgreSQL", feed_id),
             lock_key: lock_key("feed", schema),
             channel: format!("docstore_{schema}"),
-            commits: watch::channel(0).0,
+            commits: Commits::default(),
             listener: std::sync::OnceLock::new(),
         }
     }
 
-    /// Wakes this process's watchers after a commit.
-    pub(crate) fn committed(&self) {
-        self.commits.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
     pub(crate) fn position(&self, cursor: &ChangeCursor) -> Result<i64, Error> {
-        let position = cursor.numbered_position(DRIVER, "PostgreSQL", &self.feed_id)?;
+        let position = self.numbered.position(cursor)?;
         i64::try_from(position).map_err(|_| Error::invalid("change cursor: position out of range"))
-    }
-
-    fn cursor(&self, position: i64) -> ChangeCursor {
-        ChangeCursor::numbered(DRIVER, &self.feed_id, position as u64)
     }
 
     /// A page of `scope`'s changes after `start`, in one snapshot.
@@ -100,27 +93,14 @@ impl Feed {
             .read_only(true)
             .start()
             .await?;
-        let bounds = tx.query_one(&sql.head, &[]).await?;
-        let (head, pruned): (i64, i64) = (bounds.get(0), bounds.get(1));
-        let after = match start {
-            FeedStart::Oldest => pruned,
-            FeedStart::Now => head,
-            FeedStart::After(cursor) => self.position(cursor)?,
-            FeedStart::Snapshot => return Err(FeedStart::snapshot_refused().into()),
+        let row = tx.query_one(&sql.head, &[]).await?;
+        let position =
+            |column| u64::try_from(row.get::<_, i64>(column)).map_err(|_| corrupt("position"));
+        let bounds = FeedBounds {
+            head: position(0)?,
+            pruned: position(1)?,
         };
-        if after < pruned {
-            return Err(Error::CursorExpired(format!(
-                "changes up to position {pruned} were pruned (retention); the cursor is at \
-                 {after}: resync from the start"
-            ))
-            .into());
-        }
-        if after > head {
-            return Err(Error::invalid(format!(
-                "change cursor at position {after}: this store's feed ends at {head}"
-            ))
-            .into());
-        }
+        let after = self.numbered.start(start, bounds)? as i64;
         let statement = tx.prepare_cached(&sql.changes).await?;
         let (site, collection) = (scope.site_name(), scope.collection_name());
         let rows = tx
@@ -130,58 +110,43 @@ impl Feed {
             .iter()
             .map(|row| self.change(row))
             .collect::<Result<Vec<_>, _>>()?;
-        let last = match rows.last() {
-            Some(row) if rows.len() == limit => row.try_get(3)?,
-            _ => head,
-        };
-        Ok(ChangePage {
-            changes,
-            next: self.cursor(last),
-            caught_up: last == head,
-        })
+        Ok(self
+            .numbered
+            .page(changes, limit, bounds.head, bounds.head)?)
     }
 
     fn change(&self, row: &tokio_postgres::Row) -> Result<Change, Fail> {
-        let key = rows::key(row)?;
-        let cursor = self.cursor(row.try_get(3)?);
-        let kind: &str = row.try_get(4)?;
         let version = u64::try_from(row.try_get::<_, i64>(5)?).map_err(|_| corrupt("version"))?;
-        let (time, actor): (i64, String) = (row.try_get(9)?, row.try_get(10)?);
-        let kind = match kind {
-            "deleted" => return Ok(Change::deleted(key, version, time, actor, cursor)),
-            "created" => ChangeKind::Created,
-            "updated" => ChangeKind::Updated,
-            other => return Err(corrupt(format!("change kind {other:?}")).into()),
-        };
+        let position = u64::try_from(row.try_get::<_, i64>(3)?).map_err(|_| corrupt("position"))?;
         let body: Option<&str> = row.try_get(6)?;
-        let document = Document {
-            id: key.id().to_owned(),
-            data: crate::json::parse(body.unwrap_or("{}"))?,
-            created_at: row.try_get::<_, Option<i64>>(7)?.unwrap_or(time),
-            updated_at: time,
-            created_by: row.try_get::<_, Option<String>>(8)?.unwrap_or_default(),
-            updated_by: actor,
+        let stored = StoredChange {
+            key: rows::key(row)?,
+            kind: row.try_get(4)?,
             version,
+            time: row.try_get(9)?,
+            actor: row.try_get(10)?,
+            data: body.map(crate::json::parse).transpose()?,
+            created_at: row.try_get(7)?,
+            created_by: row.try_get(8)?,
             expires_at: None,
+            previous: None,
         };
-        Ok(Change::stored(key, kind, document, cursor))
+        Ok(stored.into_change(self.numbered.cursor(position))?)
     }
 
-    /// Subscribes to this process's commits and, once per store, to other processes'
-    /// notifications (a connection of its own that `LISTEN`s).
-    pub(crate) fn subscribe(&self, config: &tokio_postgres::Config) -> watch::Receiver<u64> {
-        let receiver = self.commits.subscribe();
+    /// Hears other processes' notifications, once per store (a connection of its own that
+    /// `LISTEN`s), as commits.
+    pub(crate) fn listen(&self, config: &tokio_postgres::Config) {
         let (config, channel, commits) =
             (config.clone(), self.channel.clone(), self.commits.clone());
         self.listener
             .get_or_init(move || tokio::spawn(listen(config, channel, commits)));
-        receiver
     }
 }
 
 /// Listens on `channel` and wakes the watchers at each notification, for as long as the
 /// connection lasts (watchers poll the head meanwhile).
-async fn listen(config: tokio_postgres::Config, channel: String, commits: watch::Sender<u64>) {
+async fn listen(config: tokio_postgres::Config, channel: String, commits: Commits) {
     let Ok((client, mut connection)) = config.connect(tokio_postgres::NoTls).await else {
         return;
     };
@@ -197,9 +162,7 @@ async fn listen(config: tokio_postgres::Config, channel: String, commits: watch:
                 listening = true;
             }
             message = messages.next() => match message {
-                Some(Ok(tokio_postgres::AsyncMessage::Notification(_))) => {
-                    commits.send_modify(|n| *n = n.wrapping_add(1));
-                }
+                Some(Ok(tokio_postgres::AsyncMessage::Notification(_))) => commits.committed(),
                 Some(Ok(_)) => {}
                 _ => return,
             },

@@ -331,20 +331,18 @@ impl Driver for PostgresStore {
     /// Woken by this process's commits and by other processes' notifications; reads the
     /// head at least every second.
     async fn wait_for_changes(&self, after: &ChangeCursor) -> Result<()> {
-        let Ok(position) = self.inner.feed.position(after) else {
+        let feed = &self.inner.feed;
+        let Ok(position) = feed.position(after) else {
             return Ok(());
         };
-        let mut commits = self.inner.feed.subscribe(&self.inner.config);
-        loop {
-            let head = self
-                .query_rows(&self.inner.sql.head, &[], |row| {
-                    Ok(row.try_get::<_, i64>(0)?)
-                })
-                .await?;
-            if head.first().is_some_and(|&head| head > position) {
-                return Ok(());
-            }
-            let _ = tokio::time::timeout(crate::feed::POLL_INTERVAL, commits.changed()).await;
-        }
+        feed.listen(&self.inner.config);
+        let head = || async {
+            let head = self.query_rows(&self.inner.sql.head, &[], |row| {
+                Ok(row.try_get::<_, i64>(0)?)
+            });
+            Ok(head.await?.first().map_or(0, |&head| head as u64))
+        };
+        let poll = crate::feed::POLL_INTERVAL;
+        feed.commits.wait_past(position as u64, poll, head).await
     }
 }

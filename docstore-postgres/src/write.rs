@@ -32,7 +32,7 @@ pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, 
         match transaction(inner, &client, request).await {
             Err(fail) if fail.is_race() && attempt < MAX_ATTEMPTS => attempt += 1,
             Ok(answer) => {
-                inner.feed.committed();
+                inner.feed.commits.committed();
                 return Ok(answer);
             }
             Err(fail) => return Err(fail.into_error()),

@@ -8,6 +8,7 @@ use crate::checkpoint::Checkpointer;
 use crate::error::Fail;
 use crate::options::SqliteOptions;
 use crate::schema;
+use docstore::feed::Commits;
 use docstore::{Error, Result};
 use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
 /// How many times an operation that found the database locked (after waiting the busy
 /// timeout each time) is run again before `Unavailable` is returned.
@@ -51,7 +52,7 @@ pub(crate) struct Connections {
     /// Bumped after every commit of a write on this store's writer connection: what wakes
     /// this process's feed watchers. Sent by whichever thread committed, so a write whose
     /// caller stopped waiting still wakes them.
-    commits: watch::Sender<u64>,
+    commits: Commits,
 }
 
 #[derive(Debug)]
@@ -210,7 +211,7 @@ impl Connections {
     ) -> Self {
         let writer = Arc::new(Mutex::new(conn));
         let queued = Arc::new(AtomicUsize::new(0));
-        let commits = watch::Sender::new(0);
+        let commits = Commits::default();
         let (queue, thread) = if read_only.is_none() {
             let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
             let conn = Arc::clone(&writer);
@@ -239,9 +240,9 @@ impl Connections {
         }
     }
 
-    /// A receiver that sees every commit of this store's writes from now on.
-    pub(crate) fn subscribe_commits(&self) -> watch::Receiver<u64> {
-        self.commits.subscribe()
+    /// This store's commits, for the feed's watchers.
+    pub(crate) fn commits(&self) -> &Commits {
+        &self.commits
     }
 
     /// Runs `op` in an immediate transaction and returns after its commit; a failed write
@@ -294,7 +295,7 @@ impl Connections {
             Ok(value)
         });
         if written.is_ok() {
-            committed(&self.commits);
+            self.commits.committed();
         }
         written
     }
@@ -331,7 +332,7 @@ impl Connections {
             Ok(tx) => {
                 let result = op(&tx).and_then(|value| {
                     tx.commit()?;
-                    committed(&self.commits);
+                    self.commits.committed();
                     Ok(value)
                 });
                 return Some(result.map_err(Fail::into_error));
@@ -450,7 +451,7 @@ fn writer_loop(
     conn: &Mutex<Connection>,
     queue: &mpsc::Receiver<Box<dyn Job>>,
     queued: &AtomicUsize,
-    commits: &watch::Sender<u64>,
+    commits: &Commits,
     busy_timeout: Duration,
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_GROUP);
@@ -467,13 +468,8 @@ fn writer_loop(
         queued.fetch_sub(group.len(), Ordering::AcqRel);
         commit_group(&mut conn, &mut group, &Deadline::start(busy_timeout));
         // Maybe every write of the group refused: a watcher woken for nothing reads again.
-        committed(commits);
+        commits.committed();
     }
-}
-
-/// Wakes the watchers of [`Connections::subscribe_commits`].
-fn committed(commits: &watch::Sender<u64>) {
-    commits.send_modify(|n| *n = n.wrapping_add(1));
 }
 
 /// Runs `group` in one immediate transaction and answers every job after the commit.

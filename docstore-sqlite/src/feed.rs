@@ -27,7 +27,10 @@
 //! [`SqliteOptions::feed_previous`]: crate::SqliteOptions::feed_previous
 
 use crate::error::{Fail, corrupt};
-use docstore::feed::{Change, ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
+use docstore::feed::{
+    Change, ChangeCursor, ChangeKind, ChangePage, FeedBounds, FeedScope, FeedStart, NumberedFeed,
+    StoredChange,
+};
 use docstore::{Clock, Data, Document, Error, Key};
 use parking_lot::Mutex;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
@@ -64,8 +67,8 @@ pub(crate) struct Feed {
     /// Whether changes record the document a write replaced or removed (the feed on and
     /// [`SqliteOptions::feed_previous`](crate::SqliteOptions::feed_previous)).
     pub(crate) previous: bool,
-    /// The file's id (table `feed`), read at open.
-    file_id: String,
+    /// Cursors and bounds under the file's id (table `feed`), read at open.
+    numbered: NumberedFeed,
     pub(crate) poll_interval: Duration,
     /// Set once, after open (pruning needs the writer connection).
     pruning: OnceLock<Pruning>,
@@ -89,7 +92,7 @@ impl Feed {
         Feed {
             enabled,
             previous: enabled && previous,
-            file_id,
+            numbered: NumberedFeed::new(DRIVER, "SQLite", file_id),
             poll_interval,
             pruning: OnceLock::new(),
         }
@@ -127,11 +130,7 @@ impl Feed {
     /// file (another store's: resyncing this one would not help its consumer) or one no
     /// SQLite store wrote.
     pub(crate) fn position(&self, cursor: &ChangeCursor) -> Result<u64, Error> {
-        cursor.numbered_position(DRIVER, "SQLite", &self.file_id)
-    }
-
-    fn cursor(&self, position: u64) -> ChangeCursor {
-        ChangeCursor::numbered(DRIVER, &self.file_id, position)
+        self.numbered.position(cursor)
     }
 
     /// A page of `scope`'s changes after `start`, in one read transaction (one snapshot).
@@ -144,38 +143,13 @@ impl Feed {
     ) -> Result<ChangePage, Fail> {
         // Dropped without commit: a read transaction has nothing to keep.
         let _snapshot = conn.unchecked_transaction()?;
-        let (pruned, head) = bounds(conn)?;
-        let after = match start {
-            FeedStart::Oldest => pruned,
-            FeedStart::Now => head,
-            FeedStart::After(cursor) => self.position(cursor)?,
-            FeedStart::Snapshot => return Err(FeedStart::snapshot_refused().into()),
-        };
-        if after < pruned {
-            return Err(Error::CursorExpired(format!(
-                "changes up to position {pruned} were pruned (retention); the cursor is at \
-                 {after}: resync from the start"
-            ))
-            .into());
-        }
-        if after > head {
-            return Err(Error::invalid(format!(
-                "change cursor at position {after}: this database's feed ends at {head}"
-            ))
-            .into());
-        }
-        let window_end = after.saturating_add(MAX_SCANNED).min(head);
+        let bounds = bounds(conn)?;
+        let after = self.numbered.start(start, bounds)?;
+        let window_end = after.saturating_add(MAX_SCANNED).min(bounds.head);
         let changes = self.read_window(conn, scope, after, window_end, limit)?;
-        // Past every position looked at: the window's end unless the page filled first.
-        let last = match changes.last() {
-            Some(change) if changes.len() == limit => self.position(&change.cursor)?,
-            _ => window_end,
-        };
-        Ok(ChangePage {
-            changes,
-            next: self.cursor(last),
-            caught_up: last == head,
-        })
+        Ok(self
+            .numbered
+            .page(changes, limit, window_end, bounds.head)?)
     }
 
     /// The changes of `scope` in positions `(after, end]`, at most `limit`.
@@ -214,44 +188,29 @@ impl Feed {
             .map_err(|_| corrupt("negative change position"))?;
         let (site, collection, id): (String, String, String) =
             (row.get(1)?, row.get(2)?, row.get(3)?);
-        let key = Key::new(site, collection, id.clone())
-            .map_err(|err| corrupt(format!("change key: {err}")))?;
-        let kind: String = row.get(4)?;
-        let version =
-            u64::try_from(row.get::<_, i64>(5)?).map_err(|_| corrupt("negative change version"))?;
-        let (time, actor): (i64, String) = (row.get(9)?, row.get(10)?);
-        let cursor = self.cursor(position);
         let previous = previous_document(&id, row.get(11)?)?;
-        let kind = match kind.as_str() {
-            "deleted" => {
-                let change = Change::deleted(key, version, time, actor, cursor);
-                return Ok(change.with_previous(previous));
-            }
-            "expired" => {
-                let change = Change::deleted(key, version, time, actor, cursor);
-                return Ok(Change {
-                    kind: ChangeKind::Expired,
-                    ..change
-                });
-            }
-            "created" => ChangeKind::Created,
-            "updated" => ChangeKind::Updated,
-            other => return Err(corrupt(format!("change kind {other:?}")).into()),
-        };
+        let key =
+            Key::new(site, collection, id).map_err(|err| corrupt(format!("change key: {err}")))?;
+        let kind: String = row.get(4)?;
         let text: Option<String> = row.get(6)?;
-        let data: Data = serde_json::from_str(text.as_deref().unwrap_or("{}"))
+        let data: Option<Data> = text
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
             .map_err(|err| corrupt(format!("change data: {err}")))?;
-        let document = Document {
-            expires_at: row.get(12)?,
-            id,
+        let stored = StoredChange {
+            key,
+            kind: &kind,
+            version: u64::try_from(row.get::<_, i64>(5)?)
+                .map_err(|_| corrupt("negative change version"))?,
+            time: row.get(9)?,
+            actor: row.get(10)?,
             data,
-            created_at: row.get::<_, Option<i64>>(7)?.unwrap_or(time),
-            updated_at: time,
-            created_by: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
-            updated_by: actor,
-            version,
+            created_at: row.get(7)?,
+            created_by: row.get(8)?,
+            expires_at: row.get(12)?,
+            previous,
         };
-        Ok(Change::stored(key, kind, document, cursor).with_previous(previous))
+        Ok(stored.into_change(self.numbered.cursor(position))?)
     }
 }
 
@@ -318,9 +277,8 @@ pub(crate) fn file_id(conn: &Connection) -> Result<String, Fail> {
     )
 }
 
-/// `(pruned_through, head)`: the highest pruned position and the highest position written
-/// (at least the pruned one).
-fn bounds(conn: &Connection) -> Result<(u64, u64), Fail> {
+/// The highest pruned position and the highest position written (at least the pruned one).
+fn bounds(conn: &Connection) -> Result<FeedBounds, Fail> {
     let mut stmt = conn.prepare_cached(
         "SELECT pruned_through, (SELECT max(position) FROM changes) FROM feed \
          WHERE singleton = 1",
@@ -329,12 +287,15 @@ fn bounds(conn: &Connection) -> Result<(u64, u64), Fail> {
         stmt.query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
     let pruned = u64::try_from(pruned).map_err(|_| corrupt("negative pruned position"))?;
     let newest = u64::try_from(newest.unwrap_or(0)).unwrap_or(0);
-    Ok((pruned, newest.max(pruned)))
+    Ok(FeedBounds {
+        pruned,
+        head: newest.max(pruned),
+    })
 }
 
 /// The highest position written: what a watcher compares its cursor with.
 pub(crate) fn head(conn: &Connection) -> Result<u64, Fail> {
-    Ok(bounds(conn)?.1)
+    Ok(bounds(conn)?.head)
 }
 
 /// Records the change of the write that just left the document at `key` in place of

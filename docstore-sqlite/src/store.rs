@@ -774,15 +774,9 @@ impl Driver for SqliteStore {
         let Ok(position) = feed.position(after) else {
             return Ok(());
         };
-        // Subscribed before the head is read, so a commit in between still wakes the wait.
-        let mut commits = self.inner.conns.subscribe_commits();
-        loop {
-            if self.read(crate::feed::head).await? > position {
-                return Ok(());
-            }
-            // Either way the head is read again: a timeout is the poll for other processes.
-            let _ = tokio::time::timeout(feed.poll_interval, commits.changed()).await;
-        }
+        let head = || self.read(crate::feed::head);
+        let commits = self.inner.conns.commits();
+        commits.wait_past(position, feed.poll_interval, head).await
     }
 }
 

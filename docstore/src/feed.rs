@@ -15,6 +15,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
+mod commits;
+mod numbered;
+pub use commits::Commits;
+pub use numbered::{FeedBounds, NumberedFeed, StoredChange};
+
 /// The most changes one page read returns (the feed's own page size limit).
 pub const MAX_CHANGE_PAGE: usize = 1000;
 
