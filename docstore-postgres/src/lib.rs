@@ -27,8 +27,11 @@
 //!   identities, single-key, in key order), the core deciding each write on what they hold
 //!   ([`docstore::request`]: versions, timestamps, merges, conditions, the quota, a repeated
 //!   caller identity), then the document writes, the counter updates, the write identities,
-//!   the change rows and `COMMIT` in one pipeline. Statements are prepared once per
-//!   connection and planned once (generic plans).
+//!   the change rows and `COMMIT` in one pipeline (a single update's three writes as one
+//!   statement: see the `fused` module). Statements are prepared once per connection and
+//!   planned once (generic plans). A `create` on a free key is one statement committed on
+//!   its own, in one round trip; a taken key makes it the transaction above (see the
+//!   `create` module).
 //!   Counters are therefore exact; a write racing another (a key inserted meanwhile, a
 //!   deadlock) runs again, up to 32 times. Connection failures, an overloaded server and
 //!   cancelled statements are [`Error::Unavailable`](docstore::Error::Unavailable) — a
@@ -54,8 +57,10 @@
 //! - **Not yet**: document expiry (writes giving one are refused by the front end), unique
 //!   indexes, `previous` values on changes.
 
+mod create;
 mod error;
 mod feed;
+mod fused;
 mod json;
 mod keys;
 mod pipeline;

@@ -7,6 +7,8 @@ pub(crate) struct Statements {
     pub(crate) schema: String,
     pub(crate) lock: String,
     pub(crate) insert: String,
+    /// A create in one statement ([`crate::create`]).
+    pub(crate) create: String,
     pub(crate) update: String,
     pub(crate) delete: String,
     pub(crate) count: String,
@@ -15,6 +17,8 @@ pub(crate) struct Statements {
     pub(crate) prune_ids: String,
     pub(crate) log_changes: String,
     pub(crate) log_change: String,
+    /// `update`, `keep_ids` and `log_change` as one statement ([`crate::fused`]).
+    pub(crate) update_fused: Option<String>,
     pub(crate) get: String,
     pub(crate) get_many: String,
     pub(crate) site_count: String,
@@ -42,7 +46,7 @@ impl Statements {
         );
         let change = "$3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], \
              $9::bigint[], $10::text[], $11::bigint[], $12::text[]";
-        Statements {
+        let mut statements = Statements {
             // One key's document and identities, locked; one row, NULLs for what is missing.
             lock: format!(
                 "WITH d AS MATERIALIZED (SELECT {doc} FROM {s}.documents WHERE {key} FOR UPDATE), \
@@ -50,6 +54,7 @@ impl Statements {
                  FOR UPDATE) SELECT d.*, w.* FROM (SELECT) AS one LEFT JOIN d ON TRUE \
                  LEFT JOIN w ON TRUE"
             ),
+            create: crate::create::statement(&s),
             insert: format!(
                 "INSERT INTO {s}.documents (site, collection, id, data, raw, updated_at, \
                  updated_by, version, created_at, created_by) \
@@ -113,7 +118,10 @@ impl Statements {
                  ORDER BY position LIMIT $4"
             ),
             schema: s,
-        }
+            update_fused: None,
+        };
+        statements.update_fused = crate::fused::update(&statements);
+        statements
     }
 }
 

@@ -26,6 +26,13 @@ const MAX_ATTEMPTS: usize = 32;
 
 /// Runs `request` in a transaction, again after a race.
 pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, Error> {
+    if let Some(answer) = crate::create::run(inner, request)
+        .await
+        .map_err(Fail::into_error)?
+    {
+        inner.feed.committed();
+        return Ok(answer);
+    }
     let mut attempt = 1;
     loop {
         let client = inner.pool.get().await.map_err(crate::error::pool)?;
@@ -239,7 +246,25 @@ impl<'s> Plan<'s> {
         };
         let changes = std::mem::take(&mut plan.changes).params(inner);
         plan.statements.push((log, changes));
+        plan.fuse(sql);
         Ok(plan)
+    }
+
+    /// The statements of a single update (document, identities, change) as the one
+    /// statement that does all three ([`crate::fused`]): one answer to wait for, not three.
+    fn fuse(&mut self, sql: &'s crate::sql::Statements) {
+        let Some(fused) = &sql.update_fused else {
+            return;
+        };
+        let is = |i: usize, statement: &str| std::ptr::eq(self.statements[i].0, statement);
+        let shape = self.statements.len() == 3
+            && is(0, &sql.update)
+            && is(1, &sql.keep_ids)
+            && is(2, &sql.log_change);
+        if shape {
+            let params = self.statements.drain(..).flat_map(|(_, p)| p).collect();
+            self.statements.push((fused.as_str(), params));
+        }
     }
 
     /// Keeps the caller's identity on a key the request wrote or deleted; a delete without

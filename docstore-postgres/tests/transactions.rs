@@ -64,6 +64,14 @@ async fn a_refused_write_leaves_no_lock() {
 async fn a_cancelled_write_leaves_no_lock() {
     let (first, second, key) = two_stores().await;
     let patch = data(serde_json::json!({"n": 1}));
+    // The create went as one statement, so the transaction's statements are not prepared on
+    // the connection yet, and a first poll that prepares sends no `BEGIN`: a refused write
+    // prepares them (and moves no version).
+    let refused = first.update_if(&key, &patch, 7, "ann").await;
+    assert!(
+        matches!(refused, Err(Error::Conflict { .. })),
+        "{refused:?}"
+    );
     {
         let write = first.update(&key, &patch, "ann").into_future();
         tokio::pin!(write);
