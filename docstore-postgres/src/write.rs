@@ -30,7 +30,7 @@ pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, 
         .await
         .map_err(Fail::into_error)?
     {
-        inner.feed.committed();
+        inner.feed.commits.committed();
         return Ok(answer);
     }
     let mut attempt = 1;
