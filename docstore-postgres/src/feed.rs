@@ -149,6 +149,11 @@ impl Feed {
         let (time, actor): (i64, String) = (row.try_get(9)?, row.try_get(10)?);
         let kind = match kind {
             "deleted" => return Ok(Change::deleted(key, version, time, actor, cursor)),
+            "expired" => {
+                let change = Change::deleted(key, version, time, actor, cursor);
+                let kind = ChangeKind::Expired;
+                return Ok(Change { kind, ..change });
+            }
             "created" => ChangeKind::Created,
             "updated" => ChangeKind::Updated,
             other => return Err(corrupt(format!("change kind {other:?}")).into()),
@@ -162,7 +167,7 @@ impl Feed {
             created_by: row.try_get::<_, Option<String>>(8)?.unwrap_or_default(),
             updated_by: actor,
             version,
-            expires_at: None,
+            expires_at: row.try_get(11)?,
         };
         Ok(Change::stored(key, kind, document, cursor))
     }

@@ -65,6 +65,7 @@ mod rows;
 mod schema;
 mod sql;
 mod store;
+mod unique;
 mod write;
 
 pub use keys::name as index_name;

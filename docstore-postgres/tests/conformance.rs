@@ -60,13 +60,9 @@ impl conformance_tests::Harness for PostgresHarness {
         Some((store, start))
     }
 
-    /// Declared indexes serve queries. Unique indexes and expiry are not kept yet: the
-    /// backend refuses them, and the `unique` and `expiry` families check that refusal.
+    /// Declared indexes serve queries; unique indexes and expiry are kept.
     fn capabilities(&self) -> conformance_tests::Capabilities {
-        conformance_tests::Capabilities::default()
-            .with_secondary_indexes(true)
-            .with_unique_indexes(false)
-            .with_expiry(false)
+        conformance_tests::Capabilities::default().with_secondary_indexes(true)
     }
 }
 

@@ -57,6 +57,8 @@
 use crate::batch::{self, BatchBytes, CheckedBatch, Decision, Write, WriteOutcome};
 use crate::driver::{Expiry, Origin};
 use crate::identity::KeptIds;
+use crate::index::IndexSet;
+use crate::index::unique::{self, Claim};
 use crate::{Data, Document, Error, Key, Result, WriteId};
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -284,6 +286,69 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The unique values the documents `decisions` store claim in `indexes`, each with its
+    /// write's position: what a driver that learns of a clash only after writing (a deferred
+    /// constraint) looks up, to judge the request with [`Request::check_unique`].
+    pub fn claims<'i>(
+        &self,
+        decisions: &[Decision],
+        indexes: &'i IndexSet,
+    ) -> Vec<(usize, Claim<'i>)> {
+        let stored = self.ops.iter().zip(decisions).enumerate();
+        stored
+            .filter_map(|(i, (op, decision))| match decision {
+                Decision::Store { document, .. } => Some((i, op.key(), document)),
+                _ => None,
+            })
+            .flat_map(|(i, key, doc)| {
+                let indexes = indexes.for_collection(key.collection());
+                unique::claims(indexes, doc)
+                    .into_iter()
+                    .map(move |claim| (i, claim))
+            })
+            .collect()
+    }
+
+    /// Judges the request's unique claims as its writes leave the documents
+    /// (`docs/contract.md`, "Unique indexes"; [`unique::check_batch`]): `holder_of(key,
+    /// claim, except)` answers the smallest id other than `except` holding `claim` in `key`'s
+    /// site and collection before the request. A single call's refusal is its own
+    /// [`Error::UniqueViolation`], a batch's [`Error::Batch`] naming the write.
+    pub fn check_unique<F>(
+        &self,
+        decisions: &[Decision],
+        indexes: &IndexSet,
+        holder_of: F,
+    ) -> Result<()>
+    where
+        F: FnMut(&Key, &Claim<'_>, &str) -> Result<Option<String>>,
+    {
+        let writes: Vec<unique::BatchWrite<'_>> = self
+            .ops
+            .iter()
+            .zip(decisions)
+            .enumerate()
+            .filter_map(|(position, (op, decision))| {
+                let stored = match decision {
+                    Decision::Store { document, .. } => Some(document),
+                    Decision::Remove => None,
+                    Decision::Keep => return None,
+                };
+                let key = op.key();
+                Some(unique::BatchWrite {
+                    position,
+                    key,
+                    stored,
+                })
+            })
+            .collect();
+        let checked = unique::check_batch(&writes, |c| indexes.for_collection(c), holder_of);
+        match self.batch {
+            Some(_) => checked,
+            None => checked.map_err(unwrap_single),
+        }
+    }
+
     /// What the key of a write keeps of the identities after the write's `decision`, given
     /// `earlier` (what it kept before): nothing changes for a check or a delete of nothing; a
     /// write with an identity keeps it ([`KeptIds::written`], [`KeptIds::deleted`]); a
@@ -301,6 +366,48 @@ impl<'a> Request<'a> {
             (Decision::Store { .. }, Some(id)) => KeptChange::Keep(KeptIds::written(id, earlier)),
             (Decision::Remove, Some(id)) => KeptChange::Keep(KeptIds::deleted(id, earlier, now)),
         }
+    }
+}
+
+/// What a request finds at its keys at `now` (`docs/contract.md`, "Expiry"): from its expiry
+/// instant a document is treated as deleted, so its writes find the key empty, and the
+/// driver removes the expired document first, in the request's own atomic unit, with its
+/// [`Expired`](crate::ChangeKind::Expired) change.
+///
+/// ```
+/// use docstore::request::Found;
+/// use docstore::{Data, Document};
+///
+/// let mut expiring = Document::first("a", Data::new(), "ann", 1);
+/// expiring.expires_at = Some(10);
+/// let found = Found::at(vec![Some(expiring.clone()), None], 10);
+/// assert_eq!(found.current, [None, None]);
+/// assert_eq!(found.expired, [Some(expiring.clone()), None]);
+/// assert_eq!(Found::at(vec![Some(expiring.clone())], 9).current, [Some(expiring)]);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Found {
+    /// The documents the writes see, in key order of the request: an expired one as `None`.
+    /// What [`Request::is_repeat`] and [`Request::decide`] take.
+    pub current: Vec<Option<Document>>,
+    /// The expired documents at the keys, in the same order: what the driver removes first.
+    pub expired: Vec<Option<Document>>,
+}
+
+impl Found {
+    /// Splits `documents`, read at the request's keys, at `now` (the store clock's instant).
+    pub fn at(documents: Vec<Option<Document>>, now: i64) -> Found {
+        let mut found = Found::default();
+        for document in documents {
+            let expired = document.as_ref().is_some_and(|d| d.is_expired(now));
+            let (current, gone) = match expired {
+                true => (None, document),
+                false => (document, None),
+            };
+            found.current.push(current);
+            found.expired.push(gone);
+        }
+        found
     }
 }
 

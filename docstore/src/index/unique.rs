@@ -55,6 +55,41 @@ pub fn claims<'a>(indexes: &'a [CompiledIndex], doc: &Document) -> Vec<Claim<'a>
         .collect()
 }
 
+/// What a write does to its document's claims in `indexes` (those of its collection), from
+/// the document before it (`None`: no document, or one that expired) to the one after
+/// (`None`: removed): each unique index whose claim changes, with the claim after (`None`:
+/// the value is released). For a backend keeping claims beside the documents.
+///
+/// ```
+/// use docstore::index::{Index, IndexSet, unique};
+///
+/// let set = IndexSet::new([Index::parse("u", "by_email", ["email"])?.unique()])?;
+/// let indexes = set.for_collection("u");
+/// let user = |email: serde_json::Value| {
+///     docstore::Document::first("a", docstore::object(serde_json::json!({"email": email})).unwrap(), "", 0)
+/// };
+/// let (x, y) = (user("x".into()), user("y".into()));
+/// assert!(unique::claim_changes(indexes, Some(&x), Some(&x)).is_empty());
+/// assert_eq!(unique::claim_changes(indexes, Some(&x), Some(&y))[0].1, indexes[0].claim(&y));
+/// assert_eq!(unique::claim_changes(indexes, Some(&x), None)[0].1, None);
+/// # Ok::<(), docstore::Error>(())
+/// ```
+pub fn claim_changes<'a>(
+    indexes: &'a [CompiledIndex],
+    before: Option<&Document>,
+    after: Option<&Document>,
+) -> Vec<(&'a CompiledIndex, Option<Vec<u8>>)> {
+    let claim = |index: &CompiledIndex, doc: Option<&Document>| doc.and_then(|d| index.claim(d));
+    indexes
+        .iter()
+        .filter(|index| index.is_unique())
+        .filter_map(|index| {
+            let now = claim(index, after);
+            (claim(index, before) != now).then_some((index, now))
+        })
+        .collect()
+}
+
 /// The index keys of the documents holding `value`: from `value` (inclusive) to the end
 /// (exclusive; `None`: to the end of the index). Every key of a holder starts with the
 /// value and ends with its id.
