@@ -202,7 +202,7 @@ impl Driver for PostgresStore {
     }
 
     /// One transaction: the writes decided in order, applied, counted and logged together
-    /// (see [`crate::write`]).
+    /// (see the `write` module).
     async fn apply(&self, request: Request<'_>) -> Result<Answer> {
         crate::write::run(&self.inner, &request).await
     }
@@ -317,7 +317,7 @@ impl Driver for PostgresStore {
     }
 
     /// In transactions of at most 200 documents, each removed with its change as a write on
-    /// its key would (see [`crate::write`]).
+    /// its key would (see the `write` module).
     async fn sweep_expired(&self, limit: usize) -> Result<usize> {
         let swept = crate::write::sweep(&self.inner, limit).await;
         swept.map_err(Fail::into_error)
