@@ -16,7 +16,7 @@ use crate::store::Inner;
 use docstore::Key;
 use docstore::batch::Decision;
 use docstore::index::IndexSet;
-use docstore::index::unique::DuplicateFinder;
+use docstore::index::unique;
 use docstore::request::Request;
 use std::collections::HashMap;
 
@@ -74,16 +74,6 @@ pub(crate) async fn judge(
     Ok(judged.err().map(Fail::Store))
 }
 
-/// One document's claim while an index is built.
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Entry {
-    site: String,
-    /// The document's key in the index: its claim, then its id.
-    key: Vec<u8>,
-    id: String,
-    claim: Vec<u8>,
-}
-
 /// Claims the values of the documents already stored (not expired at `now`) for each
 /// declared unique index not built yet, in `tx`, which holds the schema's migration lock
 /// (`s`: the quoted schema). Documents sharing a value refuse the declaration
@@ -110,29 +100,15 @@ pub(crate) async fn build(
         if tx.execute(&built, &[&name]).await? == 0 {
             continue;
         }
-        let mut entries = Vec::new();
-        for row in tx.query(&read, &[&index.collection(), &now]).await? {
-            let doc = crate::rows::document(&row, 1)?;
-            if let Some(claim) = index.claim(&doc) {
-                let (site, key) = (row.try_get(0)?, index.key(&doc));
-                let id = doc.id;
-                entries.push(Entry {
-                    site,
-                    key,
-                    id,
-                    claim,
-                });
-            }
-        }
-        entries.sort();
-        let mut finder = DuplicateFinder::new(index);
-        entries.iter().for_each(|e| finder.add(&e.site, &e.key));
-        if let Some(refusal) = finder.refusal() {
-            return Err(refusal.into());
-        }
-        let sites: Vec<&str> = entries.iter().map(|e| e.site.as_str()).collect();
-        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
-        let claims: Vec<&[u8]> = entries.iter().map(|e| e.claim.as_slice()).collect();
+        let rows = tx.query(&read, &[&index.collection(), &now]).await?;
+        let documents = rows.iter().map(|row| {
+            let site: String = row.try_get(0)?;
+            Ok::<_, Fail>((site, crate::rows::document(row, 1)?))
+        });
+        let built = unique::build(index, documents.collect::<Result<Vec<_>, _>>()?)?;
+        let sites: Vec<&str> = built.iter().map(|c| c.site.as_str()).collect();
+        let ids: Vec<&str> = built.iter().map(|c| c.id.as_str()).collect();
+        let claims: Vec<&[u8]> = built.iter().map(|c| c.value.as_slice()).collect();
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
             [&sites, &index.collection(), &name, &ids, &claims];
         tx.execute(&claim, &params).await?;

@@ -17,7 +17,7 @@ use crate::store::Inner;
 use docstore::batch::Decision;
 use docstore::identity::KeptIds;
 use docstore::index::unique;
-use docstore::request::{Answer, Found, KeptChange, QuotaCount, Request};
+use docstore::request::{Answer, Found, KeptChange, Logged, QuotaCount, Request};
 use docstore::{Document, Error, Key};
 use futures_util::future::try_join_all;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -71,14 +71,14 @@ async fn transaction(
     let now = inner.now();
     let (open, mut read) = read(inner, client, request.keys().collect(), now).await?;
     let found = request.keys().map(|key| read.documents.remove(key));
-    let Found { current, expired } = Found::at(found.collect(), now);
-    if request.is_repeat(&current, |key| read.kept.get(key), now) {
-        return Ok(Answer::Repeat(current));
+    let found = Found::at(found.collect(), now);
+    if request.is_repeat(&found.current, |key| read.kept.get(key), now) {
+        return Ok(Answer::Repeat(found.current));
     }
     let mut quota = QuotaCount::new(inner.options.max_docs_per_site, |site| {
         read.counts.get(site).copied().unwrap_or(0)
     });
-    let decisions = request.decide(&current, now, inner.options.max_doc_bytes, &mut quota)?;
+    let decisions = request.decide(&found.current, now, inner.options.max_doc_bytes, &mut quota)?;
     let mut plan = Plan::new(inner, now);
     let mut bodies: Vec<Option<Body>> = decisions
         .iter()
@@ -92,24 +92,19 @@ async fn transaction(
     for i in order {
         let key = request.ops()[i].key();
         // An expired document's identities went with it.
-        let kept = match &expired[i] {
+        let kept = match &found.expired[i] {
             Some(_) => {
                 plan.expire(key);
                 None
             }
             None => read.kept.get(key),
         };
-        let write = (&decisions[i], current[i].as_ref(), bodies[i].as_ref());
+        let write = (&decisions[i], found.current[i].as_ref(), bodies[i].as_ref());
         plan.write(request, key, write, kept)?;
     }
-    for (i, decision) in decisions.iter().enumerate() {
-        let key = request.ops()[i].key();
-        if let Some(gone) = &expired[i] {
-            plan.changes.push_expired(key, gone);
-        }
-        let body = bodies[i].take().map(|body| body.text);
-        let write = (decision, current[i].as_ref());
-        plan.changes.push(key, write, body, (request.actor(), now));
+    for change in request.changes(&decisions, &found, now) {
+        let body = change.document.and(bodies[change.position].take());
+        plan.changes.push(&change, body.map(|body| body.text));
     }
     match plan.send(client).await {
         Err(violation) if violation.is_unique_violation() => {
@@ -139,7 +134,8 @@ pub(crate) async fn remove_expired(inner: &Inner, keys: &[Key]) -> Result<usize,
         match read.documents.remove(key) {
             Some(doc) if doc.is_expired(now) => {
                 plan.expire(key);
-                plan.changes.push_expired(key, &doc);
+                plan.changes
+                    .push(&Logged::expired(removed, key, &doc), None);
                 removed += 1;
             }
             Some(_) => {}
@@ -449,52 +445,18 @@ struct ChangeRows {
 }
 
 impl ChangeRows {
-    /// The removal of the expired document `gone` at `key`: at its expiry instant, by nobody.
-    fn push_expired(&mut self, key: &Key, gone: &Document) {
-        self.kinds.push("expired");
-        self.versions.push(gone.version as i64);
-        self.created.push(None);
-        self.creators.push(None);
-        self.times.push(gone.expires_at.unwrap_or(gone.updated_at));
-        self.actors.push(String::new());
-        self.expires.push(gone.expires_at);
-        self.keys.push(key);
-        self.bodies.push(None);
-    }
-
-    /// The change of a write by `actor` (none for a check or a delete of nothing), `body` the
-    /// text of the document it stored.
-    fn push(
-        &mut self,
-        key: &Key,
-        (decision, previous): (&Decision, Option<&Document>),
-        body: Option<String>,
-        (actor, now): (&str, i64),
-    ) {
-        match (decision, previous) {
-            (Decision::Store { document, creates }, _) => {
-                self.kinds
-                    .push(if *creates { "created" } else { "updated" });
-                self.versions.push(document.version as i64);
-                self.created.push(Some(document.created_at));
-                self.creators.push(Some(document.created_by.clone()));
-                self.times.push(document.updated_at);
-                self.actors.push(document.updated_by.clone());
-                self.expires.push(document.expires_at);
-            }
-            (Decision::Remove, Some(previous)) => {
-                self.kinds.push("deleted");
-                self.versions.push(previous.version as i64);
-                self.created.push(None);
-                self.creators.push(None);
-                self.times.push(now);
-                self.actors.push(actor.to_owned());
-                self.expires.push(None);
-            }
-            _ => return,
-        }
-        self.keys.push(key);
+    /// The row of `change`, `body` the text of the document it stored.
+    fn push(&mut self, change: &Logged<'_>, body: Option<String>) {
+        let document = change.document;
+        self.keys.push(change.key);
+        self.kinds.push(change.kind.as_str());
+        self.versions.push(change.version as i64);
         self.bodies.push(body);
+        self.created.push(document.map(|d| d.created_at));
+        self.creators.push(document.map(|d| d.created_by.clone()));
+        self.times.push(change.time);
+        self.actors.push(change.actor.to_owned());
+        self.expires.push(document.and_then(|d| d.expires_at));
     }
 
     fn params(self, inner: &Inner) -> Vec<Param> {

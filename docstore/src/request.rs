@@ -59,7 +59,7 @@ use crate::driver::{Expiry, Origin};
 use crate::identity::KeptIds;
 use crate::index::IndexSet;
 use crate::index::unique::{self, Claim};
-use crate::{Data, Document, Error, Key, Result, WriteId};
+use crate::{ChangeKind, Data, Document, Error, Key, Result, WriteId};
 use std::borrow::Borrow;
 use std::collections::HashMap;
 
@@ -349,6 +349,53 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The changes the request logs once its `decisions`, made on `found` at `now`, are
+    /// applied, in its order (`docs/contract.md`, "Change feed"): the removal of an expired
+    /// document before the write on its key, then the write's own — none for a check or a
+    /// delete that found nothing.
+    pub fn changes<'s>(
+        &'s self,
+        decisions: &'s [Decision],
+        found: &'s Found,
+        now: i64,
+    ) -> Vec<Logged<'s>> {
+        let mut logged = Vec::new();
+        let at_keys = found.current.iter().zip(&found.expired);
+        for (position, (decision, (current, expired))) in decisions.iter().zip(at_keys).enumerate()
+        {
+            let key = self.ops[position].key();
+            if let Some(gone) = expired {
+                logged.push(Logged::expired(position, key, gone));
+            }
+            let change = match (decision, current) {
+                (Decision::Store { document, creates }, _) => Logged {
+                    kind: match creates {
+                        true => ChangeKind::Created,
+                        false => ChangeKind::Updated,
+                    },
+                    version: document.version,
+                    document: Some(document),
+                    time: document.updated_at,
+                    actor: &document.updated_by,
+                    position,
+                    key,
+                },
+                (Decision::Remove, Some(previous)) => Logged {
+                    kind: ChangeKind::Deleted,
+                    version: previous.version,
+                    document: None,
+                    time: now,
+                    actor: self.actor,
+                    position,
+                    key,
+                },
+                _ => continue,
+            };
+            logged.push(change);
+        }
+        logged
+    }
+
     /// What the key of a write keeps of the identities after the write's `decision`, given
     /// `earlier` (what it kept before): nothing changes for a check or a delete of nothing; a
     /// write with an identity keeps it ([`KeptIds::written`], [`KeptIds::deleted`]); a
@@ -408,6 +455,42 @@ impl Found {
             found.expired.push(gone);
         }
         found
+    }
+}
+
+/// One change a request logs ([`Request::changes`]): what a driver writing its own feed
+/// records, before the feed gives it a position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Logged<'a> {
+    /// The position of the write it comes from in the request.
+    pub position: usize,
+    /// The document's key.
+    pub key: &'a Key,
+    /// What happened: `Created`, `Updated`, `Deleted` or `Expired`.
+    pub kind: ChangeKind,
+    /// The version written, or removed.
+    pub version: u64,
+    /// The document as the write left it; `None` for a removal.
+    pub document: Option<&'a Document>,
+    /// When: the document's `updated_at`, the delete's instant, or the expiry instant.
+    pub time: i64,
+    /// Who: the document's `updated_by`, the deleting call's actor, or nobody for an expiry.
+    pub actor: &'a str,
+}
+
+impl<'a> Logged<'a> {
+    /// The removal of the expired document `gone` at `key` (`docs/contract.md`, "Expiry"): at
+    /// its expiry instant, by nobody.
+    pub fn expired(position: usize, key: &'a Key, gone: &Document) -> Self {
+        Logged {
+            position,
+            key,
+            kind: ChangeKind::Expired,
+            version: gone.version,
+            document: None,
+            time: gone.expires_at.unwrap_or(gone.updated_at),
+            actor: "",
+        }
     }
 }
 

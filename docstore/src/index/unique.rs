@@ -263,6 +263,62 @@ impl<'a> DuplicateFinder<'a> {
     }
 }
 
+/// One document's claim in a unique index built over stored documents ([`build`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuiltClaim {
+    /// The document's site.
+    pub site: String,
+    /// The document's id.
+    pub id: String,
+    /// The value it claims.
+    pub value: Vec<u8>,
+}
+
+/// The claims `documents` (each with its site) make in the unique index `index`, for a backend
+/// building it over stored documents, in site and key order; the refusal of the declaration
+/// ([`DuplicateFinder::refusal`]) when two documents of one site share a value.
+///
+/// ```
+/// use docstore::index::{Index, IndexSet, unique};
+///
+/// let set = IndexSet::new([Index::parse("u", "by_email", ["email"])?.unique()])?;
+/// let user = |id: &str, email: &str| {
+///     let data = docstore::object(serde_json::json!({ "email": email })).unwrap();
+///     docstore::Document::first(id, data, "ann", 0)
+/// };
+/// let index = &set.for_collection("u")[0];
+/// let built = unique::build(index, [("s".into(), user("b", "x")), ("t".into(), user("a", "x"))])?;
+/// assert_eq!((built[0].site.as_str(), built[0].id.as_str()), ("s", "b"));
+/// assert!(unique::build(index, [("s".into(), user("b", "x")), ("s".into(), user("a", "x"))]).is_err());
+/// # Ok::<(), docstore::Error>(())
+/// ```
+pub fn build(
+    index: &CompiledIndex,
+    documents: impl IntoIterator<Item = (String, Document)>,
+) -> Result<Vec<BuiltClaim>> {
+    let mut keyed: Vec<(Vec<u8>, BuiltClaim)> = documents
+        .into_iter()
+        .filter_map(|(site, doc)| {
+            let value = index.claim(&doc)?;
+            let claim = BuiltClaim {
+                site,
+                value,
+                id: doc.id.clone(),
+            };
+            Some((index.key(&doc), claim))
+        })
+        .collect();
+    keyed.sort_by(|(a, x), (b, y)| (&x.site, a).cmp(&(&y.site, b)));
+    let mut finder = DuplicateFinder::new(index);
+    keyed
+        .iter()
+        .for_each(|(key, claim)| finder.add(&claim.site, key));
+    match finder.refusal() {
+        Some(refusal) => Err(refusal),
+        None => Ok(keyed.into_iter().map(|(_, claim)| claim).collect()),
+    }
+}
+
 /// Whether the batch rewrites or removes the document `id` of `key`'s site and collection.
 fn rewrites(writes: &[BatchWrite<'_>], key: &Key, id: &str) -> bool {
     writes
