@@ -36,8 +36,8 @@ impl Fail {
         }
     }
 
-    /// Whether the transaction claimed a unique value another document holds (the deferred
-    /// constraint `unique_claims_held`, at `COMMIT`).
+    /// Whether the transaction claimed a unique value another document holds (constraint
+    /// `unique_claims_held`).
     pub(crate) fn is_unique_violation(&self) -> bool {
         let Fail::Sql(err) = self else { return false };
         let db = err.as_db_error();

@@ -127,10 +127,9 @@ async fn upgrade(tx: &tokio_postgres::Transaction<'_>, quoted: &str) -> Result<(
 
 /// Version 3: `expires_at` on documents and changes, with partial indexes holding only
 /// expiring documents (the sweep's, by expiry; counts', by collection), so a store that never
-/// uses expiry pays nothing for them; the unique values documents claim (`unique_claims`,
-/// checked at commit, so a batch is judged as it leaves the documents) and the unique
-/// indexes built (`unique_indexes`). A claim is unique by its SHA-256, as a B-tree entry
-/// must stay small whatever the value.
+/// uses expiry pays nothing for them; the unique values documents claim (`unique_claims`) and
+/// the unique indexes built (`unique_indexes`). A claim is unique by its SHA-256, as a B-tree
+/// entry must stay small whatever the value.
 const V3: &str = r#"
 ALTER TABLE {s}.documents ADD COLUMN expires_at bigint;
 ALTER TABLE {s}.changes ADD COLUMN expires_at bigint;
@@ -141,7 +140,7 @@ CREATE TABLE {s}.unique_claims (site text COLLATE "C" NOT NULL,
     collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, ix text NOT NULL,
     claim bytea NOT NULL, digest bytea GENERATED ALWAYS AS (sha256(claim)) STORED,
     PRIMARY KEY (site, collection, id, ix),
-    CONSTRAINT unique_claims_held UNIQUE (site, ix, digest) DEFERRABLE INITIALLY DEFERRED);
+    CONSTRAINT unique_claims_held UNIQUE (site, ix, digest));
 CREATE TABLE {s}.unique_indexes (ix text PRIMARY KEY);
 UPDATE {s}.meta SET version = 3;
 "#;

@@ -140,8 +140,7 @@ impl Statements {
             ),
             claim: format!(
                 "INSERT INTO {s}.unique_claims (site, collection, id, ix, claim) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (site, collection, id, ix) \
-                 DO UPDATE SET claim = excluded.claim"
+                 VALUES ($1, $2, $3, $4, $5)"
             ),
             release_claim: format!("DELETE FROM {s}.unique_claims WHERE {key} AND ix = $4"),
             release_claims: format!("DELETE FROM {s}.unique_claims WHERE {key}"),

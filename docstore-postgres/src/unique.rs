@@ -1,12 +1,14 @@
 //! Unique indexes (`docs/contract.md`, "Unique indexes"). Table `unique_claims` holds the
 //! value each document claims in each unique index of its collection — computed in Rust
 //! (`docstore::index::unique`, exact for every value) and written in the document's own
-//! transaction — under a constraint of one holder per site, index and value that PostgreSQL
-//! checks at `COMMIT` (deferred), so a batch is judged as it leaves the documents. A clash
-//! fails the commit, and nothing is written; the write is then judged in Rust on the holders
-//! read after the rollback ([`judge`]), which names the index, the value and the holder, or
-//! runs the write again: after a racing holder is gone, or once the expired holders (and the
-//! claims of documents no longer there) are removed.
+//! transaction — under a constraint of one holder per site, index and value. A write
+//! releases every claim it changes before it inserts any (see the `write` module), so a
+//! batch is judged as it leaves the documents (it may move or swap values), and a second
+//! claimant waits at its insert for the first one's transaction, before it takes the feed's
+//! lock. A clash fails the transaction, and nothing is written; the write is then judged in
+//! Rust on the holders read after the rollback ([`judge`]), which names the index, the value
+//! and the holder, or runs the write again: after a racing holder is gone, or once the
+//! expired holders (and the claims of documents no longer there) are removed.
 //!
 //! Claims are written by stores declaring the index: every process writing a schema declares
 //! the same unique indexes. The first open declaring one builds its claims ([`build`]).
@@ -20,7 +22,7 @@ use docstore::index::unique;
 use docstore::request::Request;
 use std::collections::HashMap;
 
-/// Why `request`, whose `decisions` failed to commit on a unique value, failed: its refusal
+/// Why `request`, whose `decisions` failed on a unique value, failed: its refusal
 /// ([`docstore::Error::UniqueViolation`]), [`Fail::Stale`] with the keys to clear first, or
 /// `None` when no holder is left (a racing writer's, since gone: the write runs again).
 pub(crate) async fn judge(

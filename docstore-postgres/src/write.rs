@@ -7,7 +7,7 @@
 //! reads or writes one key through the primary key, but the change insert. A race with
 //! another writer (a key inserted meanwhile, a deadlock) runs the transaction again. An
 //! expired document at a key is removed first, with its change (`docs/contract.md`,
-//! "Expiry"); a unique value claimed twice fails the `COMMIT` ([`crate::unique`]).
+//! "Expiry"); a unique value claimed twice fails the transaction ([`crate::unique`]).
 
 use crate::error::Fail;
 use crate::json::Body;
@@ -139,9 +139,7 @@ pub(crate) async fn remove_expired(inner: &Inner, keys: &[Key]) -> Result<usize,
                 removed += 1;
             }
             Some(_) => {}
-            None => plan
-                .statements
-                .push((&inner.sql.release_claims, names(key))),
+            None => plan.release_all(key),
         }
     }
     plan.send(&client).await?;
@@ -237,13 +235,16 @@ macro_rules! params {
     ($($param:expr),* $(,)?) => { vec![$(Box::new($param) as Param),*] };
 }
 
-/// Everything a request writes after its decisions, in the order it is sent: the documents,
-/// their unique claims and identities in key order, the counters, then the change rows (the
+/// Everything a request writes after its decisions, in the order it is sent: the documents
+/// and their identities in key order, the unique claims released, then those claimed (so a
+/// request may move a value between its documents), the counters, then the change rows (the
 /// feed's lock is taken last, to be held for the least time).
 struct Plan<'s> {
     inner: &'s Inner,
     now: i64,
     statements: Vec<(&'s str, Vec<Param>)>,
+    releases: Vec<(&'s str, Vec<Param>)>,
+    claims: Vec<(&'s str, Vec<Param>)>,
     counters: BTreeMap<(String, String), i64>,
     changes: ChangeRows,
 }
@@ -263,6 +264,8 @@ impl<'s> Plan<'s> {
             inner,
             now,
             statements: Vec::new(),
+            releases: Vec::new(),
+            claims: Vec::new(),
             counters: BTreeMap::new(),
             changes: ChangeRows::default(),
         }
@@ -274,15 +277,17 @@ impl<'s> Plan<'s> {
         let sql = &self.inner.sql;
         self.statements.push((&sql.delete, names(key)));
         self.statements.push((&sql.forget_ids, names(key)));
-        if self.has_unique(key) {
-            self.statements.push((&sql.release_claims, names(key)));
-        }
+        self.release_all(key);
         self.count(key, -1);
     }
 
-    fn has_unique(&self, key: &Key) -> bool {
+    /// Releases every claim of the document at `key` when its collection has unique indexes.
+    fn release_all(&mut self, key: &Key) {
         let indexes = self.inner.options.indexes.for_collection(key.collection());
-        indexes.iter().any(|index| index.is_unique())
+        if indexes.iter().any(|index| index.is_unique()) {
+            self.releases
+                .push((&self.inner.sql.release_claims, names(key)));
+        }
     }
 
     fn count(&mut self, key: &Key, delta: i64) {
@@ -340,17 +345,16 @@ impl<'s> Plan<'s> {
             Decision::Keep => return,
         };
         let indexes = self.inner.options.indexes.for_collection(key.collection());
+        let sql = &self.inner.sql;
         for (index, claim) in unique::claim_changes(indexes, current, after) {
             let mut params = names(key);
             params.extend(params![crate::keys::name(index.declaration())]);
-            let sql = &self.inner.sql;
-            match claim {
-                Some(claim) => {
-                    params.extend(params![claim]);
-                    self.statements.push((&sql.claim, params));
-                }
-                None => self.statements.push((&sql.release_claim, params)),
+            if let Some(claim) = claim {
+                let mut claimed = names(key);
+                claimed.extend(params![crate::keys::name(index.declaration()), claim]);
+                self.claims.push((&sql.claim, claimed));
             }
+            self.releases.push((&sql.release_claim, params));
         }
     }
 
@@ -385,6 +389,8 @@ impl<'s> Plan<'s> {
     /// and its `COMMIT` with it; one that could not be sent keeps `COMMIT` from going.
     async fn send(mut self, client: &deadpool_postgres::Client) -> Result<(), Fail> {
         let sql = &self.inner.sql;
+        self.statements.append(&mut self.releases);
+        self.statements.append(&mut self.claims);
         for ((site, collection), delta) in std::mem::take(&mut self.counters) {
             if delta != 0 {
                 self.statements

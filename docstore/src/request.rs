@@ -918,6 +918,61 @@ mod tests {
     }
 
     #[test]
+    fn an_expired_documents_removal_is_logged_before_the_write_on_its_key() {
+        let (a, b) = (key("a"), key("b"));
+        let mut gone = Document::first("a", Data::new(), "x", 1);
+        gone.expires_at = Some(5);
+        let writes = [
+            Write::put(a.clone(), Data::new()),
+            Write::check(b.clone(), None),
+        ];
+        let checked = CheckedBatch::check(&writes, 100).unwrap();
+        let request = Request::batch(&checked, origin(None));
+        let found = Found::at(vec![Some(gone), None], 7);
+        let mut quota = QuotaCount::unlimited();
+        let decisions = request.decide(&found.current, 7, 100, &mut quota).unwrap();
+        let logged: Vec<(&str, ChangeKind, u64, i64, &str)> = request
+            .changes(&decisions, &found, 7)
+            .iter()
+            .map(|c| (c.key.id(), c.kind, c.version, c.time, c.actor))
+            .collect();
+        let expected = [
+            ("a", ChangeKind::Expired, 1, 5, ""),
+            ("a", ChangeKind::Created, 1, 7, "ann"),
+        ];
+        assert_eq!(logged, expected);
+    }
+
+    #[test]
+    fn unique_refusals_are_a_single_calls_own_and_name_a_batchs_write() {
+        let set =
+            IndexSet::new([crate::Index::parse("c", "by_e", ["e"]).unwrap().unique()]).unwrap();
+        let data = crate::object(serde_json::json!({"e": 1})).unwrap();
+        let create = Write::create(key("b"), data.clone());
+        let held = |_: &Key, _: &Claim<'_>, except: &str| Ok((except != "a").then(|| "a".into()));
+        let single = Request::single(Op::Write(&create), origin(None));
+        let decide = |request: &Request<'_>| {
+            let none: Vec<Option<Document>> = vec![None; request.ops().len()];
+            request
+                .decide(&none, 1, 100, &mut QuotaCount::unlimited())
+                .unwrap()
+        };
+        let err = single
+            .check_unique(&decide(&single), &set, held)
+            .unwrap_err();
+        assert!(matches!(err, Error::UniqueViolation { ref holder, .. } if holder == "a"));
+        let writes = [Write::create(key("c"), Data::new()), create.clone()];
+        let checked = CheckedBatch::check(&writes, 100).unwrap();
+        let batch = Request::batch(&checked, origin(None));
+        let err = batch.check_unique(&decide(&batch), &set, held).unwrap_err();
+        assert!(matches!(
+            err.batch_failure(),
+            Some((1, Error::UniqueViolation { .. }))
+        ));
+        assert_eq!(batch.claims(&decide(&batch), &set).len(), 1);
+    }
+
+    #[test]
     fn answers_of_each_call() {
         let doc = Document::first("a", Data::new(), "x", 1);
         let written = Answer::applied(vec![Decision::Store {
