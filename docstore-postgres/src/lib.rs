@@ -49,8 +49,8 @@
 //!   declared fields are SQL literals only in the function's DDL; [`index_name`] names the
 //!   function and index.
 //! - **Unique indexes**: see the `unique` module: the value each document claims, in a table
-//!   written in the document's transaction under a constraint checked at `COMMIT`; a clash is
-//!   judged in Rust on the holders read after the rollback.
+//!   under a unique constraint, written in the document's transaction; a clash is judged in
+//!   Rust on the holders read after the rollback.
 //! - **Expiry**: `expires_at` on documents and changes; every read leaves out rows expired at
 //!   the store clock's instant, counts subtract those not yet removed, a write removes the
 //!   expired document at its key first (with its `Expired` change), and
