@@ -7,6 +7,9 @@ use docstore::Error;
 pub(crate) enum Fail {
     Store(Error),
     Sql(tokio_postgres::Error),
+    /// A claim the write needs is held by expired documents or left behind by removed ones
+    /// at these keys: they are removed, and the write runs again.
+    Stale(Vec<docstore::Key>),
 }
 
 impl From<Error> for Fail {
@@ -29,14 +32,26 @@ impl Fail {
             Fail::Sql(err) => err
                 .code()
                 .is_some_and(|code| ["23505", "40001", "40P01"].contains(&code.code())),
-            Fail::Store(_) => false,
+            Fail::Store(_) | Fail::Stale(_) => false,
         }
+    }
+
+    /// Whether the transaction claimed a unique value another document holds (constraint
+    /// `unique_claims_held`).
+    pub(crate) fn is_unique_violation(&self) -> bool {
+        let Fail::Sql(err) = self else { return false };
+        let db = err.as_db_error();
+        db.is_some_and(|db| db.constraint() == Some("unique_claims_held"))
     }
 
     pub(crate) fn into_error(self) -> Error {
         match self {
             Fail::Store(err) => err,
             Fail::Sql(err) => sql(err),
+            Fail::Stale(_) => Error::unavailable(
+                "PostgreSQL: the unique values a write claims stayed held by expired documents",
+                "expired unique holders",
+            ),
         }
     }
 }

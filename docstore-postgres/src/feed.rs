@@ -128,7 +128,7 @@ impl Feed {
             data: body.map(crate::json::parse).transpose()?,
             created_at: row.try_get(7)?,
             created_by: row.try_get(8)?,
-            expires_at: None,
+            expires_at: row.try_get(11)?,
             previous: None,
         };
         Ok(stored.into_change(self.numbered.cursor(position))?)

@@ -21,7 +21,8 @@
 //!   `(site, collection, id)` in the "C" collation (byte order: the contract's id order), the
 //!   data as `JSONB` (see the `json` module for how numbers stay exact, and the two values
 //!   JSONB cannot hold, kept verbatim beside), the metadata as columns; `counters` per
-//!   collection; `write_ids` (caller write identities); `changes` (the feed).
+//!   collection; `write_ids` (caller write identities); `changes` (the feed);
+//!   `unique_claims` and `unique_indexes` (unique indexes).
 //! - **Writes**: every write, single or batch, is one transaction in two round trips: `BEGIN`
 //!   with one locking read per key (`SELECT … FOR UPDATE` of the document and its write
 //!   identities, single-key, in key order), the core deciding each write on what they hold
@@ -49,13 +50,20 @@
 //!   reads `ORDER BY key LIMIT n` in the contract's total order and stops at the page;
 //!   `explain` adds PostgreSQL's generic plan of the statement (`Index Scan using ix_…`). The
 //!   declared fields are SQL literals only in the function's DDL; [`index_name`] names the
-//!   function and index. A unique index is refused at open.
+//!   function and index.
+//! - **Unique indexes**: see the `unique` module: the value each document claims, in a table
+//!   under a unique constraint, written in the document's transaction; a clash is judged in
+//!   Rust on the holders read after the rollback.
+//! - **Expiry**: `expires_at` on documents and changes; every read leaves out rows expired at
+//!   the store clock's instant, counts subtract those not yet removed, a write removes the
+//!   expired document at its key first (with its `Expired` change), and
+//!   [`Store::sweep_expired`](docstore::Store::sweep_expired) removes them 200 to a
+//!   transaction.
 //! - **Change feed**: see the `feed` module: positions in commit order under a
 //!   transaction-scoped advisory lock, `LISTEN`/`NOTIFY` wake-ups; changes kept for
 //!   `feed_retention_hours` (URL parameter, default 7 days), pruned every minute
 //!   ([`PostgresStore::prune_feed`]).
-//! - **Not yet**: document expiry (writes giving one are refused by the front end), unique
-//!   indexes, `previous` values on changes.
+//! - **Not yet**: `previous` values on changes.
 
 mod create;
 mod error;
@@ -70,6 +78,7 @@ mod rows;
 mod schema;
 mod sql;
 mod store;
+mod unique;
 mod write;
 
 pub use keys::name as index_name;

@@ -25,6 +25,9 @@ use serde_json::Value;
 use tokio_postgres::types::ToSql;
 
 type Params = Vec<Box<dyn ToSql + Sync + Send>>;
+
+/// The rows not expired at the instant of [`Target::params`]' `$3`.
+const LIVE: &str = "(expires_at IS NULL OR expires_at > $3)";
 type Client = deadpool_postgres::Client;
 
 /// One query's setting: the connection, the store's statements and indexes, where it reads.
@@ -32,6 +35,8 @@ pub(crate) struct Target<'a> {
     pub(crate) client: &'a Client,
     pub(crate) sql: &'a Statements,
     pub(crate) indexes: &'a IndexSet,
+    /// The store clock's instant: documents expired at it are left out.
+    pub(crate) now: i64,
     pub(crate) site: &'a str,
     pub(crate) collection: &'a str,
 }
@@ -89,10 +94,12 @@ impl Statement {
 }
 
 impl Target<'_> {
+    /// `$1` the site, `$2` the collection, `$3` the instant reads are at ([`LIVE`]).
     fn params(&self) -> Params {
         vec![
             Box::new(self.site.to_owned()),
             Box::new(self.collection.to_owned()),
+            Box::new(self.now),
         ]
     }
 
@@ -225,7 +232,8 @@ impl Target<'_> {
     ) -> String {
         let start = if start.is_empty() { vec![0] } else { start };
         let mut text = format!(
-            "SELECT {columns} FROM {}.documents WHERE site = $1 AND collection = $2 AND {key} >= {}",
+            "SELECT {columns} FROM {}.documents WHERE site = $1 AND collection = $2 AND {LIVE} \
+             AND {key} >= {}",
             self.sql.schema,
             bind(params, Box::new(start)),
         );
@@ -278,7 +286,8 @@ impl Target<'_> {
         let key = crate::keys::key_sql(&self.sql.schema, index);
         let unkeyed = Statement {
             text: format!(
-                "SELECT {} FROM {}.documents WHERE site = $1 AND collection = $2 AND {key} = ''::bytea",
+                "SELECT {} FROM {}.documents WHERE site = $1 AND collection = $2 AND {LIVE} \
+                 AND {key} = ''::bytea",
                 crate::rows::DOC_COLUMNS,
                 self.sql.schema
             ),
@@ -306,7 +315,7 @@ impl Target<'_> {
     fn candidates(&self, query: &CompiledQuery) -> Statement {
         let mut params = self.params();
         let mut text = format!(
-            "SELECT {} FROM {}.documents WHERE site = $1 AND collection = $2",
+            "SELECT {} FROM {}.documents WHERE site = $1 AND collection = $2 AND {LIVE}",
             crate::rows::DOC_COLUMNS,
             self.sql.schema
         );

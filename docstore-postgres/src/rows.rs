@@ -6,8 +6,8 @@ use docstore::{Document, Key};
 use tokio_postgres::Row;
 
 /// The columns of a document, in the order [`document`] reads them from `offset`.
-pub(crate) const DOC_COLUMNS: &str =
-    "id, coalesce(raw, data::text), created_at, updated_at, created_by, updated_by, version";
+pub(crate) const DOC_COLUMNS: &str = "id, coalesce(raw, data::text), created_at, updated_at, created_by, updated_by, version, \
+     expires_at";
 
 /// The document in `row`'s [`DOC_COLUMNS`] from column `offset`.
 pub(crate) fn document(row: &Row, offset: usize) -> Result<Document, Fail> {
@@ -20,7 +20,7 @@ pub(crate) fn document(row: &Row, offset: usize) -> Result<Document, Fail> {
         created_by: row.try_get(offset + 4)?,
         updated_by: row.try_get(offset + 5)?,
         version: u64::try_from(version).map_err(|_| corrupt("negative version"))?,
-        expires_at: None,
+        expires_at: row.try_get(offset + 7)?,
     })
 }
 
@@ -39,11 +39,11 @@ pub(crate) fn key(row: &Row) -> Result<Key, Fail> {
 pub(crate) fn locked(row: &Row) -> Result<(Option<Document>, Option<KeptIds>), Fail> {
     let found: Option<&str> = row.try_get(0)?;
     let document = found.map(|_| document(row, 0)).transpose()?;
-    let ids: Option<&str> = row.try_get(7)?;
+    let ids: Option<&str> = row.try_get(8)?;
     let kept = match ids {
         Some(ids) => Some(KeptIds {
             ids: WriteIds::decode(ids),
-            deleted_at: row.try_get(8)?,
+            deleted_at: row.try_get(9)?,
         }),
         None => None,
     };

@@ -5,8 +5,9 @@ use crate::error::Fail;
 use docstore::Error;
 use tokio_postgres::Client;
 
-/// The schema version this crate writes: 2 added `meta.pruned_through` (feed retention).
-pub(crate) const VERSION: i32 = 2;
+/// The schema version this crate writes: 2 added `meta.pruned_through` (feed retention), 3
+/// expiry and unique indexes ([`V3`]).
+pub(crate) const VERSION: i32 = 3;
 
 /// Checks a schema name: it becomes SQL text (quoted), so only `[a-z_][a-z0-9_]*`, at most 63
 /// bytes (PostgreSQL's identifier length), and never PostgreSQL's own (`pg_*`).
@@ -29,7 +30,7 @@ pub(crate) fn check_name(name: &str) -> Result<(), Error> {
     }
 }
 
-/// The DDL of the current version. `{s}` is the quoted schema. Keys compare in the "C" collation: byte
+/// The DDL of version 2 (a new schema is made at 2 and upgraded). `{s}` is the quoted schema. Keys compare in the "C" collation: byte
 /// order, which is the contract's id order.
 const TABLES: &str = r#"
 CREATE TABLE {s}.meta (singleton int PRIMARY KEY CHECK (singleton = 1), version int NOT NULL,
@@ -55,13 +56,14 @@ CREATE INDEX changes_by_site ON {s}.changes (site, position);
 "#;
 
 /// Creates the schema and its tables when missing, and the declared indexes
-/// ([`crate::keys`]), under a transaction-scoped advisory lock (stores opening side by side
+/// ([`crate::keys`], [`crate::unique`]: unique ones built over the documents live at `now`), under a transaction-scoped advisory lock (stores opening side by side
 /// create them once); returns the feed's id. A schema written by a newer version of this
 /// crate is refused.
 pub(crate) async fn migrate(
     client: &mut Client,
     schema: &str,
     indexes: &docstore::index::IndexSet,
+    now: i64,
 ) -> Result<String, Fail> {
     let quoted = format!("\"{schema}\"");
     let tx = client.transaction().await?;
@@ -83,10 +85,11 @@ pub(crate) async fn migrate(
         tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {quoted}; {ddl}"))
             .await?;
         let insert = format!("INSERT INTO {quoted}.meta VALUES (1, $1, $2)");
-        tx.execute(&insert, &[&VERSION, &feed_id]).await?;
+        tx.execute(&insert, &[&2, &feed_id]).await?;
     }
     upgrade(&tx, &quoted).await?;
     crate::keys::prepare(&tx, schema, indexes).await?;
+    crate::unique::build(&tx, &quoted, indexes, now).await?;
     let row = tx
         .query_one(&format!("SELECT version, feed_id FROM {quoted}.meta"), &[])
         .await?;
@@ -116,5 +119,28 @@ async fn upgrade(tx: &tokio_postgres::Transaction<'_>, quoted: &str) -> Result<(
         );
         tx.batch_execute(&sql).await?;
     }
+    if version < 3 {
+        tx.batch_execute(&V3.replace("{s}", quoted)).await?;
+    }
     Ok(())
 }
+
+/// Version 3: `expires_at` on documents and changes, with partial indexes holding only
+/// expiring documents (the sweep's, by expiry; counts', by collection), so a store that never
+/// uses expiry pays nothing for them; the unique values documents claim (`unique_claims`) and
+/// the unique indexes built (`unique_indexes`). A claim is unique by its SHA-256, as a B-tree
+/// entry must stay small whatever the value.
+const V3: &str = r#"
+ALTER TABLE {s}.documents ADD COLUMN expires_at bigint;
+ALTER TABLE {s}.changes ADD COLUMN expires_at bigint;
+CREATE INDEX documents_expiring ON {s}.documents (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX documents_expiring_by_collection ON {s}.documents (site, collection, expires_at)
+    WHERE expires_at IS NOT NULL;
+CREATE TABLE {s}.unique_claims (site text COLLATE "C" NOT NULL,
+    collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, ix text NOT NULL,
+    claim bytea NOT NULL, digest bytea GENERATED ALWAYS AS (sha256(claim)) STORED,
+    PRIMARY KEY (site, collection, id, ix),
+    CONSTRAINT unique_claims_held UNIQUE (site, ix, digest));
+CREATE TABLE {s}.unique_indexes (ix text PRIMARY KEY);
+UPDATE {s}.meta SET version = 3;
+"#;

@@ -30,6 +30,17 @@ pub(crate) struct Statements {
     pub(crate) set_counter: String,
     pub(crate) head: String,
     pub(crate) changes: String,
+    pub(crate) claim: String,
+    pub(crate) release_claim: String,
+    pub(crate) release_claims: String,
+    pub(crate) holders: String,
+    pub(crate) expired: String,
+}
+
+/// A row not expired at the instant in parameter `$n` (`docs/contract.md`, "Expiry"): what
+/// every read asks for.
+pub(crate) fn live(n: usize) -> String {
+    format!("(expires_at IS NULL OR expires_at > ${n})")
 }
 
 impl Statements {
@@ -42,10 +53,11 @@ impl Statements {
         let log = format!(
             "WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($1), pg_notify($2, '')) \
              INSERT INTO {s}.changes (position, site, collection, id, kind, version, body, \
-             created_at, created_by, time, actor) SELECT nextval('{s}.change_positions'),"
+             created_at, created_by, time, actor, expires_at) \
+             SELECT nextval('{s}.change_positions'),"
         );
         let change = "$3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], \
-             $9::bigint[], $10::text[], $11::bigint[], $12::text[]";
+             $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::bigint[]";
         let mut statements = Statements {
             // One key's document and identities, locked; one row, NULLs for what is missing.
             lock: format!(
@@ -57,13 +69,13 @@ impl Statements {
             create: crate::create::statement(&s),
             insert: format!(
                 "INSERT INTO {s}.documents (site, collection, id, data, raw, updated_at, \
-                 updated_by, version, created_at, created_by) \
-                 VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8, $9, $10)"
+                 updated_by, version, expires_at, created_at, created_by) \
+                 VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8, $9, $10, $11)"
             ),
             // The row is locked since the write read it: no version to check again.
             update: format!(
                 "UPDATE {s}.documents SET data = $4::text::jsonb, raw = $5, updated_at = $6, \
-                 updated_by = $7, version = $8 WHERE {key}"
+                 updated_by = $7, version = $8, expires_at = $9 WHERE {key}"
             ),
             delete: format!("DELETE FROM {s}.documents WHERE {key}"),
             // The check constraint holds an inserted row too, hence `greatest` (a decrement
@@ -85,24 +97,38 @@ impl Statements {
             log_changes: format!("{log} c.* FROM lock, unnest({change}) AS c"),
             // One change: the arrays' first elements (no `unnest` to execute).
             log_change: format!("{log} {} FROM lock", first(change)),
-            get: format!("SELECT {doc} FROM {s}.documents WHERE {key}"),
-            get_many: format!("SELECT site, collection, {doc} FROM {s}.documents WHERE {keys}"),
+            get: format!(
+                "SELECT {doc} FROM {s}.documents WHERE {key} AND {}",
+                live(4)
+            ),
+            get_many: format!(
+                "SELECT site, collection, {doc} FROM {s}.documents WHERE {keys} AND {}",
+                live(4)
+            ),
+            // The counters count expired documents until they are removed.
             site_count: format!(
-                "SELECT coalesce(sum(n), 0)::bigint FROM {s}.counters WHERE site = $1"
+                "SELECT (SELECT coalesce(sum(n), 0) FROM {s}.counters WHERE site = $1)::bigint \
+                 - (SELECT count(*) FROM {s}.documents WHERE site = $1 AND expires_at <= $2)"
             ),
             collections: format!(
-                "SELECT collection, n FROM {s}.counters WHERE site = $1 AND n > 0 ORDER BY collection"
+                "SELECT * FROM (SELECT collection, n - (SELECT count(*) FROM {s}.documents d \
+                 WHERE d.site = c.site AND d.collection = c.collection AND expires_at <= $2) \
+                 AS n FROM {s}.counters c WHERE site = $1) AS live WHERE n > 0 ORDER BY collection"
             ),
             sites: format!(
-                "SELECT DISTINCT site FROM {s}.counters WHERE n > 0 UNION \
-                 SELECT DISTINCT site FROM {s}.documents ORDER BY 1"
+                "SELECT DISTINCT site FROM {s}.documents WHERE {} ORDER BY 1",
+                live(1)
             ),
             counted: format!(
                 "SELECT collection, count(*) FROM {s}.documents WHERE site = $1 \
                  GROUP BY collection ORDER BY collection"
             ),
             counters: format!("SELECT collection, n FROM {s}.counters WHERE site = $1"),
-            size: format!("SELECT n FROM {s}.counters WHERE site = $1 AND collection = $2"),
+            size: format!(
+                "SELECT n - (SELECT count(*) FROM {s}.documents WHERE site = $1 \
+                 AND collection = $2 AND expires_at <= $3) FROM {s}.counters \
+                 WHERE site = $1 AND collection = $2"
+            ),
             set_counter: format!(
                 "INSERT INTO {s}.counters (site, collection, n) VALUES ($1, $2, $3) \
                  ON CONFLICT (site, collection) DO UPDATE SET n = excluded.n"
@@ -113,9 +139,28 @@ impl Statements {
             ),
             changes: format!(
                 "SELECT site, collection, id, position, kind, version, body, created_at, \
-                 created_by, time, actor FROM {s}.changes WHERE position > $1 \
+                 created_by, time, actor, expires_at FROM {s}.changes WHERE position > $1 \
                  AND ($2::text IS NULL OR site = $2) AND ($3::text IS NULL OR collection = $3) \
                  ORDER BY position LIMIT $4"
+            ),
+            claim: format!(
+                "INSERT INTO {s}.unique_claims (site, collection, id, ix, claim) \
+                 VALUES ($1, $2, $3, $4, $5)"
+            ),
+            release_claim: format!("DELETE FROM {s}.unique_claims WHERE {key} AND ix = $4"),
+            release_claims: format!("DELETE FROM {s}.unique_claims WHERE {key}"),
+            // The holders of claims ($1 sites, $2 indexes, $3 claims), whether their
+            // document is there and when it expires.
+            holders: format!(
+                "SELECT u.site, u.collection, u.ix, u.claim, u.id, d.id IS NOT NULL, d.expires_at \
+                 FROM unnest($1::text[], $2::text[], $3::bytea[]) AS c(s, i, v) \
+                 JOIN {s}.unique_claims u ON u.site = c.s AND u.ix = c.i \
+                 AND u.digest = sha256(c.v) AND u.claim = c.v LEFT JOIN {s}.documents d \
+                 ON d.site = u.site AND d.collection = u.collection AND d.id = u.id"
+            ),
+            expired: format!(
+                "SELECT site, collection, id FROM {s}.documents WHERE expires_at <= $1 \
+                 ORDER BY expires_at LIMIT $2"
             ),
             schema: s,
             update_fused: None,

@@ -92,15 +92,9 @@ impl PostgresStore {
     }
 
     /// Opens the store at `url` with `options`: creates its schema and tables when missing
-    /// (`docs/contract.md`, "PostgreSQL"). A unique index among the declared ones is
-    /// [`Error::InvalidArgument`]: this backend does not enforce them yet.
+    /// (`docs/contract.md`, "PostgreSQL"). A unique index declared over documents that share
+    /// a value is [`Error::InvalidArgument`] naming them.
     pub async fn open_with_options(url: &str, options: StoreOptions) -> Result<Self> {
-        if let Some(index) = options.indexes.iter().find(|index| index.is_unique()) {
-            return Err(Error::invalid(format!(
-                "index {}: the PostgreSQL backend does not enforce unique indexes yet",
-                index.name()
-            )));
-        }
         let Settings {
             url,
             schema,
@@ -116,7 +110,8 @@ impl PostgresStore {
             .build()
             .map_err(|err| Error::invalid(format!("PostgreSQL pool: {err}")))?;
         let mut client = pool.get().await.map_err(crate::error::pool)?;
-        let feed_id = crate::schema::migrate(&mut client, &schema, &options.indexes)
+        let now = options.clock.now();
+        let feed_id = crate::schema::migrate(&mut client, &schema, &options.indexes, now)
             .await
             .map_err(Fail::into_error)?;
         drop(client);
@@ -168,6 +163,7 @@ impl PostgresStore {
             client,
             sql: &self.inner.sql,
             indexes: &self.inner.options.indexes,
+            now: self.inner.now(),
             site,
             collection,
         }
@@ -212,8 +208,9 @@ impl Driver for PostgresStore {
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-            [&key.site(), &key.collection(), &key.id()];
+        let now = self.inner.now();
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&key.site(), &key.collection(), &key.id(), &now];
         let mut found = self
             .query_rows(&self.inner.sql.get, &params, |row| {
                 crate::rows::document(row, 0)
@@ -225,8 +222,9 @@ impl Driver for PostgresStore {
     /// One statement: one snapshot.
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         let arrays = crate::rows::KeyArrays::of(keys);
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-            [&arrays.sites, &arrays.collections, &arrays.ids];
+        let now = self.inner.now();
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&arrays.sites, &arrays.collections, &arrays.ids, &now];
         let found = self
             .query_rows(&self.inner.sql.get_many, &params, |row| {
                 Ok((crate::rows::key(row)?, crate::rows::document(row, 2)?))
@@ -261,7 +259,8 @@ impl Driver for PostgresStore {
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
-        self.query_rows(&self.inner.sql.collections, &[&site], |row| {
+        let now = self.inner.now();
+        self.query_rows(&self.inner.sql.collections, &[&site, &now], |row| {
             Ok((row.try_get(0)?, row.try_get::<_, i64>(1)? as u64))
         })
         .await
@@ -269,17 +268,20 @@ impl Driver for PostgresStore {
 
     async fn count(&self, site: &str) -> Result<u64> {
         let counts = self
-            .query_rows(&self.inner.sql.site_count, &[&site], |row| {
-                Ok(row.try_get::<_, i64>(0)? as u64)
-            })
+            .query_rows(
+                &self.inner.sql.site_count,
+                &[&site, &self.inner.now()],
+                |row| Ok(row.try_get::<_, i64>(0)? as u64),
+            )
             .await?;
         Ok(counts.into_iter().sum())
     }
 
-    /// From the counters and the documents (a site whose counters were lost is listed too):
-    /// reads every row's site, so it costs a scan of the primary key.
+    /// From the documents not expired: reads every row's site, so it costs a scan of the
+    /// primary key.
     async fn sites(&self) -> Result<Vec<String>> {
-        self.query_rows(&self.inner.sql.sites, &[], |row| Ok(row.try_get(0)?))
+        let now = self.inner.now();
+        self.query_rows(&self.inner.sql.sites, &[&now], |row| Ok(row.try_get(0)?))
             .await
     }
 
@@ -312,6 +314,17 @@ impl Driver for PostgresStore {
             Ok::<_, Fail>(recount)
         };
         recounted.await.map_err(Fail::into_error)
+    }
+
+    /// In transactions of at most 200 documents, each removed with its change as a write on
+    /// its key would (see the `write` module).
+    async fn sweep_expired(&self, limit: usize) -> Result<usize> {
+        let swept = crate::write::sweep(&self.inner, limit).await;
+        swept.map_err(Fail::into_error)
+    }
+
+    fn supports_expiry(&self) -> bool {
+        true
     }
 
     async fn changes(

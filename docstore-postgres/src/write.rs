@@ -5,7 +5,9 @@
 //! the document writes, the counters, the write identities, the change rows and `COMMIT` in
 //! one pipeline ([`crate::pipeline`]). Every statement is prepared once per connection and
 //! reads or writes one key through the primary key, but the change insert. A race with
-//! another writer (a key inserted meanwhile, a deadlock) runs the transaction again.
+//! another writer (a key inserted meanwhile, a deadlock) runs the transaction again. An
+//! expired document at a key is removed first, with its change (`docs/contract.md`,
+//! "Expiry"); a unique value claimed twice fails the transaction ([`crate::unique`]).
 
 use crate::error::Fail;
 use crate::json::Body;
@@ -14,7 +16,8 @@ use crate::rows::{self, KeyArrays};
 use crate::store::Inner;
 use docstore::batch::Decision;
 use docstore::identity::KeptIds;
-use docstore::request::{Answer, KeptChange, QuotaCount, Request};
+use docstore::index::unique;
+use docstore::request::{Answer, Found, KeptChange, Logged, QuotaCount, Request};
 use docstore::{Document, Error, Key};
 use futures_util::future::try_join_all;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -23,6 +26,9 @@ use tokio_postgres::types::ToSql;
 /// How many times a transaction that raced another writer runs before the write gives up
 /// ([`Error::Unavailable`]).
 const MAX_ATTEMPTS: usize = 32;
+
+/// The most expired documents one transaction of the sweep removes.
+const SWEEP_CHUNK: usize = 200;
 
 /// Runs `request` in a transaction, again after a race.
 pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, Error> {
@@ -36,7 +42,15 @@ pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, 
     let mut attempt = 1;
     loop {
         let client = inner.pool.get().await.map_err(crate::error::pool)?;
-        match transaction(inner, &client, request).await {
+        let result = transaction(inner, &client, request).await;
+        drop(client);
+        match result {
+            Err(Fail::Stale(keys)) if attempt < MAX_ATTEMPTS => {
+                match remove_expired(inner, &keys).await {
+                    Err(fail) if !fail.is_race() => return Err(fail.into_error()),
+                    _ => attempt += 1,
+                }
+            }
             Err(fail) if fail.is_race() && attempt < MAX_ATTEMPTS => attempt += 1,
             Ok(answer) => {
                 inner.feed.commits.committed();
@@ -61,37 +75,118 @@ async fn transaction(
     client: &deadpool_postgres::Client,
     request: &Request<'_>,
 ) -> Result<Answer, Fail> {
-    let (open, mut read) = read(inner, client, request).await?;
-    let current: Vec<Option<Document>> = request
-        .keys()
-        .map(|key| read.documents.remove(key))
-        .collect();
     let now = inner.now();
-    if request.is_repeat(&current, |key| read.kept.get(key), now) {
-        return Ok(Answer::Repeat(current));
+    let (open, mut read) = read(inner, client, request.keys().collect(), now).await?;
+    let found = request.keys().map(|key| read.documents.remove(key));
+    let found = Found::at(found.collect(), now);
+    if request.is_repeat(&found.current, |key| read.kept.get(key), now) {
+        return Ok(Answer::Repeat(found.current));
     }
     let mut quota = QuotaCount::new(inner.options.max_docs_per_site, |site| {
         read.counts.get(site).copied().unwrap_or(0)
     });
-    let decisions = request.decide(&current, now, inner.options.max_doc_bytes, &mut quota)?;
-    let plan = Plan::new(inner, request, &current, &decisions, (&read.kept, now))?;
-    plan.send(client).await?;
+    let decisions = request.decide(&found.current, now, inner.options.max_doc_bytes, &mut quota)?;
+    let mut plan = Plan::new(inner, now);
+    let mut bodies: Vec<Option<Body>> = decisions
+        .iter()
+        .map(|decision| match decision {
+            Decision::Store { document, .. } => Some(Body::of(&document.data)),
+            _ => None,
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..decisions.len()).collect();
+    order.sort_by_key(|&i| request.ops()[i].key());
+    for i in order {
+        let key = request.ops()[i].key();
+        // An expired document's identities went with it.
+        let kept = match &found.expired[i] {
+            Some(_) => {
+                plan.expire(key);
+                None
+            }
+            None => read.kept.get(key),
+        };
+        let write = (&decisions[i], found.current[i].as_ref(), bodies[i].as_ref());
+        plan.write(request, key, write, kept)?;
+    }
+    for change in request.changes(&decisions, &found, now) {
+        let body = change.document.and(bodies[change.position].take());
+        plan.changes.push(&change, body.map(|body| body.text));
+    }
+    match plan.send(client).await {
+        Err(violation) if violation.is_unique_violation() => {
+            drop(open);
+            let judged = crate::unique::judge(inner, client, request, &decisions, now).await;
+            return Err(match judged {
+                Ok(Some(fail)) | Err(fail) => fail,
+                Ok(None) => violation,
+            });
+        }
+        sent => sent?,
+    }
     open.committed();
     Ok(Answer::applied(decisions))
 }
 
-/// Opens the transaction and reads what the request needs in the same pipeline.
+/// Removes the documents at `keys` that are expired once locked, each with its change, in one
+/// transaction, and the unique claims left at keys holding no document; how many documents
+/// it removed.
+pub(crate) async fn remove_expired(inner: &Inner, keys: &[Key]) -> Result<usize, Fail> {
+    let client = inner.pool.get().await.map_err(crate::error::pool)?;
+    let now = inner.now();
+    let (open, mut read) = read(inner, &client, keys.iter().collect(), now).await?;
+    let mut plan = Plan::new(inner, now);
+    let mut removed = 0;
+    for key in keys.iter().collect::<BTreeSet<_>>() {
+        match read.documents.remove(key) {
+            Some(doc) if doc.is_expired(now) => {
+                plan.expire(key);
+                plan.changes
+                    .push(&Logged::expired(removed, key, &doc), None);
+                removed += 1;
+            }
+            Some(_) => {}
+            None => plan.release_all(key),
+        }
+    }
+    plan.send(&client).await?;
+    open.committed();
+    inner.feed.commits.committed();
+    Ok(removed)
+}
+
+/// Removes up to `limit` expired documents, longest expired first, in transactions of at most
+/// [`SWEEP_CHUNK`] (`docs/contract.md`, "Expiry"); how many it removed.
+pub(crate) async fn sweep(inner: &Inner, limit: usize) -> Result<usize, Fail> {
+    let mut swept = 0;
+    while swept < limit {
+        let chunk = SWEEP_CHUNK.min(limit - swept);
+        let client = inner.pool.get().await.map_err(crate::error::pool)?;
+        let statement = client.prepare_cached(&inner.sql.expired).await?;
+        let params: [&(dyn ToSql + Sync); 2] = [&inner.now(), &(chunk as i64)];
+        let keys = client.query(&statement, &params).await?;
+        drop(client);
+        let keys: Vec<Key> = keys.iter().map(rows::key).collect::<Result<_, _>>()?;
+        swept += remove_expired(inner, &keys).await?;
+        if keys.len() < chunk {
+            break;
+        }
+    }
+    Ok(swept)
+}
+
+/// Opens the transaction and locks and reads `keys` in the same pipeline.
 async fn read<'c>(
     inner: &Inner,
     client: &'c deadpool_postgres::Client,
-    request: &Request<'_>,
+    keys: BTreeSet<&Key>,
+    now: i64,
 ) -> Result<(Open<'c>, Read), Fail> {
     let (lock, count) = futures_util::future::try_join(
         client.prepare_cached(&inner.sql.lock),
         client.prepare_cached(&inner.sql.site_count),
     )
     .await?;
-    let keys: BTreeSet<&Key> = request.keys().collect();
     let names: Vec<[&str; 3]> = keys
         .iter()
         .map(|key| [key.site(), key.collection(), key.id()])
@@ -106,7 +201,8 @@ async fn read<'c>(
         .iter()
         .map(|[s, c, i]| [s as _, c as _, i as _])
         .collect();
-    let site_params: Vec<[&(dyn ToSql + Sync); 1]> = sites.iter().map(|s| [s as _]).collect();
+    let site_params: Vec<[&(dyn ToSql + Sync); 2]> =
+        sites.iter().map(|s| [s as _, &now as _]).collect();
     let (open, begin) = Open::begin(client).await;
     let mut locked = Vec::with_capacity(names.len());
     for params in &key_params {
@@ -147,112 +243,132 @@ macro_rules! params {
 }
 
 /// Everything a request writes after its decisions, in the order it is sent: the documents
-/// and their identities in key order, the counters, then the change rows (the feed's lock is
-/// taken last, to be held for the least time).
+/// and their identities in key order, the unique claims released, then those claimed (so a
+/// request may move a value between its documents), the counters, then the change rows (the
+/// feed's lock is taken last, to be held for the least time).
 struct Plan<'s> {
+    inner: &'s Inner,
+    now: i64,
     statements: Vec<(&'s str, Vec<Param>)>,
+    releases: Vec<(&'s str, Vec<Param>)>,
+    claims: Vec<(&'s str, Vec<Param>)>,
+    counters: BTreeMap<(String, String), i64>,
     changes: ChangeRows,
 }
 
-/// The change rows of a request, in its order, as the parallel arrays of `log_changes`.
-#[derive(Default)]
-struct ChangeRows {
-    keys: KeyArrays,
-    kinds: Vec<&'static str>,
-    versions: Vec<i64>,
-    bodies: Vec<Option<String>>,
-    created: Vec<Option<i64>>,
-    creators: Vec<Option<String>>,
-    times: Vec<i64>,
-    actors: Vec<String>,
+/// A key's names as the first three parameters of a statement.
+fn names(key: &Key) -> Vec<Param> {
+    params![
+        key.site().to_owned(),
+        key.collection().to_owned(),
+        key.id().to_owned()
+    ]
 }
 
 impl<'s> Plan<'s> {
-    fn new(
-        inner: &'s Inner,
-        request: &Request<'_>,
-        current: &[Option<Document>],
-        decisions: &[Decision],
-        (kept, now): (&HashMap<Key, KeptIds>, i64),
-    ) -> Result<Self, Fail> {
-        let sql = &inner.sql;
-        let mut plan = Plan {
+    fn new(inner: &'s Inner, now: i64) -> Self {
+        Plan {
+            inner,
+            now,
             statements: Vec::new(),
+            releases: Vec::new(),
+            claims: Vec::new(),
+            counters: BTreeMap::new(),
             changes: ChangeRows::default(),
-        };
-        let mut bodies: Vec<Option<Body>> = decisions
-            .iter()
-            .map(|decision| match decision {
-                Decision::Store { document, .. } => Some(Body::of(&document.data)),
-                _ => None,
-            })
-            .collect();
-        let mut counters: BTreeMap<(&str, &str), i64> = BTreeMap::new();
-        let mut order: Vec<usize> = (0..decisions.len()).collect();
-        order.sort_by_key(|&i| request.ops()[i].key());
-        for &i in &order {
-            let (key, decision) = (request.ops()[i].key(), &decisions[i]);
-            let names = || {
-                params![
-                    key.site().to_owned(),
-                    key.collection().to_owned(),
-                    key.id().to_owned()
-                ]
-            };
-            let mut params = names();
-            let statement = match (decision, &bodies[i]) {
-                (
-                    Decision::Store {
-                        document: d,
-                        creates,
-                    },
-                    Some(body),
-                ) => {
-                    params.extend(params![body.jsonb(), body.raw(), d.updated_at]);
-                    params.extend(params![d.updated_by.clone(), rows::version(d.version)?]);
-                    if !creates {
-                        Some(&sql.update)
-                    } else {
-                        params.extend(params![d.created_at, d.created_by.clone()]);
-                        Some(&sql.insert)
-                    }
+        }
+    }
+
+    /// Removes the expired document at `key` with its identities and unique claims, before
+    /// the write on its key (`docs/contract.md`, "Expiry"; its change is the caller's).
+    fn expire(&mut self, key: &Key) {
+        let sql = &self.inner.sql;
+        self.statements.push((&sql.delete, names(key)));
+        self.statements.push((&sql.forget_ids, names(key)));
+        self.release_all(key);
+        self.count(key, -1);
+    }
+
+    /// Releases every claim of the document at `key` when its collection has unique indexes.
+    fn release_all(&mut self, key: &Key) {
+        let indexes = self.inner.options.indexes.for_collection(key.collection());
+        if indexes.iter().any(|index| index.is_unique()) {
+            self.releases
+                .push((&self.inner.sql.release_claims, names(key)));
+        }
+    }
+
+    fn count(&mut self, key: &Key, delta: i64) {
+        let collection = (key.site().to_owned(), key.collection().to_owned());
+        *self.counters.entry(collection).or_default() += delta;
+    }
+
+    /// The statements of write `decision` at `key`, where `current` was (the live document),
+    /// `body` the text of the document it stores and `kept` the identities the key keeps.
+    fn write(
+        &mut self,
+        request: &Request<'_>,
+        key: &Key,
+        (decision, current, body): (&Decision, Option<&Document>, Option<&Body>),
+        kept: Option<&KeptIds>,
+    ) -> Result<(), Fail> {
+        let sql = &self.inner.sql;
+        let mut params = names(key);
+        let statement = match (decision, body) {
+            (
+                Decision::Store {
+                    document: d,
+                    creates,
+                },
+                Some(body),
+            ) => {
+                params.extend(params![body.jsonb(), body.raw(), d.updated_at]);
+                params.extend(params![d.updated_by.clone(), rows::version(d.version)?]);
+                params.extend(params![d.expires_at]);
+                if !creates {
+                    Some(&sql.update)
+                } else {
+                    params.extend(params![d.created_at, d.created_by.clone()]);
+                    Some(&sql.insert)
                 }
-                (Decision::Remove, _) if current[i].is_some() => Some(&sql.delete),
-                _ => None,
-            };
-            if let Some(statement) = statement {
-                plan.statements.push((statement, params));
             }
-            *counters.entry((key.site(), key.collection())).or_default() +=
-                decision.counter_delta();
-            plan.identities(sql, request, decision, (kept.get(key), now), names);
-        }
-        for ((site, collection), delta) in counters.into_iter().filter(|(_, d)| *d != 0) {
-            let params = params![site.to_owned(), collection.to_owned(), delta];
-            plan.statements.push((&sql.count, params));
-        }
-        for (i, decision) in decisions.iter().enumerate() {
-            let (key, body) = (
-                request.ops()[i].key(),
-                bodies[i].take().map(|body| body.text),
-            );
-            let write = (decision, current[i].as_ref());
-            plan.changes.push(key, write, body, (request.actor(), now));
-        }
-        let log = match plan.changes.kinds.len() {
-            0 => return Ok(plan),
-            1 => &sql.log_change,
-            _ => &sql.log_changes,
+            (Decision::Remove, _) if current.is_some() => Some(&sql.delete),
+            _ => None,
         };
-        let changes = std::mem::take(&mut plan.changes).params(inner);
-        plan.statements.push((log, changes));
-        plan.fuse(sql);
-        Ok(plan)
+        if let Some(statement) = statement {
+            self.statements.push((statement, params));
+        }
+        self.count(key, decision.counter_delta());
+        self.claims(key, decision, current);
+        self.identities(request, key, decision, kept);
+        Ok(())
+    }
+
+    /// Claims the unique values the write gives its document and releases those it drops
+    /// ([`crate::unique`]).
+    fn claims(&mut self, key: &Key, decision: &Decision, current: Option<&Document>) {
+        let after = match decision {
+            Decision::Store { document, .. } => Some(document),
+            Decision::Remove => None,
+            Decision::Keep => return,
+        };
+        let indexes = self.inner.options.indexes.for_collection(key.collection());
+        let sql = &self.inner.sql;
+        for (index, claim) in unique::claim_changes(indexes, current, after) {
+            let mut params = names(key);
+            params.extend(params![crate::keys::name(index.declaration())]);
+            if let Some(claim) = claim {
+                let mut claimed = names(key);
+                claimed.extend(params![crate::keys::name(index.declaration()), claim]);
+                self.claims.push((&sql.claim, claimed));
+            }
+            self.releases.push((&sql.release_claim, params));
+        }
     }
 
     /// The statements of a single update (document, identities, change) as the one
     /// statement that does all three ([`crate::fused`]): one answer to wait for, not three.
-    fn fuse(&mut self, sql: &'s crate::sql::Statements) {
+    fn fuse(&mut self) {
+        let sql = &self.inner.sql;
         let Some(fused) = &sql.update_fused else {
             return;
         };
@@ -271,30 +387,51 @@ impl<'s> Plan<'s> {
     /// one forgets the key's identities (they were the deleted document's).
     fn identities(
         &mut self,
-        sql: &'s crate::sql::Statements,
         request: &Request<'_>,
+        key: &Key,
         decision: &Decision,
-        (kept, now): (Option<&KeptIds>, i64),
-        names: impl Fn() -> Vec<Param>,
+        kept: Option<&KeptIds>,
     ) {
-        let kept = match request.kept_after(decision, kept, now) {
+        let sql = &self.inner.sql;
+        let kept = match request.kept_after(decision, kept, self.now) {
             KeptChange::Unchanged => return,
-            KeptChange::Forget => return self.statements.push((&sql.forget_ids, names())),
+            KeptChange::Forget => return self.statements.push((&sql.forget_ids, names(key))),
             KeptChange::Keep(kept) => kept,
         };
-        let mut params = names();
+        let mut params = names(key);
         params.extend(params![kept.ids.encode(), kept.deleted_at]);
         self.statements.push((&sql.keep_ids, params));
         if kept.deleted_at.is_some() {
-            let horizon = now.saturating_sub(docstore::identity::DELETE_IDS_KEPT_FOR_NANOS);
+            let horizon = self
+                .now
+                .saturating_sub(docstore::identity::DELETE_IDS_KEPT_FOR_NANOS);
             self.statements.push((&sql.prune_ids, params![horizon]));
         }
     }
 
-    /// Sends every statement and `COMMIT` in one pipeline (each prepared once per
-    /// connection). A statement that fails aborts the transaction, and its `COMMIT` with it;
-    /// one that could not be sent keeps `COMMIT` from going.
-    async fn send(self, client: &deadpool_postgres::Client) -> Result<(), Fail> {
+    /// Sends every statement, the counters, the change rows and `COMMIT` in one pipeline
+    /// (each prepared once per connection). A statement that fails aborts the transaction,
+    /// and its `COMMIT` with it; one that could not be sent keeps `COMMIT` from going.
+    async fn send(mut self, client: &deadpool_postgres::Client) -> Result<(), Fail> {
+        let sql = &self.inner.sql;
+        self.statements.append(&mut self.releases);
+        self.statements.append(&mut self.claims);
+        for ((site, collection), delta) in std::mem::take(&mut self.counters) {
+            if delta != 0 {
+                self.statements
+                    .push((&sql.count, params![site, collection, delta]));
+            }
+        }
+        let log = match self.changes.kinds.len() {
+            0 => None,
+            1 => Some(&sql.log_change),
+            _ => Some(&sql.log_changes),
+        };
+        if let Some(log) = log {
+            let changes = std::mem::take(&mut self.changes).params(self.inner);
+            self.statements.push((log, changes));
+        }
+        self.fuse();
         let prepared = try_join_all(
             self.statements
                 .iter()
@@ -325,38 +462,33 @@ impl<'s> Plan<'s> {
     }
 }
 
+/// The change rows of a request, in its order, as the parallel arrays of `log_changes`.
+#[derive(Default)]
+struct ChangeRows {
+    keys: KeyArrays,
+    kinds: Vec<&'static str>,
+    versions: Vec<i64>,
+    bodies: Vec<Option<String>>,
+    created: Vec<Option<i64>>,
+    creators: Vec<Option<String>>,
+    times: Vec<i64>,
+    actors: Vec<String>,
+    expires: Vec<Option<i64>>,
+}
+
 impl ChangeRows {
-    /// The change of a write by `actor` (none for a check or a delete of nothing), `body` the
-    /// text of the document it stored.
-    fn push(
-        &mut self,
-        key: &Key,
-        (decision, previous): (&Decision, Option<&Document>),
-        body: Option<String>,
-        (actor, now): (&str, i64),
-    ) {
-        match (decision, previous) {
-            (Decision::Store { document, creates }, _) => {
-                self.kinds
-                    .push(if *creates { "created" } else { "updated" });
-                self.versions.push(document.version as i64);
-                self.created.push(Some(document.created_at));
-                self.creators.push(Some(document.created_by.clone()));
-                self.times.push(document.updated_at);
-                self.actors.push(document.updated_by.clone());
-            }
-            (Decision::Remove, Some(previous)) => {
-                self.kinds.push("deleted");
-                self.versions.push(previous.version as i64);
-                self.created.push(None);
-                self.creators.push(None);
-                self.times.push(now);
-                self.actors.push(actor.to_owned());
-            }
-            _ => return,
-        }
-        self.keys.push(key);
+    /// The row of `change`, `body` the text of the document it stored.
+    fn push(&mut self, change: &Logged<'_>, body: Option<String>) {
+        let document = change.document;
+        self.keys.push(change.key);
+        self.kinds.push(change.kind.as_str());
+        self.versions.push(change.version as i64);
         self.bodies.push(body);
+        self.created.push(document.map(|d| d.created_at));
+        self.creators.push(document.map(|d| d.created_by.clone()));
+        self.times.push(change.time);
+        self.actors.push(change.actor.to_owned());
+        self.expires.push(document.and_then(|d| d.expires_at));
     }
 
     fn params(self, inner: &Inner) -> Vec<Param> {
@@ -375,7 +507,7 @@ impl ChangeRows {
             self.creators,
             self.times
         ]);
-        params.extend(params![self.actors]);
+        params.extend(params![self.actors, self.expires]);
         params
     }
 }

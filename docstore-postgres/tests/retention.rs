@@ -136,8 +136,8 @@ async fn a_retention_that_is_not_whole_hours_above_zero_is_refused() {
     }
 }
 
-/// A schema written by the first version (no `meta.pruned_through`) is upgraded on open and
-/// keeps its documents and feed.
+/// A schema written by the first version (no `meta.pruned_through`, no expiry, no unique
+/// claims) is upgraded on open to the current one and keeps its documents and feed.
 #[tokio::test]
 async fn a_first_version_schema_is_upgraded_in_place() {
     let url = url("upgrade", "");
@@ -154,6 +154,9 @@ async fn a_first_version_schema_is_upgraded_in_place() {
     let schema = url.split("schema=").nth(1).unwrap();
     let downgrade = format!(
         "ALTER TABLE \"{schema}\".meta DROP COLUMN pruned_through; \
+         ALTER TABLE \"{schema}\".documents DROP COLUMN expires_at; \
+         ALTER TABLE \"{schema}\".changes DROP COLUMN expires_at; \
+         DROP TABLE \"{schema}\".unique_claims, \"{schema}\".unique_indexes; \
          UPDATE \"{schema}\".meta SET version = 1"
     );
     client.batch_execute(&downgrade).await.unwrap();
@@ -161,8 +164,15 @@ async fn a_first_version_schema_is_upgraded_in_place() {
 
     let (_, reopened) = open(&url, &clock).await;
     assert_eq!(ids_from(&reopened, FeedStart::Oldest).await.unwrap(), ["a"]);
+    let expiring = Key::new("s", "c", "b").unwrap();
+    let written = reopened
+        .create(&expiring, Data::new(), "w")
+        .expires_at(2 * HOUR)
+        .await
+        .unwrap();
+    assert_eq!(reopened.get(&expiring).await.unwrap(), Some(written));
     let version = format!("SELECT version FROM \"{schema}\".meta");
     let version: i32 = client.query_one(&version, &[]).await.unwrap().get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     driver.drop_schema().await.unwrap();
 }

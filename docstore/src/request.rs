@@ -57,7 +57,9 @@
 use crate::batch::{self, BatchBytes, CheckedBatch, Decision, Write, WriteOutcome};
 use crate::driver::{Expiry, Origin};
 use crate::identity::KeptIds;
-use crate::{Data, Document, Error, Key, Result, WriteId};
+use crate::index::IndexSet;
+use crate::index::unique::{self, Claim};
+use crate::{ChangeKind, Data, Document, Error, Key, Result, WriteId};
 use std::borrow::Borrow;
 use std::collections::HashMap;
 
@@ -284,6 +286,116 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The unique values the documents `decisions` store claim in `indexes`, each with its
+    /// write's position: what a driver that learns of a clash only after writing (a deferred
+    /// constraint) looks up, to judge the request with [`Request::check_unique`].
+    pub fn claims<'i>(
+        &self,
+        decisions: &[Decision],
+        indexes: &'i IndexSet,
+    ) -> Vec<(usize, Claim<'i>)> {
+        let stored = self.ops.iter().zip(decisions).enumerate();
+        stored
+            .filter_map(|(i, (op, decision))| match decision {
+                Decision::Store { document, .. } => Some((i, op.key(), document)),
+                _ => None,
+            })
+            .flat_map(|(i, key, doc)| {
+                let indexes = indexes.for_collection(key.collection());
+                unique::claims(indexes, doc)
+                    .into_iter()
+                    .map(move |claim| (i, claim))
+            })
+            .collect()
+    }
+
+    /// Judges the request's unique claims as its writes leave the documents
+    /// (`docs/contract.md`, "Unique indexes"; [`unique::check_batch`]): `holder_of(key,
+    /// claim, except)` answers the smallest id other than `except` holding `claim` in `key`'s
+    /// site and collection before the request. A single call's refusal is its own
+    /// [`Error::UniqueViolation`], a batch's [`Error::Batch`] naming the write.
+    pub fn check_unique<F>(
+        &self,
+        decisions: &[Decision],
+        indexes: &IndexSet,
+        holder_of: F,
+    ) -> Result<()>
+    where
+        F: FnMut(&Key, &Claim<'_>, &str) -> Result<Option<String>>,
+    {
+        let writes: Vec<unique::BatchWrite<'_>> = self
+            .ops
+            .iter()
+            .zip(decisions)
+            .enumerate()
+            .filter_map(|(position, (op, decision))| {
+                let stored = match decision {
+                    Decision::Store { document, .. } => Some(document),
+                    Decision::Remove => None,
+                    Decision::Keep => return None,
+                };
+                let key = op.key();
+                Some(unique::BatchWrite {
+                    position,
+                    key,
+                    stored,
+                })
+            })
+            .collect();
+        let checked = unique::check_batch(&writes, |c| indexes.for_collection(c), holder_of);
+        match self.batch {
+            Some(_) => checked,
+            None => checked.map_err(unwrap_single),
+        }
+    }
+
+    /// The changes the request logs once its `decisions`, made on `found` at `now`, are
+    /// applied, in its order (`docs/contract.md`, "Change feed"): the removal of an expired
+    /// document before the write on its key, then the write's own — none for a check or a
+    /// delete that found nothing.
+    pub fn changes<'s>(
+        &'s self,
+        decisions: &'s [Decision],
+        found: &'s Found,
+        now: i64,
+    ) -> Vec<Logged<'s>> {
+        let mut logged = Vec::new();
+        let at_keys = found.current.iter().zip(&found.expired);
+        for (position, (decision, (current, expired))) in decisions.iter().zip(at_keys).enumerate()
+        {
+            let key = self.ops[position].key();
+            if let Some(gone) = expired {
+                logged.push(Logged::expired(position, key, gone));
+            }
+            let change = match (decision, current) {
+                (Decision::Store { document, creates }, _) => Logged {
+                    kind: match creates {
+                        true => ChangeKind::Created,
+                        false => ChangeKind::Updated,
+                    },
+                    version: document.version,
+                    document: Some(document),
+                    time: document.updated_at,
+                    actor: &document.updated_by,
+                    position,
+                    key,
+                },
+                (Decision::Remove, Some(previous)) => Logged {
+                    kind: ChangeKind::Deleted,
+                    version: previous.version,
+                    document: None,
+                    time: now,
+                    actor: self.actor,
+                    position,
+                    key,
+                },
+                _ => continue,
+            };
+            logged.push(change);
+        }
+        logged
+    }
+
     /// What the key of a write keeps of the identities after the write's `decision`, given
     /// `earlier` (what it kept before): nothing changes for a check or a delete of nothing; a
     /// write with an identity keeps it ([`KeptIds::written`], [`KeptIds::deleted`]); a
@@ -300,6 +412,84 @@ impl<'a> Request<'a> {
             (Decision::Remove, None) => KeptChange::Forget,
             (Decision::Store { .. }, Some(id)) => KeptChange::Keep(KeptIds::written(id, earlier)),
             (Decision::Remove, Some(id)) => KeptChange::Keep(KeptIds::deleted(id, earlier, now)),
+        }
+    }
+}
+
+/// What a request finds at its keys at `now` (`docs/contract.md`, "Expiry"): from its expiry
+/// instant a document is treated as deleted, so its writes find the key empty, and the
+/// driver removes the expired document first, in the request's own atomic unit, with its
+/// [`Expired`](crate::ChangeKind::Expired) change.
+///
+/// ```
+/// use docstore::request::Found;
+/// use docstore::{Data, Document};
+///
+/// let mut expiring = Document::first("a", Data::new(), "ann", 1);
+/// expiring.expires_at = Some(10);
+/// let found = Found::at(vec![Some(expiring.clone()), None], 10);
+/// assert_eq!(found.current, [None, None]);
+/// assert_eq!(found.expired, [Some(expiring.clone()), None]);
+/// assert_eq!(Found::at(vec![Some(expiring.clone())], 9).current, [Some(expiring)]);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Found {
+    /// The documents the writes see, in key order of the request: an expired one as `None`.
+    /// What [`Request::is_repeat`] and [`Request::decide`] take.
+    pub current: Vec<Option<Document>>,
+    /// The expired documents at the keys, in the same order: what the driver removes first.
+    pub expired: Vec<Option<Document>>,
+}
+
+impl Found {
+    /// Splits `documents`, read at the request's keys, at `now` (the store clock's instant).
+    pub fn at(documents: Vec<Option<Document>>, now: i64) -> Found {
+        let mut found = Found::default();
+        for document in documents {
+            let expired = document.as_ref().is_some_and(|d| d.is_expired(now));
+            let (current, gone) = match expired {
+                true => (None, document),
+                false => (document, None),
+            };
+            found.current.push(current);
+            found.expired.push(gone);
+        }
+        found
+    }
+}
+
+/// One change a request logs ([`Request::changes`]): what a driver writing its own feed
+/// records, before the feed gives it a position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Logged<'a> {
+    /// The position of the write it comes from in the request.
+    pub position: usize,
+    /// The document's key.
+    pub key: &'a Key,
+    /// What happened: `Created`, `Updated`, `Deleted` or `Expired`.
+    pub kind: ChangeKind,
+    /// The version written, or removed.
+    pub version: u64,
+    /// The document as the write left it; `None` for a removal.
+    pub document: Option<&'a Document>,
+    /// When: the document's `updated_at`, the delete's instant, or the expiry instant.
+    pub time: i64,
+    /// Who: the document's `updated_by`, the deleting call's actor, or nobody for an expiry.
+    pub actor: &'a str,
+}
+
+impl<'a> Logged<'a> {
+    /// The removal of the expired document `gone` at `key` (`docs/contract.md`, "Expiry"): at
+    /// its expiry instant, by nobody.
+    pub fn expired(position: usize, key: &'a Key, gone: &Document) -> Self {
+        Logged {
+            position,
+            key,
+            kind: ChangeKind::Expired,
+            version: gone.version,
+            document: None,
+            time: gone.expires_at.unwrap_or(gone.updated_at),
+            actor: "",
         }
     }
 }
@@ -725,6 +915,61 @@ mod tests {
             batch.is_batch() && matches!(batch.call(), Call::Batch(b) if b.writes().len() == 1)
         );
         assert_eq!(batch.origin().actor, "ann");
+    }
+
+    #[test]
+    fn an_expired_documents_removal_is_logged_before_the_write_on_its_key() {
+        let (a, b) = (key("a"), key("b"));
+        let mut gone = Document::first("a", Data::new(), "x", 1);
+        gone.expires_at = Some(5);
+        let writes = [
+            Write::put(a.clone(), Data::new()),
+            Write::check(b.clone(), None),
+        ];
+        let checked = CheckedBatch::check(&writes, 100).unwrap();
+        let request = Request::batch(&checked, origin(None));
+        let found = Found::at(vec![Some(gone), None], 7);
+        let mut quota = QuotaCount::unlimited();
+        let decisions = request.decide(&found.current, 7, 100, &mut quota).unwrap();
+        let logged: Vec<(&str, ChangeKind, u64, i64, &str)> = request
+            .changes(&decisions, &found, 7)
+            .iter()
+            .map(|c| (c.key.id(), c.kind, c.version, c.time, c.actor))
+            .collect();
+        let expected = [
+            ("a", ChangeKind::Expired, 1, 5, ""),
+            ("a", ChangeKind::Created, 1, 7, "ann"),
+        ];
+        assert_eq!(logged, expected);
+    }
+
+    #[test]
+    fn unique_refusals_are_a_single_calls_own_and_name_a_batchs_write() {
+        let set =
+            IndexSet::new([crate::Index::parse("c", "by_e", ["e"]).unwrap().unique()]).unwrap();
+        let data = crate::object(serde_json::json!({"e": 1})).unwrap();
+        let create = Write::create(key("b"), data.clone());
+        let held = |_: &Key, _: &Claim<'_>, except: &str| Ok((except != "a").then(|| "a".into()));
+        let single = Request::single(Op::Write(&create), origin(None));
+        let decide = |request: &Request<'_>| {
+            let none: Vec<Option<Document>> = vec![None; request.ops().len()];
+            request
+                .decide(&none, 1, 100, &mut QuotaCount::unlimited())
+                .unwrap()
+        };
+        let err = single
+            .check_unique(&decide(&single), &set, held)
+            .unwrap_err();
+        assert!(matches!(err, Error::UniqueViolation { ref holder, .. } if holder == "a"));
+        let writes = [Write::create(key("c"), Data::new()), create.clone()];
+        let checked = CheckedBatch::check(&writes, 100).unwrap();
+        let batch = Request::batch(&checked, origin(None));
+        let err = batch.check_unique(&decide(&batch), &set, held).unwrap_err();
+        assert!(matches!(
+            err.batch_failure(),
+            Some((1, Error::UniqueViolation { .. }))
+        ));
+        assert_eq!(batch.claims(&decide(&batch), &set).len(), 1);
     }
 
     #[test]

@@ -55,6 +55,41 @@ pub fn claims<'a>(indexes: &'a [CompiledIndex], doc: &Document) -> Vec<Claim<'a>
         .collect()
 }
 
+/// What a write does to its document's claims in `indexes` (those of its collection), from
+/// the document before it (`None`: no document, or one that expired) to the one after
+/// (`None`: removed): each unique index whose claim changes, with the claim after (`None`:
+/// the value is released). For a backend keeping claims beside the documents.
+///
+/// ```
+/// use docstore::index::{Index, IndexSet, unique};
+///
+/// let set = IndexSet::new([Index::parse("u", "by_email", ["email"])?.unique()])?;
+/// let indexes = set.for_collection("u");
+/// let user = |email: serde_json::Value| {
+///     docstore::Document::first("a", docstore::object(serde_json::json!({"email": email})).unwrap(), "", 0)
+/// };
+/// let (x, y) = (user("x".into()), user("y".into()));
+/// assert!(unique::claim_changes(indexes, Some(&x), Some(&x)).is_empty());
+/// assert_eq!(unique::claim_changes(indexes, Some(&x), Some(&y))[0].1, indexes[0].claim(&y));
+/// assert_eq!(unique::claim_changes(indexes, Some(&x), None)[0].1, None);
+/// # Ok::<(), docstore::Error>(())
+/// ```
+pub fn claim_changes<'a>(
+    indexes: &'a [CompiledIndex],
+    before: Option<&Document>,
+    after: Option<&Document>,
+) -> Vec<(&'a CompiledIndex, Option<Vec<u8>>)> {
+    let claim = |index: &CompiledIndex, doc: Option<&Document>| doc.and_then(|d| index.claim(d));
+    indexes
+        .iter()
+        .filter(|index| index.is_unique())
+        .filter_map(|index| {
+            let now = claim(index, after);
+            (claim(index, before) != now).then_some((index, now))
+        })
+        .collect()
+}
+
 /// The index keys of the documents holding `value`: from `value` (inclusive) to the end
 /// (exclusive; `None`: to the end of the index). Every key of a holder starts with the
 /// value and ends with its id.
@@ -225,6 +260,62 @@ impl<'a> DuplicateFinder<'a> {
                 self.pairs.join(", ")
             ))
         })
+    }
+}
+
+/// One document's claim in a unique index built over stored documents ([`build`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuiltClaim {
+    /// The document's site.
+    pub site: String,
+    /// The document's id.
+    pub id: String,
+    /// The value it claims.
+    pub value: Vec<u8>,
+}
+
+/// The claims `documents` (each with its site) make in the unique index `index`, for a backend
+/// building it over stored documents, in site and key order; the refusal of the declaration
+/// ([`DuplicateFinder::refusal`]) when two documents of one site share a value.
+///
+/// ```
+/// use docstore::index::{Index, IndexSet, unique};
+///
+/// let set = IndexSet::new([Index::parse("u", "by_email", ["email"])?.unique()])?;
+/// let user = |id: &str, email: &str| {
+///     let data = docstore::object(serde_json::json!({ "email": email })).unwrap();
+///     docstore::Document::first(id, data, "ann", 0)
+/// };
+/// let index = &set.for_collection("u")[0];
+/// let built = unique::build(index, [("s".into(), user("b", "x")), ("t".into(), user("a", "x"))])?;
+/// assert_eq!((built[0].site.as_str(), built[0].id.as_str()), ("s", "b"));
+/// assert!(unique::build(index, [("s".into(), user("b", "x")), ("s".into(), user("a", "x"))]).is_err());
+/// # Ok::<(), docstore::Error>(())
+/// ```
+pub fn build(
+    index: &CompiledIndex,
+    documents: impl IntoIterator<Item = (String, Document)>,
+) -> Result<Vec<BuiltClaim>> {
+    let mut keyed: Vec<(Vec<u8>, BuiltClaim)> = documents
+        .into_iter()
+        .filter_map(|(site, doc)| {
+            let value = index.claim(&doc)?;
+            let claim = BuiltClaim {
+                site,
+                value,
+                id: doc.id.clone(),
+            };
+            Some((index.key(&doc), claim))
+        })
+        .collect();
+    keyed.sort_by(|(a, x), (b, y)| (&x.site, a).cmp(&(&y.site, b)));
+    let mut finder = DuplicateFinder::new(index);
+    keyed
+        .iter()
+        .for_each(|(key, claim)| finder.add(&claim.site, key));
+    match finder.refusal() {
+        Some(refusal) => Err(refusal),
+        None => Ok(keyed.into_iter().map(|(_, claim)| claim).collect()),
     }
 }
 
