@@ -154,14 +154,30 @@ impl Collection {
     }
 
     /// Stores `doc` (new or replacing the one with its id, which is returned), with its size
-    /// bound if known, moving its index keys.
+    /// bound if known, moving its index keys. One search of the id map when the id is
+    /// stored already (every replacing write), two for a new one.
     fn set(
         &mut self,
         defs: &[CompiledIndex],
         doc: Shared,
         size_bound: Option<usize>,
     ) -> Option<Shared> {
-        let old = self.docs.get(&doc.id).map(|slot| &slot.doc);
+        let stored = Arc::clone(&doc);
+        let slot = Slot { doc, size_bound };
+        let old = match self.docs.get_mut(&stored.id) {
+            Some(current) => Some(std::mem::replace(current, slot).doc),
+            None => {
+                self.docs.insert(stored.id.clone(), slot);
+                None
+            }
+        };
+        self.reindex(defs, old.as_deref(), &stored);
+        old
+    }
+
+    /// Moves the expiry entry and the index keys of the document with `doc`'s id from
+    /// `old` (the version it replaced, if any) to `doc`.
+    fn reindex(&mut self, defs: &[CompiledIndex], old: Option<&Document>, doc: &Document) {
         if let Some(at) = old.and_then(|old| old.expires_at) {
             self.expiring.remove(&(at, doc.id.clone()));
         }
@@ -169,7 +185,7 @@ impl Collection {
             self.expiring.insert((at, doc.id.clone()));
         }
         for (def, map) in defs.iter().zip(&mut self.indexes) {
-            let new = def.key(&doc);
+            let new = def.key(doc);
             if let Some(old) = old {
                 let old = def.key(old);
                 if old == new {
@@ -178,14 +194,6 @@ impl Collection {
                 map.remove(&old);
             }
             map.insert(new, doc.id.clone());
-        }
-        let slot = Slot { doc, size_bound };
-        match self.docs.get_mut(&slot.doc.id) {
-            Some(old) => Some(std::mem::replace(old, slot).doc),
-            None => {
-                self.docs.insert(slot.doc.id.clone(), slot);
-                None
-            }
         }
     }
 
@@ -239,8 +247,9 @@ struct Prepared {
     next: Merged,
 }
 
-/// A merge patch's result: the next version and, when the merge certainly fit, its size
-/// bound (the stored one plus the patch's).
+/// A document about to be stored and, when known, its data's size bound: a merge patch's
+/// result that certainly fit (the stored bound plus the patch's), or data stored whole that
+/// the front end measured ([`Request::data_size_bound`]).
 struct Merged {
     doc: Shared,
     size_bound: Option<usize>,
@@ -326,9 +335,10 @@ impl MemoryStore {
         &self,
         sites: &mut HashMap<String, Site>,
         key: &Key,
-        doc: Shared,
+        new: Merged,
         retired: &mut Retired,
     ) -> Result<Shared> {
+        let Merged { doc, size_bound } = new;
         let site = sites.get(key.site());
         if site
             .and_then(|s| s.get(key.collection()))
@@ -339,8 +349,11 @@ impl MemoryStore {
         self.check_quota(site)?;
         self.check_unique(sites, key, &doc)?;
         retired.entry = self.feed.stored(key, ChangeKind::Created, &doc, None);
-        self.collection_mut(sites, key)
-            .set(self.defs(key.collection()), Arc::clone(&doc), None);
+        self.collection_mut(sites, key).set(
+            self.defs(key.collection()),
+            Arc::clone(&doc),
+            size_bound,
+        );
         Ok(doc)
     }
 
@@ -890,34 +903,39 @@ enum BatchDone {
     Repeated(Vec<Option<Shared>>),
 }
 
+/// Data a call stores whole, with the size bound the front end found for it, if any
+/// ([`Request::data_size_bound`]).
+type Whole = (Data, Option<usize>);
+
 /// The calls [`Driver::apply`] dispatches to ([`Call`]), one function each.
 impl MemoryStore {
-    async fn create(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
+    async fn create(&self, key: &Key, data: Whole, origin: Origin<'_>) -> Result<Document> {
+        let (data, size_bound) = data;
         let mut doc = Document::first(key.id(), data, origin.actor, self.now());
         doc.expires_at = origin.expiry.apply(None, doc.updated_at);
-        let doc = Arc::new(doc);
+        let new = Merged {
+            doc: Arc::new(doc),
+            size_bound,
+        };
         let written = self.write_once(key, origin, |sites, retired| {
-            self.insert_new(sites, key, doc, retired)
+            self.insert_new(sites, key, new, retired)
         });
         written.map(Arc::unwrap_or_clone)
     }
 
-    async fn put(&self, key: &Key, data: Data, origin: Origin<'_>) -> Result<Document> {
-        let (actor, now) = (origin.actor, self.now());
+    async fn put(&self, key: &Key, data: Whole, origin: Origin<'_>) -> Result<Document> {
+        let ((data, size_bound), actor, now) = (data, origin.actor, self.now());
         let written = self.write_once(key, origin, |sites, retired| {
             let Some(current) = Self::lookup(sites, key) else {
                 let mut doc = Document::first(key.id(), data, actor, now);
                 doc.expires_at = origin.expiry.apply(None, doc.updated_at);
-                return self.insert_new(sites, key, Arc::new(doc), retired);
+                let doc = Arc::new(doc);
+                return self.insert_new(sites, key, Merged { doc, size_bound }, retired);
             };
             let mut doc = current.next(data, actor, now);
             doc.expires_at = origin.expiry.apply(doc.expires_at, doc.updated_at);
             let doc = Arc::new(doc);
-            let next = Merged {
-                doc,
-                size_bound: None,
-            };
-            self.replace(sites, key, next, retired)
+            self.replace(sites, key, Merged { doc, size_bound }, retired)
         });
         written.map(Arc::unwrap_or_clone)
     }
@@ -936,18 +954,17 @@ impl MemoryStore {
     async fn replace_if(
         &self,
         key: &Key,
-        data: Data,
+        data: Whole,
         expected_version: u64,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        let (actor, now) = (origin.actor, self.now());
+        let ((data, size_bound), actor, now) = (data, origin.actor, self.now());
         let written = self.write_once(key, origin, |sites, retired| {
             let expected = Some(expected_version);
             self.change_existing(sites, key, expected, retired, |current| {
                 let mut doc = current.doc.next(data, actor, now);
                 doc.expires_at = origin.expiry.apply(doc.expires_at, doc.updated_at);
                 let doc = Arc::new(doc);
-                let size_bound = None;
                 Ok(Merged { doc, size_bound })
             })
         });
@@ -970,9 +987,12 @@ impl MemoryStore {
         document: &Document,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        let doc = Arc::new(document.clone());
+        let new = Merged {
+            doc: Arc::new(document.clone()),
+            size_bound: None,
+        };
         let written = self.write_once(key, origin, |sites, retired| {
-            self.insert_new(sites, key, doc, retired)
+            self.insert_new(sites, key, new, retired)
         });
         written.map(Arc::unwrap_or_clone)
     }
@@ -1021,12 +1041,14 @@ impl Driver for MemoryStore {
 
     /// Under the one write lock, each call by its own function ([`Call`]).
     async fn apply(&self, request: Request<'_>) -> Result<Answer> {
-        let origin = request.origin();
+        let (origin, bound) = (request.origin(), request.data_size_bound());
         Ok(match request.call() {
             Call::Create { key, data } => {
-                Answer::written(self.create(key, data.clone(), origin).await?)
+                Answer::written(self.create(key, (data.clone(), bound), origin).await?)
             }
-            Call::Put { key, data } => Answer::written(self.put(key, data.clone(), origin).await?),
+            Call::Put { key, data } => {
+                Answer::written(self.put(key, (data.clone(), bound), origin).await?)
+            }
             Call::Update {
                 key,
                 patch,
@@ -1036,7 +1058,10 @@ impl Driver for MemoryStore {
                 key,
                 data,
                 expected,
-            } => Answer::written(self.replace_if(key, data.clone(), expected, origin).await?),
+            } => {
+                let data = (data.clone(), bound);
+                Answer::written(self.replace_if(key, data, expected, origin).await?)
+            }
             Call::Delete { key, expected } => {
                 Answer::deleted(self.delete(key, expected, origin).await?)
             }
@@ -1049,7 +1074,10 @@ impl Driver for MemoryStore {
 
     /// Copied out after the read lock is released.
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        let doc = Self::lookup_live(&self.sites.read(), key, self.now()).cloned();
+        // The clock is read only for a document that expires.
+        let doc = Self::lookup(&self.sites.read(), key)
+            .filter(|doc| doc.expires_at.is_none() || !doc.is_expired(self.now()))
+            .cloned();
         Ok(doc.map(Arc::unwrap_or_clone))
     }
 
@@ -1411,7 +1439,7 @@ mod tests {
         let key = Key::new("s", "c", "a").unwrap();
         let data = docstore::object(serde_json::json!({"n": 1, "tags": ["x"]})).unwrap();
         let patch = docstore::object(serde_json::json!({"n": 2})).unwrap();
-        let created = store.create(&key, data, Origin::actor("ann")).await;
+        let created = store.create(&key, (data, None), Origin::actor("ann")).await;
         let updated = store.update(&key, &patch, None, Origin::actor("bob")).await;
         assert_eq!((created.unwrap().version, updated.unwrap().version), (1, 2));
 
@@ -1446,7 +1474,7 @@ mod tests {
         let data = docstore::object(serde_json::json!({"n": 1, "tags": ["x"]})).unwrap();
         let given = data.clone();
         let created = store
-            .create(&key, data, Origin::actor("ann"))
+            .create(&key, (data, None), Origin::actor("ann"))
             .await
             .unwrap();
         assert!(
@@ -1499,9 +1527,9 @@ mod tests {
         let key = Key::new("s", "c", "a").unwrap();
         let data = |n: i64| docstore::object(serde_json::json!({ "n": n })).unwrap();
         let write = Origin::actor("ann");
-        store.create(&key, data(1), write).await.unwrap();
+        store.create(&key, (data(1), None), write).await.unwrap();
         store.update(&key, &data(2), None, write).await.unwrap();
-        store.put(&key, data(3), write).await.unwrap();
+        store.put(&key, (data(3), None), write).await.unwrap();
         let replace = [Write::put(key.clone(), data(4))];
         let batch = CheckedBatch::check(&replace, store.options.max_doc_bytes).unwrap();
         store.write_all(&batch, write).await.unwrap();
@@ -1526,7 +1554,10 @@ mod tests {
         let store = MemoryStore::with_options(StoreOptions::default().with_max_doc_bytes(limit));
         let key = Key::new("s", "c", "grows").unwrap();
         let write = Origin::actor("ann");
-        store.create(&key, Data::new(), write).await.unwrap();
+        store
+            .create(&key, (Data::new(), None), write)
+            .await
+            .unwrap();
         let mut refused = None;
         for n in 0..100 {
             let patch = serde_json::json!({ format!("k{n:02}"): "twenty characters..." });
@@ -1554,6 +1585,48 @@ mod tests {
         let stored = store.get(&key).await.unwrap().unwrap();
         let size = docstore::document::data_size(&stored.data);
         assert!(size > limit - 30, "stopped at {size}, short of the limit");
+    }
+
+    /// Data stored whole through the front end keeps the size bound the front end's check
+    /// found (`Request::data_size_bound`), so the first merge into it walks nothing; data
+    /// near the limit keeps its exact size, and the limit still holds for the merge.
+    #[tokio::test]
+    async fn whole_writes_keep_the_front_ends_size_bound() {
+        let memory = Arc::new(MemoryStore::new());
+        let store = docstore::Store::from_driver(memory.clone());
+        let key = Key::new("s", "c", "a").unwrap();
+        let bound = || {
+            let sites = memory.sites.read();
+            MemoryStore::lookup_slot(&sites, &key).unwrap().size_bound
+        };
+        let data = docstore::object(serde_json::json!({"title": "hello", "n": [1, 2]})).unwrap();
+        let expected = docstore::document::data_size_bound(&data);
+        store.create(&key, data.clone(), "ann").await.unwrap();
+        assert_eq!(bound(), Some(expected), "create");
+        store.update(&key, &data, "ann").await.unwrap();
+        let bigger = docstore::object(serde_json::json!({"title": "x".repeat(100)})).unwrap();
+        store.put(&key, bigger.clone(), "ann").await.unwrap();
+        let expected = docstore::document::data_size_bound(&bigger);
+        assert_eq!(bound(), Some(expected), "put");
+
+        // A limit between the exact size and the bound: the front end measured, the store
+        // keeps the exact size, and a merge past the limit is refused.
+        let size = docstore::document::data_size(&bigger);
+        let options = StoreOptions::default().with_max_doc_bytes(size);
+        let memory = Arc::new(MemoryStore::with_options(options));
+        let store = docstore::Store::from_driver(memory.clone());
+        store.create(&key, bigger, "ann").await.unwrap();
+        let kept = {
+            let sites = memory.sites.read();
+            MemoryStore::lookup_slot(&sites, &key).unwrap().size_bound
+        };
+        assert_eq!(kept, Some(size));
+        let grow = docstore::object(serde_json::json!({"more": 1})).unwrap();
+        let refused = store.update(&key, &grow, "ann").await;
+        assert!(
+            matches!(refused, Err(Error::TooLarge { .. })),
+            "{refused:?}"
+        );
     }
 
     /// Each store the suite asks for is a new, empty `MemoryStore`.

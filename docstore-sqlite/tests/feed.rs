@@ -25,7 +25,7 @@ fn data(value: serde_json::Value) -> Data {
     docstore::object(value).unwrap()
 }
 
-fn key(collection: &str, id: impl Into<String>) -> Key {
+fn key(collection: &str, id: impl AsRef<str>) -> Key {
     Key::new("acme", collection, id).unwrap()
 }
 

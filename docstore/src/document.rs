@@ -130,13 +130,34 @@ pub const MAX_DEPTH: usize = 127;
 /// only data whose bound exceeds the limit is serialized to measure it exactly, so documents
 /// well under the limit cost no serialization here.
 pub fn check_size(data: &Data, limit: usize) -> Result<()> {
-    if size_bound(data)? > limit {
-        let size = data_size(data);
-        if size > limit {
-            return Err(Error::TooLarge { size, limit });
-        }
+    checked_size_bound(data, limit).map(drop)
+}
+
+/// [`check_size`], answering an upper bound of the data's size when it passes: its
+/// [`data_size_bound`], or its exact size when that bound was over the limit. A store may
+/// keep it to check a later merge into the data ([`merged_fits`]'s sum) without walking the
+/// data again.
+///
+/// ```
+/// use docstore::document::{checked_size_bound, data_size};
+///
+/// let data = docstore::object(serde_json::json!({"title": "hello"})).unwrap();
+/// let bound = checked_size_bound(&data, 1_000).unwrap();
+/// assert!(bound >= data_size(&data));
+/// // Near the limit the data is measured: the bound is then its exact size.
+/// assert_eq!(checked_size_bound(&data, data_size(&data)).unwrap(), data_size(&data));
+/// assert!(checked_size_bound(&data, 5).is_err());
+/// ```
+pub fn checked_size_bound(data: &Data, limit: usize) -> Result<usize> {
+    let bound = size_bound(data)?;
+    if bound <= limit {
+        return Ok(bound);
     }
-    Ok(())
+    let size = data_size(data);
+    if size > limit {
+        return Err(Error::TooLarge { size, limit });
+    }
+    Ok(size)
 }
 
 /// Whether merging `patch` into `data` certainly gives data that passes [`check_size`]

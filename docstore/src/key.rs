@@ -1,7 +1,10 @@
 //! Document addresses and the rules for their names.
 
 use crate::{Error, Result};
+use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// The longest site or collection name, in characters.
 pub const MAX_NAME_LEN: usize = 64;
@@ -16,6 +19,10 @@ pub const MAX_ID_BYTES: usize = 512;
 ///   (reserved for the backends' own bookkeeping);
 /// - `id`: 1–512 bytes of UTF-8 without control characters.
 ///
+/// The three names live in one shared buffer: building a key allocates once, and a clone
+/// (every write request, every change a log keeps) is a reference count. Keys compare,
+/// order and hash as the tuple `(site, collection, id)`.
+///
 /// ```
 /// use docstore::{Error, Key};
 ///
@@ -23,51 +30,105 @@ pub const MAX_ID_BYTES: usize = 512;
 /// assert_eq!(key.collection(), "tickets");
 /// assert!(matches!(Key::new("acme", "__x", "1"), Err(Error::InvalidArgument(_))));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone)]
 pub struct Key {
-    site: String,
-    collection: String,
-    id: String,
+    /// `site`, `collection` and `id`, one after the other.
+    names: Arc<str>,
+    /// Where `collection` starts in `names` (a site is at most 64 bytes).
+    collection_at: u8,
+    /// Where `id` starts in `names` (after at most 128 bytes of names).
+    id_at: u8,
 }
 
 impl Key {
     /// Checks the three names and builds the key; a broken rule is [`Error::InvalidArgument`]
     /// naming the field and the rule.
     pub fn new(
-        site: impl Into<String>,
-        collection: impl Into<String>,
-        id: impl Into<String>,
+        site: impl AsRef<str>,
+        collection: impl AsRef<str>,
+        id: impl AsRef<str>,
     ) -> Result<Self> {
-        let (site, collection, id) = (site.into(), collection.into(), id.into());
-        validate_site(&site)?;
-        validate_collection(&collection)?;
-        validate_id(&id)?;
+        let (site, collection, id) = (site.as_ref(), collection.as_ref(), id.as_ref());
+        validate_site(site)?;
+        validate_collection(collection)?;
+        validate_id(id)?;
+        let mut names = String::with_capacity(site.len() + collection.len() + id.len());
+        names.push_str(site);
+        names.push_str(collection);
+        names.push_str(id);
+        // The checks above bound both names to MAX_NAME_LEN (64) ASCII bytes.
+        let collection_at = site.len() as u8;
+        let id_at = (site.len() + collection.len()) as u8;
         Ok(Key {
-            site,
-            collection,
-            id,
+            names: Arc::from(names),
+            collection_at,
+            id_at,
         })
     }
 
     /// The site (tenant) the document belongs to.
     pub fn site(&self) -> &str {
-        &self.site
+        &self.names[..usize::from(self.collection_at)]
     }
 
     /// The collection within the site.
     pub fn collection(&self) -> &str {
-        &self.collection
+        &self.names[usize::from(self.collection_at)..usize::from(self.id_at)]
     }
 
     /// The document id within the collection.
     pub fn id(&self) -> &str {
-        &self.id
+        &self.names[usize::from(self.id_at)..]
+    }
+
+    /// The three names, in the order keys compare.
+    fn parts(&self) -> (&str, &str, &str) {
+        (self.site(), self.collection(), self.id())
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        // Equal buffers split at the same places are equal tuples, and back.
+        self.collection_at == other.collection_at
+            && self.id_at == other.id_at
+            && self.names == other.names
+    }
+}
+
+impl Eq for Key {}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Key) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Key) -> Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Key")
+            .field("site", &self.site())
+            .field("collection", &self.collection())
+            .field("id", &self.id())
+            .finish()
     }
 }
 
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}/{}", self.site, self.collection, self.id)
+        write!(f, "{}/{}/{}", self.site(), self.collection(), self.id())
     }
 }
 
@@ -165,6 +226,43 @@ mod tests {
         assert!(invalid(Key::new("a", "b", "a\u{7f}")));
         assert!(invalid(Key::new("a", "b", "\u{85}")));
         assert!(Key::new("a", "b", "a b/#?.$\\\"'").is_ok());
+    }
+
+    /// The shared buffer reads back as the three names and compares as their tuple, even
+    /// where the concatenations would order otherwise (`a` + `bc` against `ab` + `c`).
+    #[test]
+    fn compares_and_hashes_as_the_tuple() {
+        use std::collections::hash_map::DefaultHasher;
+        let key = Key::new("acme", "tickets", "T-1").unwrap();
+        assert_eq!(
+            (key.site(), key.collection(), key.id()),
+            ("acme", "tickets", "T-1")
+        );
+        assert_eq!(key.to_string(), "acme/tickets/T-1");
+        let (a, b) = (
+            Key::new("a", "bc", "x").unwrap(),
+            Key::new("ab", "c", "x").unwrap(),
+        );
+        assert_ne!(a, b);
+        assert!(a < b, "site a before site ab");
+        assert_eq!(a.cmp(&b), ("a", "bc", "x").cmp(&("ab", "c", "x")));
+        let (c, d) = (
+            Key::new("s", "c", "b").unwrap(),
+            Key::new("s", "cb", "a").unwrap(),
+        );
+        assert!(c < d, "collection c before cb, whatever the ids");
+        let hash = |k: &Key| {
+            let mut h = DefaultHasher::new();
+            k.hash(&mut h);
+            h.finish()
+        };
+        let same = Key::new(String::from("a"), "bc", "x").unwrap();
+        assert_eq!((a.clone(), hash(&a)), (same.clone(), hash(&same)));
+        assert_ne!(hash(&a), hash(&b));
+        assert_eq!(
+            format!("{a:?}"),
+            r#"Key { site: "a", collection: "bc", id: "x" }"#
+        );
     }
 
     #[test]

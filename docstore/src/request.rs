@@ -141,34 +141,53 @@ impl Op<'_> {
 /// any: one single call, or a checked batch.
 #[derive(Clone, Debug)]
 pub struct Request<'a> {
-    ops: Vec<Op<'a>>,
+    ops: Ops<'a>,
     actor: &'a str,
     id: Option<&'a WriteId>,
     expiry: Expiry,
     batch: Option<CheckedBatch<'a>>,
+    data_size_bound: Option<usize>,
 }
 
 impl<'a> Request<'a> {
     /// A single call by `origin`.
     pub fn single(op: Op<'a>, origin: Origin<'a>) -> Self {
         Request {
-            ops: vec![op],
+            ops: Ops::One([op]),
             actor: origin.actor,
             id: origin.write_id,
             expiry: origin.expiry,
             batch: None,
+            data_size_bound: None,
         }
     }
 
     /// A checked batch by `origin` (each write's expiry is the batch's).
     pub fn batch(batch: &CheckedBatch<'a>, origin: Origin<'a>) -> Self {
         Request {
-            ops: batch.writes().iter().map(Op::Write).collect(),
+            ops: Ops::Many(batch.writes().iter().map(Op::Write).collect()),
             actor: origin.actor,
             id: origin.write_id,
             expiry: Expiry::Keep,
             batch: Some(*batch),
+            data_size_bound: None,
         }
+    }
+
+    /// The same request, noting `bound`: an upper bound of the size of the data a single
+    /// call stores whole (`create`, `put`, `replace_if`), which the front end found while
+    /// checking it ([`checked_size_bound`](crate::document::checked_size_bound)).
+    pub fn with_data_size_bound(mut self, bound: usize) -> Self {
+        self.data_size_bound = Some(bound);
+        self
+    }
+
+    /// An upper bound of the size of the data the single call stores whole, when the
+    /// front end measured it ([`with_data_size_bound`](Self::with_data_size_bound)): a
+    /// driver may keep it to check later merge patches into that data without walking it
+    /// ([`merged_fits`](crate::document::merged_fits)). `None` for other calls and batches.
+    pub fn data_size_bound(&self) -> Option<usize> {
+        self.data_size_bound
     }
 
     /// The call the request came from, for a driver with its own code per call: a single
@@ -490,6 +509,25 @@ impl<'a> Logged<'a> {
             document: None,
             time: gone.expires_at.unwrap_or(gone.updated_at),
             actor: "",
+        }
+    }
+}
+
+/// A request's writes: a single call's held inline (a request costs no allocation of its
+/// own on the path of every single write), a batch's in a vector.
+#[derive(Clone, Debug)]
+enum Ops<'a> {
+    One([Op<'a>; 1]),
+    Many(Vec<Op<'a>>),
+}
+
+impl<'a> std::ops::Deref for Ops<'a> {
+    type Target = [Op<'a>];
+
+    fn deref(&self) -> &[Op<'a>] {
+        match self {
+            Ops::One(one) => one,
+            Ops::Many(many) => many,
         }
     }
 }

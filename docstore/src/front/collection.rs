@@ -452,10 +452,10 @@ where
             if data == unchanged {
                 return Ok(read);
             }
-            self.store().check_written(&data, origin)?;
+            let bound = self.store().check_written(&data, origin)?;
             let version = read.version;
             let written = dispatch.write_data_within(retries, identity, data, |driver, data| {
-                super::requests::replace_if(driver, key, (data, version), origin)
+                super::requests::replace_if(driver, key, (data, version, bound), origin)
             });
             match written.await {
                 Ok(doc) => return self.versioned(doc),

@@ -25,7 +25,7 @@ pub use stream::{DEFAULT_STREAM_PAGE, DocumentStream};
 
 use crate::Data;
 use crate::batch::{self, Write, WriteOutcome};
-use crate::document::{Document, check_restorable, check_size, validate_actor};
+use crate::document::{Document, check_restorable, checked_size_bound, validate_actor};
 use crate::driver::{Driver, Expiry, Explain, Origin, Page, Recount, RecountMode};
 use crate::key::{Key, validate_site};
 use crate::query::Query;
@@ -137,11 +137,11 @@ impl Store {
         data: Data,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        self.check_written(&data, origin)?;
+        let bound = Some(self.check_written(&data, origin)?);
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
-            requests::write(driver, Write::create(key.clone(), data), origin)
+            requests::write(driver, Write::create(key.clone(), data), origin, bound)
         });
         written.await
     }
@@ -187,10 +187,11 @@ impl Store {
         ))
     }
 
-    /// The checks of a write that stores `data` whole: its actor, then its size.
-    fn check_written(&self, data: &Data, origin: Origin<'_>) -> Result<()> {
+    /// The checks of a write that stores `data` whole: its actor, then its size; an upper
+    /// bound of that size, for the driver ([`Request::data_size_bound`](crate::request::Request::data_size_bound)).
+    fn check_written(&self, data: &Data, origin: Origin<'_>) -> Result<usize> {
         validate_actor(origin.actor)?;
-        check_size(data, self.max_doc_bytes())
+        checked_size_bound(data, self.max_doc_bytes())
     }
 
     /// Reads a document.
@@ -213,11 +214,11 @@ impl Store {
         data: Data,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        self.check_written(&data, origin)?;
+        let bound = Some(self.check_written(&data, origin)?);
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
-            requests::write(driver, Write::put(key.clone(), data), origin)
+            requests::write(driver, Write::put(key.clone(), data), origin, bound)
         });
         written.await
     }
@@ -257,7 +258,7 @@ impl Store {
                 Some(version) => Write::update_if(key.clone(), patch, version),
                 None => Write::update(key.clone(), patch),
             };
-            requests::write(driver, write, origin)
+            requests::write(driver, write, origin, None)
         });
         written.await
     }
@@ -302,11 +303,11 @@ impl Store {
         expected_version: u64,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        self.check_written(&data, origin)?;
+        let bound = self.check_written(&data, origin)?;
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
-            requests::replace_if(driver, key, (data, expected_version), origin)
+            requests::replace_if(driver, key, (data, expected_version, bound), origin)
         });
         written.await
     }
@@ -364,7 +365,7 @@ impl Store {
             let origin = identity.origin(&document.updated_by);
             let written = self.driver.write(&identity, |driver| {
                 let write = Write::restore(key.clone(), document.clone());
-                requests::write(driver, write, origin)
+                requests::write(driver, write, origin, None)
             });
             written.await.map(drop)
         })

@@ -11,23 +11,29 @@ use crate::{Data, Document};
 use futures_util::future::BoxFuture;
 
 /// `create`, `put`, `update`, `update_if` and `restore`: `write` alone; the document it
-/// stored (or, for a repeat, as it stands).
+/// stored (or, for a repeat, as it stands). `size_bound`: what the front end's check of
+/// data stored whole found ([`Request::with_data_size_bound`]).
 pub(super) fn write<'f>(
     driver: &'f dyn Driver,
     write: Write,
     origin: Origin<'f>,
+    size_bound: Option<usize>,
 ) -> BoxFuture<'f, Result<Document>> {
     Box::pin(async move {
-        let request = Request::single(Op::Write(&write), origin);
+        let mut request = Request::single(Op::Write(&write), origin);
+        if let Some(bound) = size_bound {
+            request = request.with_data_size_bound(bound);
+        }
         driver.apply(request).await?.into_document()
     })
 }
 
-/// `replace_if`: `data` replaces the document at `key` if it is at `expected`.
+/// `replace_if`: `data` replaces the document at `key` if it is at `expected`; `size_bound`
+/// as for [`write`].
 pub(super) fn replace_if<'f>(
     driver: &'f dyn Driver,
     key: &'f Key,
-    (data, expected): (Data, u64),
+    (data, expected, size_bound): (Data, u64, usize),
     origin: Origin<'f>,
 ) -> BoxFuture<'f, Result<Document>> {
     Box::pin(async move {
@@ -36,10 +42,8 @@ pub(super) fn replace_if<'f>(
             data: &data,
             expected,
         };
-        driver
-            .apply(Request::single(op, origin))
-            .await?
-            .into_document()
+        let request = Request::single(op, origin).with_data_size_bound(size_bound);
+        driver.apply(request).await?.into_document()
     })
 }
 

@@ -59,7 +59,7 @@ pub async fn create(client: &Client, schema: &str) -> BenchResult<()> {
 const APP_INDEX: &str = "CREATE INDEX app_selective ON {s}.documents (site, (data ->> 'status'), \
      (data ->> 'category'), ((data -> 'score')::numeric) DESC, id) WHERE collection = {c}";
 
-/// Adds [`APP_INDEX`] over collection `collection` to schema `schema`. The benchmark lays it
+/// Adds the app index (`APP_INDEX`) over collection `collection` to schema `schema`. The benchmark lays it
 /// down in both schemas (the baseline's statement reads it; docstore reads its own declared
 /// index), so [`check_same`] still finds them equal.
 pub async fn create_app_index(client: &Client, schema: &str, collection: &str) -> BenchResult<()> {
