@@ -4,8 +4,10 @@
 use crate::BenchResult;
 use tokio_postgres::Client;
 
-/// docstore-postgres's tables, version 2 (`docstore-postgres/src/schema.rs`), verbatim: `{s}`
-/// is the quoted schema.
+/// docstore-postgres's tables, version 3 (`docstore-postgres/src/schema.rs`: its version-2
+/// tables and the version-3 upgrade, verbatim but for the upgrade's version bump): `{s}` is the
+/// quoted schema. The benchmark declares no unique index and gives no expiry, so neither side
+/// writes `unique_claims` or an `expires_at`.
 const TABLES: &str = r#"
 CREATE TABLE {s}.meta (singleton int PRIMARY KEY CHECK (singleton = 1), version int NOT NULL,
     feed_id text NOT NULL, pruned_through bigint NOT NULL DEFAULT 0);
@@ -27,10 +29,21 @@ CREATE TABLE {s}.changes (position bigint PRIMARY KEY, site text COLLATE "C" NOT
     version bigint NOT NULL, body text, created_at bigint, created_by text,
     time bigint NOT NULL, actor text NOT NULL);
 CREATE INDEX changes_by_site ON {s}.changes (site, position);
+ALTER TABLE {s}.documents ADD COLUMN expires_at bigint;
+ALTER TABLE {s}.changes ADD COLUMN expires_at bigint;
+CREATE INDEX documents_expiring ON {s}.documents (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX documents_expiring_by_collection ON {s}.documents (site, collection, expires_at)
+    WHERE expires_at IS NOT NULL;
+CREATE TABLE {s}.unique_claims (site text COLLATE "C" NOT NULL,
+    collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, ix text NOT NULL,
+    claim bytea NOT NULL, digest bytea GENERATED ALWAYS AS (sha256(claim)) STORED,
+    PRIMARY KEY (site, collection, id, ix),
+    CONSTRAINT unique_claims_held UNIQUE (site, ix, digest));
+CREATE TABLE {s}.unique_indexes (ix text PRIMARY KEY);
 "#;
 
 /// The schema version [`TABLES`] is (docstore-postgres's `meta.version`).
-const VERSION: i32 = 2;
+const VERSION: i32 = 3;
 
 /// Creates schema `schema` (dropping it first) with docstore-postgres's tables.
 pub async fn create(client: &Client, schema: &str) -> BenchResult<()> {
