@@ -970,14 +970,18 @@ async fn run_with_and_without_losses(
     for (i, op) in ops.iter().enumerate() {
         let clean = apply(&s.clean, &clean_site, op, exact_only).await;
         let lossy = apply(&s.lossy, &s.site, op, exact_only).await;
+        let refused_create_answer_lost = [(&clean, &lossy), (&lossy, &clean)]
+            .iter()
+            .any(|(one, other)| *one == "AlreadyExists" && other.contains("backend unavailable"));
         if !emulator.honours_request_tokens()
             && matches!(op, Op::Create(..))
-            && clean == "AlreadyExists"
-            && lossy.contains("backend unavailable")
+            && refused_create_answer_lost
         {
             // Emulator limitation (moto ignores the token): a refused create whose answer was
-            // lost cannot be told from one applied and replaced. The documents compared at
-            // the end show it changed nothing.
+            // lost cannot be told from one applied and replaced. On the lossy store the loss is
+            // injected; the clean store meets one too when moto answers a request with an
+            // error and the SDK resends it. The documents compared at the end show it changed
+            // nothing.
             continue;
         }
         assert_eq!(lossy, clean, "op {i}: {op:?}");
