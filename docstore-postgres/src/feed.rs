@@ -119,8 +119,13 @@ impl Feed {
         let version = u64::try_from(row.try_get::<_, i64>(5)?).map_err(|_| corrupt("version"))?;
         let position = u64::try_from(row.try_get::<_, i64>(3)?).map_err(|_| corrupt("position"))?;
         let body: Option<&str> = row.try_get(6)?;
+        let key = rows::key(row)?;
+        let previous: Option<&str> = row.try_get(12)?;
+        let previous = previous
+            .map(|text| docstore::feed::parse_previous(key.id(), text))
+            .transpose()?;
         let stored = StoredChange {
-            key: rows::key(row)?,
+            key,
             kind: row.try_get(4)?,
             version,
             time: row.try_get(9)?,
@@ -129,7 +134,7 @@ impl Feed {
             created_at: row.try_get(7)?,
             created_by: row.try_get(8)?,
             expires_at: row.try_get(11)?,
-            previous: None,
+            previous,
         };
         Ok(stored.into_change(self.numbered.cursor(position))?)
     }

@@ -108,7 +108,7 @@ mod tests {
     fn the_stores_statements_fuse() {
         let sql = Statements::new("s");
         let fused = update(&sql).expect("the change insert starts with the feed lock");
-        assert_eq!(parameters(&fused), 9 + 5 + 13);
+        assert_eq!(parameters(&fused), 9 + 5 + 14);
         assert!(fused.contains("pg_advisory_xact_lock($15), pg_notify($16, '')"));
     }
 }

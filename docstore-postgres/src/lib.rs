@@ -62,8 +62,9 @@
 //! - **Change feed**: see the `feed` module: positions in commit order under a
 //!   transaction-scoped advisory lock, `LISTEN`/`NOTIFY` wake-ups; changes kept for
 //!   `feed_retention_hours` (URL parameter, default 7 days), pruned every minute
-//!   ([`PostgresStore::prune_feed`]).
-//! - **Not yet**: `previous` values on changes.
+//!   ([`PostgresStore::prune_feed`]). Each change row also keeps the document the write
+//!   replaced or removed (`previous`, [`docstore::Change::previous`]): the write read and
+//!   locked it anyway, so it costs the row's bytes and no read.
 
 mod create;
 mod error;

@@ -6,8 +6,9 @@ use docstore::Error;
 use tokio_postgres::Client;
 
 /// The schema version this crate writes: 2 added `meta.pruned_through` (feed retention), 3
-/// expiry and unique indexes ([`V3`]).
-pub(crate) const VERSION: i32 = 3;
+/// expiry and unique indexes ([`V3`]), 4 the document each change replaced or removed
+/// ([`V4`]).
+pub(crate) const VERSION: i32 = 4;
 
 /// Checks a schema name: it becomes SQL text (quoted), so only `[a-z_][a-z0-9_]*`, at most 63
 /// bytes (PostgreSQL's identifier length), and never PostgreSQL's own (`pg_*`).
@@ -122,6 +123,9 @@ async fn upgrade(tx: &tokio_postgres::Transaction<'_>, quoted: &str) -> Result<(
     if version < 3 {
         tx.batch_execute(&V3.replace("{s}", quoted)).await?;
     }
+    if version < 4 {
+        tx.batch_execute(&V4.replace("{s}", quoted)).await?;
+    }
     Ok(())
 }
 
@@ -143,4 +147,12 @@ CREATE TABLE {s}.unique_claims (site text COLLATE "C" NOT NULL,
     CONSTRAINT unique_claims_held UNIQUE (site, ix, digest));
 CREATE TABLE {s}.unique_indexes (ix text PRIMARY KEY);
 UPDATE {s}.meta SET version = 3;
+"#;
+
+/// Version 4: the document a change replaced or removed (`docs/contract.md`, "Change feed":
+/// `previous`), as [`docstore::feed::previous_text`] writes it; `NULL` for a create, an expiry
+/// and the changes written before this version.
+const V4: &str = r#"
+ALTER TABLE {s}.changes ADD COLUMN previous text;
+UPDATE {s}.meta SET version = 4;
 "#;

@@ -53,11 +53,11 @@ impl Statements {
         let log = format!(
             "WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($1), pg_notify($2, '')) \
              INSERT INTO {s}.changes (position, site, collection, id, kind, version, body, \
-             created_at, created_by, time, actor, expires_at) \
+             created_at, created_by, time, actor, expires_at, previous) \
              SELECT nextval('{s}.change_positions'),"
         );
         let change = "$3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], \
-             $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::bigint[]";
+             $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::bigint[], $14::text[]";
         let mut statements = Statements {
             // One key's document and identities, locked; one row, NULLs for what is missing.
             lock: format!(
@@ -139,7 +139,8 @@ impl Statements {
             ),
             changes: format!(
                 "SELECT site, collection, id, position, kind, version, body, created_at, \
-                 created_by, time, actor, expires_at FROM {s}.changes WHERE position > $1 \
+                 created_by, time, actor, expires_at, previous FROM {s}.changes \
+                 WHERE position > $1 \
                  AND ($2::text IS NULL OR site = $2) AND ($3::text IS NULL OR collection = $3) \
                  ORDER BY position LIMIT $4"
             ),

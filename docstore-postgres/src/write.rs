@@ -474,6 +474,7 @@ struct ChangeRows {
     times: Vec<i64>,
     actors: Vec<String>,
     expires: Vec<Option<i64>>,
+    previous: Vec<Option<String>>,
 }
 
 impl ChangeRows {
@@ -489,6 +490,8 @@ impl ChangeRows {
         self.times.push(change.time);
         self.actors.push(change.actor.to_owned());
         self.expires.push(document.and_then(|d| d.expires_at));
+        let previous = change.previous.map(docstore::feed::previous_text);
+        self.previous.push(previous);
     }
 
     fn params(self, inner: &Inner) -> Vec<Param> {
@@ -507,7 +510,7 @@ impl ChangeRows {
             self.creators,
             self.times
         ]);
-        params.extend(params![self.actors, self.expires]);
+        params.extend(params![self.actors, self.expires, self.previous]);
         params
     }
 }

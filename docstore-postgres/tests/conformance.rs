@@ -74,7 +74,9 @@ impl conformance_tests::Harness for PostgresHarness {
 
     /// Declared indexes serve queries; unique indexes and expiry are kept.
     fn capabilities(&self) -> conformance_tests::Capabilities {
-        conformance_tests::Capabilities::default().with_secondary_indexes(true)
+        conformance_tests::Capabilities::default()
+            .with_secondary_indexes(true)
+            .with_feed_previous(true)
     }
 }
 

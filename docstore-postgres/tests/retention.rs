@@ -156,6 +156,7 @@ async fn a_first_version_schema_is_upgraded_in_place() {
         "ALTER TABLE \"{schema}\".meta DROP COLUMN pruned_through; \
          ALTER TABLE \"{schema}\".documents DROP COLUMN expires_at; \
          ALTER TABLE \"{schema}\".changes DROP COLUMN expires_at; \
+         ALTER TABLE \"{schema}\".changes DROP COLUMN previous; \
          DROP TABLE \"{schema}\".unique_claims, \"{schema}\".unique_indexes; \
          UPDATE \"{schema}\".meta SET version = 1"
     );
@@ -173,6 +174,19 @@ async fn a_first_version_schema_is_upgraded_in_place() {
     assert_eq!(reopened.get(&expiring).await.unwrap(), Some(written));
     let version = format!("SELECT version FROM \"{schema}\".meta");
     let version: i32 = client.query_one(&version, &[]).await.unwrap().get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
+    let key = Key::new("s", "c", "a").unwrap();
+    reopened.put(&key, Data::new(), "w").await.unwrap();
+    let changes = reopened
+        .changes(&FeedScope::whole_store(), &FeedStart::Oldest, 10)
+        .await
+        .unwrap()
+        .changes;
+    let previous: Vec<Option<u64>> = changes
+        .iter()
+        .map(|change| change.previous.as_ref().map(|p| p.version))
+        .collect();
+    // The change written before the upgrade has none; the put after it, the version it replaced.
+    assert_eq!(previous, [None, None, Some(1)]);
     driver.drop_schema().await.unwrap();
 }

@@ -31,7 +31,7 @@ use docstore::feed::{
     Change, ChangeCursor, ChangeKind, ChangePage, FeedBounds, FeedScope, FeedStart, NumberedFeed,
     StoredChange,
 };
-use docstore::{Clock, Data, Document, Error, Key};
+use docstore::{Clock, Data, Error, Key};
 use parking_lot::Mutex;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -188,7 +188,10 @@ impl Feed {
             .map_err(|_| corrupt("negative change position"))?;
         let (site, collection, id): (String, String, String) =
             (row.get(1)?, row.get(2)?, row.get(3)?);
-        let previous = previous_document(&id, row.get(11)?)?;
+        let previous: Option<String> = row.get(11)?;
+        let previous = previous
+            .map(|text| docstore::feed::parse_previous(&id, &text))
+            .transpose()?;
         let key =
             Key::new(site, collection, id).map_err(|err| corrupt(format!("change key: {err}")))?;
         let kind: String = row.get(4)?;
@@ -214,40 +217,8 @@ impl Feed {
     }
 }
 
-/// A change row's `previous` column as JSON text: the document `id` had before the write.
-#[derive(serde::Deserialize)]
-struct PreviousRow {
-    data: Data,
-    created_at: i64,
-    created_by: String,
-    updated_at: i64,
-    updated_by: String,
-    version: u64,
-    #[serde(default)]
-    expires_at: Option<i64>,
-}
-
-/// The document of a change row's `previous` column (`None` when the row has none).
-fn previous_document(id: &str, text: Option<String>) -> Result<Option<Document>, Fail> {
-    let Some(text) = text else {
-        return Ok(None);
-    };
-    let row: PreviousRow = serde_json::from_str(&text)
-        .map_err(|err| corrupt(format!("change previous value: {err}")))?;
-    Ok(Some(Document {
-        expires_at: row.expires_at,
-        id: id.to_owned(),
-        data: row.data,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        created_by: row.created_by,
-        updated_by: row.updated_by,
-        version: row.version,
-    }))
-}
-
-/// The document at `key` as a change's `previous` column holds it (one JSONB object: the
-/// data as stored, not parsed, and the metadata), read inside the write's transaction just
+/// The document at `key` as a change's `previous` column holds it
+/// ([`docstore::feed::parse_previous`]'s object, built by SQLite from the row), read inside the write's transaction just
 /// before the write replaces or removes it; `None` when there is none.
 pub(crate) fn previous(conn: &Connection, key: &Key) -> Result<Option<Vec<u8>>, Fail> {
     let mut stmt = conn.prepare_cached(

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 mod commits;
 mod numbered;
 pub use commits::Commits;
-pub use numbered::{FeedBounds, NumberedFeed, StoredChange};
+pub use numbered::{FeedBounds, NumberedFeed, StoredChange, parse_previous, previous_text};
 
 /// The most changes one page read returns (the feed's own page size limit).
 pub const MAX_CHANGE_PAGE: usize = 1000;

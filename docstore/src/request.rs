@@ -396,6 +396,7 @@ impl<'a> Request<'a> {
                     document: Some(document),
                     time: document.updated_at,
                     actor: &document.updated_by,
+                    previous: current.as_ref().filter(|_| !creates),
                     position,
                     key,
                 },
@@ -405,6 +406,7 @@ impl<'a> Request<'a> {
                     document: None,
                     time: now,
                     actor: self.actor,
+                    previous: Some(previous),
                     position,
                     key,
                 },
@@ -495,6 +497,10 @@ pub struct Logged<'a> {
     pub time: i64,
     /// Who: the document's `updated_by`, the deleting call's actor, or nobody for an expiry.
     pub actor: &'a str,
+    /// The document before the write ([`Change::previous`](crate::Change::previous)): the
+    /// version an update or put replaced, the document a delete removed; `None` for a create
+    /// and an expiry.
+    pub previous: Option<&'a Document>,
 }
 
 impl<'a> Logged<'a> {
@@ -509,6 +515,7 @@ impl<'a> Logged<'a> {
             document: None,
             time: gone.expires_at.unwrap_or(gone.updated_at),
             actor: "",
+            previous: None,
         }
     }
 }

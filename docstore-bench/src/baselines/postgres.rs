@@ -71,11 +71,15 @@ impl Sql {
         let changes = format!(
             "WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($1), pg_notify($2, '')) \
              INSERT INTO {s}.changes (position, site, collection, id, kind, version, body, \
-             created_at, created_by, time, actor)"
+             created_at, created_by, time, actor, previous)"
         );
+        // The document as the change row's `previous` keeps it, built by the server.
         let locked = format!(
             "SELECT d.id, d.data::text, d.created_at, d.created_by, d.updated_at, d.version, \
-             w.ids FROM {s}.documents d LEFT JOIN {s}.write_ids w \
+             w.ids, json_build_object('data', d.data, 'created_at', d.created_at, \
+             'created_by', d.created_by, 'updated_at', d.updated_at, 'updated_by', \
+             d.updated_by, 'version', d.version, 'expires_at', d.expires_at)::text \
+             FROM {s}.documents d LEFT JOIN {s}.write_ids w \
              ON w.site = d.site AND w.collection = d.collection AND w.id = d.id \
              WHERE d.site = $1 AND d.collection = $2"
         );
@@ -111,13 +115,13 @@ impl Sql {
             prune_ids: format!("DELETE FROM {s}.write_ids WHERE deleted_at < $1"),
             log: format!(
                 "{changes} SELECT nextval('{s}.change_positions'), $3, $4, $5, $6, $7, $8, $9, \
-                 $10, $11, $12 FROM lock"
+                 $10, $11, $12, $13 FROM lock"
             ),
             log_many: format!(
                 "{changes} SELECT nextval('{s}.change_positions'), $3, $4, c.id, 'updated', \
-                 c.version, c.body, c.created_at, c.created_by, $5, $6 FROM lock, \
-                 unnest($7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::text[]) \
-                 AS c (id, version, body, created_at, created_by)"
+                 c.version, c.body, c.created_at, c.created_by, $5, $6, c.previous FROM lock, \
+                 unnest($7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::text[], \
+                 $12::text[]) AS c (id, version, body, created_at, created_by, previous)"
             ),
             lock_one: format!("{locked} AND d.id = $3 FOR UPDATE OF d"),
             update: format!(
@@ -173,6 +177,8 @@ struct Locked {
     updated_at: i64,
     version: i64,
     ids: Option<String>,
+    /// The row as the change row's `previous` keeps it.
+    previous: String,
 }
 
 impl Locked {
@@ -185,6 +191,7 @@ impl Locked {
             updated_at: row.try_get(4)?,
             version: row.try_get(5)?,
             ids: row.try_get(6)?,
+            previous: row.try_get(7)?,
         })
     }
 
@@ -223,13 +230,14 @@ impl PostgresBaseline {
     }
 
     /// Appends the change row of a write that left `locked`'s document at `version` with
-    /// `body` (`kind`: created or updated), at `now`, to the transaction's pipeline.
+    /// `body` (`kind`: created or updated), at `now`, replacing `previous`, to the
+    /// transaction's pipeline.
     async fn log(
         &self,
         tx: &Transaction<'_>,
         (collection, id, kind): (&str, &str, &str),
         (version, body, created): (i64, Option<&str>, Option<(i64, &str)>),
-        now: i64,
+        (now, previous): (i64, Option<&str>),
     ) -> BenchResult<u64> {
         let log = tx.prepare_cached(&self.sql.log).await?;
         let (created_at, created_by) = created.unzip();
@@ -246,6 +254,7 @@ impl PostgresBaseline {
             &created_by,
             &now,
             &ACTOR,
+            &previous,
         ];
         Ok(tx.execute(&log, params).await?)
     }
@@ -273,6 +282,7 @@ impl PostgresBaseline {
         merge(&mut doc.data, patch);
         let body = serde_json::to_string(&doc.data)?;
         let (version, now) = (doc.version + 1, now_nanos().max(doc.updated_at));
+        let previous = Some(doc.previous.as_str());
         let (update, keep) = tokio::try_join!(
             tx.prepare_cached(&self.sql.update),
             tx.prepare_cached(&self.sql.keep_id)
@@ -287,7 +297,7 @@ impl PostgresBaseline {
                 &tx,
                 (collection, id, "updated"),
                 (version, Some(&body), created),
-                now
+                (now, previous)
             ),
         )?;
         tx.commit().await?;
@@ -353,6 +363,7 @@ struct Merged {
     versions: Vec<i64>,
     created_at: Vec<i64>,
     created_by: Vec<String>,
+    previous: Vec<String>,
 }
 
 impl PostgresBaseline {
@@ -405,6 +416,7 @@ impl PostgresBaseline {
             merged.versions.push(doc.version + 1);
             merged.created_at.push(doc.created_at);
             merged.created_by.push(doc.created_by.clone());
+            merged.previous.push(std::mem::take(&mut doc.previous));
         }
         let (update, keep, log) = tokio::try_join!(
             tx.prepare_cached(&self.sql.update),
@@ -440,6 +452,7 @@ impl PostgresBaseline {
             &m.bodies,
             &m.created_at,
             &m.created_by,
+            &m.previous,
         ];
         let keep_params: &Params = &[&SITE, &collection, &m.ids, &write.as_str()];
         let (counts, ..) = tokio::try_join!(
@@ -480,7 +493,7 @@ impl Subject for PostgresBaseline {
                 &tx,
                 (collection, id, "created"),
                 (1, Some(&body), Some((now, ACTOR))),
-                now
+                (now, None)
             ),
         );
         match written {
@@ -525,6 +538,7 @@ impl Subject for PostgresBaseline {
             return Ok(doc.version as u64);
         }
         let (version, now) = (doc.version + 1, now_nanos().max(doc.updated_at));
+        let previous = Some(doc.previous.as_str());
         let (update, keep) = tokio::try_join!(
             tx.prepare_cached(&self.sql.update),
             tx.prepare_cached(&self.sql.keep_id)
@@ -539,7 +553,7 @@ impl Subject for PostgresBaseline {
                 &tx,
                 (collection, id, "updated"),
                 (version, Some(&body), created),
-                now
+                (now, previous)
             ),
         )?;
         tx.commit().await?;
@@ -580,7 +594,8 @@ impl Subject for PostgresBaseline {
         let Some(row) = tx.query_opt(&lock, &[&SITE, &collection, &id]).await? else {
             return Ok(false);
         };
-        if Locked::of(&row)?.keeps(&write) {
+        let removed = Locked::of(&row)?;
+        if removed.keeps(&write) {
             return Ok(true);
         }
         let (count, keep, prune) = tokio::try_join!(
@@ -617,6 +632,7 @@ impl Subject for PostgresBaseline {
             &none.2,
             &now,
             &"",
+            &removed.previous,
         ];
         tx.execute(&log, params).await?;
         tx.commit().await?;

@@ -140,6 +140,78 @@ pub struct StoredChange<'a> {
     pub previous: Option<Document>,
 }
 
+/// A document as a change row's `previous` column keeps it: one JSON object with its data
+/// and metadata (the id is the row's), written by [`previous_text`] or, with the same field
+/// names, by the database itself.
+#[derive(serde::Serialize)]
+struct PreviousRef<'a> {
+    data: &'a Data,
+    created_at: i64,
+    created_by: &'a str,
+    updated_at: i64,
+    updated_by: &'a str,
+    version: u64,
+    expires_at: Option<i64>,
+}
+
+/// [`PreviousRef`] as read back.
+#[derive(serde::Deserialize)]
+struct PreviousRow {
+    data: Data,
+    created_at: i64,
+    created_by: String,
+    updated_at: i64,
+    updated_by: String,
+    version: u64,
+    #[serde(default)]
+    expires_at: Option<i64>,
+}
+
+/// `document` as a change row's `previous` column keeps it ([`parse_previous`] reads it back
+/// exactly).
+///
+/// ```
+/// use docstore::feed::{parse_previous, previous_text};
+///
+/// let data = docstore::object(serde_json::json!({"n": 1.5, "big": u64::MAX}))?;
+/// let mut document = docstore::Document::first("T-1", data, "alice", 7);
+/// document.expires_at = Some(99);
+/// let text = previous_text(&document);
+/// assert_eq!(parse_previous("T-1", &text)?, document);
+/// # Ok::<(), docstore::Error>(())
+/// ```
+pub fn previous_text(document: &Document) -> String {
+    let row = PreviousRef {
+        data: &document.data,
+        created_at: document.created_at,
+        created_by: &document.created_by,
+        updated_at: document.updated_at,
+        updated_by: &document.updated_by,
+        version: document.version,
+        expires_at: document.expires_at,
+    };
+    serde_json::to_string(&row).expect("a document always serializes")
+}
+
+/// The document `id` had before a change, from its row's `previous` column ([`previous_text`]);
+/// text that is not one is [`Error::Backend`] (a corrupt row).
+pub fn parse_previous(id: &str, text: &str) -> Result<Document> {
+    let row: PreviousRow = serde_json::from_str(text).map_err(|err| Error::Backend {
+        message: format!("corrupt change row: previous value: {err}"),
+        source: None,
+    })?;
+    Ok(Document {
+        expires_at: row.expires_at,
+        id: id.to_owned(),
+        data: row.data,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        created_by: row.created_by,
+        updated_by: row.updated_by,
+        version: row.version,
+    })
+}
+
 impl StoredChange<'_> {
     /// The change at `cursor`; a kind no store writes is [`Error::Backend`] (a corrupt row).
     pub fn into_change(self, cursor: ChangeCursor) -> Result<Change> {

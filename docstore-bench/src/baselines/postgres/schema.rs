@@ -4,8 +4,8 @@
 use crate::BenchResult;
 use tokio_postgres::Client;
 
-/// docstore-postgres's tables, version 3 (`docstore-postgres/src/schema.rs`: its version-2
-/// tables and the version-3 upgrade, verbatim but for the upgrade's version bump): `{s}` is the
+/// docstore-postgres's tables, version 4 (`docstore-postgres/src/schema.rs`: its version-2
+/// tables and the version-3 and 4 upgrades, verbatim but for the upgrades' version bumps): `{s}` is the
 /// quoted schema. The benchmark declares no unique index and gives no expiry, so neither side
 /// writes `unique_claims` or an `expires_at`.
 const TABLES: &str = r#"
@@ -40,10 +40,11 @@ CREATE TABLE {s}.unique_claims (site text COLLATE "C" NOT NULL,
     PRIMARY KEY (site, collection, id, ix),
     CONSTRAINT unique_claims_held UNIQUE (site, ix, digest));
 CREATE TABLE {s}.unique_indexes (ix text PRIMARY KEY);
+ALTER TABLE {s}.changes ADD COLUMN previous text;
 "#;
 
 /// The schema version [`TABLES`] is (docstore-postgres's `meta.version`).
-const VERSION: i32 = 3;
+const VERSION: i32 = 4;
 
 /// Creates schema `schema` (dropping it first) with docstore-postgres's tables.
 pub async fn create(client: &Client, schema: &str) -> BenchResult<()> {
