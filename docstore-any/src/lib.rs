@@ -174,7 +174,7 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
         // The URL is the server's, but for the parameters every URL takes.
         "postgres" | "postgresql" => {
             database.backend = Backend::Postgres;
-            let (server, common) = split_common_parameters(url, params);
+            let (server, common) = split_common_parameters(url);
             database.postgres = Some(PostgresConfig { url: server });
             common_of_postgres = common;
             params = &common_of_postgres;
@@ -336,20 +336,15 @@ pub fn parse_url(url: &str) -> Result<DatabaseConfig> {
 
 /// A PostgreSQL URL without the parameters every store URL takes (`max_doc_bytes`,
 /// `max_docs_per_site`, `retry.*`; PostgreSQL would refuse them), and those parameters.
-fn split_common_parameters(url: &str, params: &str) -> (String, String) {
-    let base = url.split_once('?').map_or(url, |(base, _)| base);
-    let common = |pair: &&str| {
-        let name = pair.split_once('=').map_or(*pair, |(name, _)| name);
+fn split_common_parameters(url: &str) -> (String, String) {
+    let common = |name: &str| {
         ["max_doc_bytes", "max_docs_per_site"].contains(&name) || RETRY_PARAMETERS.contains(&name)
     };
-    let (common, server): (Vec<&str>, Vec<&str>) = params
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .partition(common);
-    let server = match server.is_empty() {
-        true => base.to_owned(),
-        false => format!("{base}?{}", server.join("&")),
-    };
+    let (server, common) = docstore::config::take_url_parameters(url, common);
+    let common: Vec<String> = common
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect();
     (server, common.join("&"))
 }
 

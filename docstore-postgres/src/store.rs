@@ -55,28 +55,22 @@ struct Settings {
 
 /// Takes docstore's parameters (`schema`, `feed_retention_hours`) out of `url`.
 fn settings(url: &str) -> Result<Settings> {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let ours = |name: &str| matches!(name, "schema" | "feed_retention_hours");
+    let (url, parameters) = docstore::config::take_url_parameters(url, ours);
     let (mut schema, mut retention) = (DEFAULT_SCHEMA.to_owned(), crate::retention::DEFAULT);
-    let mut rest = Vec::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        match pair.split_once('=') {
-            Some(("schema", name)) => schema = name.to_owned(),
-            Some(("feed_retention_hours", hours)) => {
-                let hours: u64 = hours.parse().ok().filter(|&h| h > 0).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "PostgreSQL URL: feed_retention_hours={hours:?} is not a whole number \
-                         of hours above 0"
-                    ))
-                })?;
-                retention = Duration::from_secs(hours.saturating_mul(3600));
-            }
-            _ => rest.push(pair),
+    for (name, value) in parameters {
+        if name == "schema" {
+            schema = value.to_owned();
+            continue;
         }
+        let hours: u64 = value.parse().ok().filter(|&h| h > 0).ok_or_else(|| {
+            Error::invalid(format!(
+                "PostgreSQL URL: feed_retention_hours={value:?} is not a whole number of hours \
+                 above 0"
+            ))
+        })?;
+        retention = Duration::from_secs(hours.saturating_mul(3600));
     }
-    let url = match rest.is_empty() {
-        true => base.to_owned(),
-        false => format!("{base}?{}", rest.join("&")),
-    };
     Ok(Settings {
         url,
         schema,

@@ -190,3 +190,14 @@ async fn a_first_version_schema_is_upgraded_in_place() {
     assert_eq!(previous, [None, None, Some(1)]);
     driver.drop_schema().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_retention_that_is_not_whole_hours_above_zero_is_refused_before_connecting() {
+    for bad in ["0", "1.5", "lots", ""] {
+        // Port 1: nothing listens there, so only the URL's check can answer.
+        let url = format!("postgres://app@127.0.0.1:1/app?feed_retention_hours={bad}");
+        let err = PostgresStore::open(&url).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{bad}: {err:?}");
+        assert!(err.to_string().contains("feed_retention_hours"), "{err}");
+    }
+}

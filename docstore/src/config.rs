@@ -198,6 +198,36 @@ impl RetryConfig {
     }
 }
 
+/// `url` without the query parameters whose names `takes` accepts, and those parameters as
+/// they were written (`name=value`, in order): how a driver whose URL is a server's (a
+/// PostgreSQL connection string) takes docstore's parameters out before the server sees it.
+///
+/// ```
+/// use docstore::config::take_url_parameters;
+///
+/// let (server, ours) =
+///     take_url_parameters("postgres://db/app?schema=s&sslmode=disable", |name| name == "schema");
+/// assert_eq!(server, "postgres://db/app?sslmode=disable");
+/// assert_eq!(ours, [("schema", "s")]);
+/// ```
+pub fn take_url_parameters(url: &str, takes: impl Fn(&str) -> bool) -> (String, Vec<(&str, &str)>) {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut taken = Vec::new();
+    let mut rest = Vec::new();
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match takes(name) {
+            true => taken.push((name, value)),
+            false => rest.push(pair),
+        }
+    }
+    let url = match rest.is_empty() {
+        true => base.to_owned(),
+        false => format!("{base}?{}", rest.join("&")),
+    };
+    (url, taken)
+}
+
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
