@@ -12,19 +12,11 @@ use std::sync::{Arc, OnceLock};
 
 /// The server's URL with this run's schema: a test without a server fails, saying how to
 /// run it (a backend is never skipped in silence).
+mod common;
+
 fn url() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
-    URL.get_or_init(|| {
-        let base = std::env::var("DOCSTORE_POSTGRES_URL").expect(
-            "DOCSTORE_POSTGRES_URL is not set: run the PostgreSQL tests under \
-             scripts/with-postgres (e.g. scripts/with-postgres cargo test -p docstore-postgres)",
-        );
-        let run = std::process::id()
-            ^ std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
-        format!("{base}?schema=conformance_{run:x}")
-    })
+    URL.get_or_init(|| common::schema_url("conformance"))
 }
 
 struct PostgresHarness;

@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 
 const HOSTILE: &str = "it's a \\ $body$ --;\"x";
 
+mod common;
+
 fn url(schema: &str) -> String {
-    let base = std::env::var("DOCSTORE_POSTGRES_URL")
-        .expect("DOCSTORE_POSTGRES_URL is not set: run under scripts/with-postgres");
-    format!("{base}?schema={schema}")
+    format!("{}?schema={schema}", common::server())
 }
 
 /// Values of every kind, numbers at the encoding's edges.

@@ -10,19 +10,13 @@ use std::sync::Arc;
 
 const HOUR: i64 = 3600 * 1_000_000_000;
 
-/// The server's URL with a schema of its own for `name`.
+mod common;
+
+/// The server's URL with a schema of its own for `name`, and `parameters`.
 fn url(name: &str, parameters: &str) -> String {
-    let base = std::env::var("DOCSTORE_POSTGRES_URL").expect(
-        "DOCSTORE_POSTGRES_URL is not set: run under scripts/with-postgres \
-         (e.g. scripts/with-postgres cargo test -p docstore-postgres)",
-    );
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
     format!(
-        "{base}?schema=retention_{name}_{}_{nanos:x}{parameters}",
-        std::process::id()
+        "{}{parameters}",
+        common::schema_url(&format!("retention_{name}"))
     )
 }
 
@@ -144,12 +138,9 @@ async fn a_first_version_schema_is_upgraded_in_place() {
     let clock = Arc::new(ManualClock::new(HOUR));
     let (driver, store) = open(&url, &clock).await;
     put(&store, "a").await;
-    let (client, connection) = tokio_postgres::connect(
-        &std::env::var("DOCSTORE_POSTGRES_URL").unwrap(),
-        tokio_postgres::NoTls,
-    )
-    .await
-    .unwrap();
+    let (client, connection) = tokio_postgres::connect(&common::server(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
     tokio::spawn(connection);
     let schema = url.split("schema=").nth(1).unwrap();
     let downgrade = format!(

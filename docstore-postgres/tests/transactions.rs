@@ -11,16 +11,10 @@ use std::time::Duration;
 /// How long the other store's write may take before the test calls it stuck behind a lock.
 const STUCK: Duration = Duration::from_secs(20);
 
+mod common;
+
 fn url() -> String {
-    let base = std::env::var("DOCSTORE_POSTGRES_URL")
-        .expect("DOCSTORE_POSTGRES_URL is not set: run under scripts/with-postgres");
-    let run = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    format!(
-        "{base}?schema=transactions_{:x}",
-        run ^ u64::from(std::process::id())
-    )
+    common::schema_url("transactions")
 }
 
 fn data(value: serde_json::Value) -> Data {
@@ -94,10 +88,7 @@ async fn a_cancelled_write_leaves_no_lock() {
 
 /// Sessions of this database sitting in an open transaction.
 async fn idle_in_transaction() -> i64 {
-    let config: tokio_postgres::Config = std::env::var("DOCSTORE_POSTGRES_URL")
-        .expect("a server")
-        .parse()
-        .expect("a URL");
+    let config: tokio_postgres::Config = common::server().parse().expect("a URL");
     let (client, connection) = config
         .connect(tokio_postgres::NoTls)
         .await

@@ -13,16 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The server's URL with a schema of its own for `name`.
+mod common;
+
 fn url(name: &str) -> String {
-    let base = std::env::var("DOCSTORE_POSTGRES_URL").expect(
-        "DOCSTORE_POSTGRES_URL is not set: run under scripts/with-postgres \
-         (e.g. scripts/with-postgres cargo test -p docstore-postgres)",
-    );
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{base}?schema=ux_{name}_{}_{nanos:x}", std::process::id())
+    common::schema_url(&format!("ux_{name}"))
 }
 
 fn by_email() -> StoreOptions {
