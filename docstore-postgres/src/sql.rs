@@ -153,7 +153,7 @@ impl Statements {
             // The holders of claims ($1 sites, $2 indexes, $3 claims), whether their
             // document is there and when it expires.
             holders: format!(
-                "SELECT u.site, u.collection, u.ix, u.claim, u.id, d.id IS NOT NULL, d.expires_at \
+                "SELECT u.site, u.collection, u.id, u.ix, u.claim, d.id IS NOT NULL, d.expires_at \
                  FROM unnest($1::text[], $2::text[], $3::bytea[]) AS c(s, i, v) \
                  JOIN {s}.unique_claims u ON u.site = c.s AND u.ix = c.i \
                  AND u.digest = sha256(c.v) AND u.claim = c.v LEFT JOIN {s}.documents d \

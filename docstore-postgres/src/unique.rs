@@ -5,24 +5,24 @@
 //! releases every claim it changes before it inserts any (see the `write` module), so a
 //! batch is judged as it leaves the documents (it may move or swap values), and a second
 //! claimant waits at its insert for the first one's transaction, before it takes the feed's
-//! lock. A clash fails the transaction, and nothing is written; the write is then judged in
-//! Rust on the holders read after the rollback ([`judge`]), which names the index, the value
-//! and the holder, or runs the write again: after a racing holder is gone, or once the
-//! expired holders (and the claims of documents no longer there) are removed.
+//! lock. A clash fails the transaction, and nothing is written; the write is then judged by
+//! the core ([`docstore::index::unique::judge`]) on the holders read after the rollback
+//! ([`judge`]), which names the index, the value and the holder, or runs the write again:
+//! after a racing holder is gone, or once the expired holders (and the claims of documents
+//! no longer there) are removed.
 //!
 //! Claims are written by stores declaring the index: every process writing a schema declares
 //! the same unique indexes. The first open declaring one builds its claims ([`build`]).
 
 use crate::error::Fail;
 use crate::store::Inner;
-use docstore::Key;
 use docstore::batch::Decision;
-use docstore::index::IndexSet;
-use docstore::index::unique;
+use docstore::index::unique::{self, Clash, Holder};
+use docstore::index::{CompiledIndex, IndexSet};
 use docstore::request::Request;
-use std::collections::HashMap;
 
-/// Why `request`, whose `decisions` failed on a unique value, failed: its refusal
+/// Why `request`, whose `decisions` failed on a unique value, failed, judged in the core on
+/// the holders read here ([`unique::judge`]): its refusal
 /// ([`docstore::Error::UniqueViolation`]), [`Fail::Stale`] with the keys to clear first, or
 /// `None` when no holder is left (a racing writer's, since gone: the write runs again).
 pub(crate) async fn judge(
@@ -42,38 +42,24 @@ pub(crate) async fn judge(
     }
     let statement = client.prepare_cached(&inner.sql.holders).await?;
     let rows = client.query(&statement, &[&sites, &names, &values]).await?;
-    let mut held: HashMap<(String, String, Vec<u8>), Vec<String>> = HashMap::new();
-    let mut stale = Vec::new();
-    for row in &rows {
-        let (site, ix, claim): (String, String, Vec<u8>) =
-            (row.try_get(0)?, row.try_get(2)?, row.try_get(3)?);
-        let (id, present, expires_at): (String, bool, Option<i64>) =
-            (row.try_get(4)?, row.try_get(5)?, row.try_get(6)?);
-        if !present || expires_at.is_some_and(|at| at <= now) {
-            let collection: String = row.try_get(1)?;
-            let key = Key::new(site, collection, id);
-            stale.push(key.map_err(|err| crate::error::corrupt(format!("claim: {err}")))?);
-        } else {
-            held.entry((site, ix, claim)).or_default().push(id);
-        }
-    }
-    if !stale.is_empty() {
-        return Ok(Some(Fail::Stale(stale)));
-    }
-    let judged = request.check_unique(decisions, indexes, |key, claim, except| {
-        let at = (
-            key.site().to_owned(),
-            crate::keys::name(claim.index.declaration()),
-            claim.value.clone(),
-        );
-        let others = held
-            .get(&at)
-            .into_iter()
-            .flatten()
-            .filter(|id| *id != except);
-        Ok(others.min().cloned())
+    let holders = rows.iter().map(|row| {
+        Ok(Holder {
+            key: crate::rows::key(row)?,
+            index: row.try_get(3)?,
+            value: row.try_get(4)?,
+            present: row.try_get(5)?,
+            expires_at: row.try_get(6)?,
+        })
     });
-    Ok(judged.err().map(Fail::Store))
+    let holders = holders.collect::<Result<Vec<Holder<String>>, Fail>>()?;
+    let label = |index: &CompiledIndex| crate::keys::name(index.declaration());
+    Ok(
+        match unique::judge(request, decisions, indexes, label, holders, now) {
+            Clash::Refused(refusal) => Some(Fail::Store(refusal)),
+            Clash::Stale(keys) => Some(Fail::Stale(keys)),
+            Clash::Again => None,
+        },
+    )
 }
 
 /// Claims the values of the documents already stored (not expired at `now`) for each

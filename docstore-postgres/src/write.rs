@@ -1,9 +1,11 @@
 //! Every write — single calls and batches alike — as one transaction in two round trips:
 //! `BEGIN` with one locking read per key (`SELECT … FOR UPDATE` of the document and its
 //! identities, keys in key order, so two writers never wait for each other in turn); the
-//! core decides each write on what they hold ([`docstore::request::Request::decide`]); then
-//! the document writes, the counters, the write identities, the change rows and `COMMIT` in
-//! one pipeline ([`crate::pipeline`]). Every statement is prepared once per connection and
+//! core decides each write on what they hold ([`docstore::request::Request::decide`]) and
+//! lists what the request writes, in order ([`docstore::request::Plan`]); each of those
+//! effects becomes its statement here, and the document writes, the write identities, the
+//! unique claims, the counters, the change rows and `COMMIT` go in one pipeline
+//! ([`crate::pipeline`]). Every statement is prepared once per connection and
 //! reads or writes one key through the primary key, but the change insert. A race with
 //! another writer (a key inserted meanwhile, a deadlock) runs the transaction again. An
 //! expired document at a key is removed first, with its change (`docs/contract.md`,
@@ -14,21 +16,17 @@ use crate::json::Body;
 use crate::pipeline::{Open, Sent};
 use crate::rows::{self, KeyArrays};
 use crate::store::Inner;
-use docstore::batch::Decision;
+use docstore::driver::{Swept, sweep_in_chunks};
 use docstore::identity::KeptIds;
-use docstore::index::unique;
-use docstore::request::{Answer, Found, KeptChange, Logged, QuotaCount, Request};
+use docstore::request::{Answer, Effect, Found, Logged, Plan, QuotaCount, Request};
 use docstore::{Document, Error, Key};
 use futures_util::future::try_join_all;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use tokio_postgres::types::ToSql;
 
 /// How many times a transaction that raced another writer runs before the write gives up
 /// ([`Error::Unavailable`]).
 const MAX_ATTEMPTS: usize = 32;
-
-/// The most expired documents one transaction of the sweep removes.
-const SWEEP_CHUNK: usize = 200;
 
 /// Runs `request` in a transaction, again after a race.
 pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Answer, Error> {
@@ -86,34 +84,10 @@ async fn transaction(
         read.counts.get(site).copied().unwrap_or(0)
     });
     let decisions = request.decide(&found.current, now, inner.options.max_doc_bytes, &mut quota)?;
-    let mut plan = Plan::new(inner, now);
-    let mut bodies: Vec<Option<Body>> = decisions
-        .iter()
-        .map(|decision| match decision {
-            Decision::Store { document, .. } => Some(Body::of(&document.data)),
-            _ => None,
-        })
-        .collect();
-    let mut order: Vec<usize> = (0..decisions.len()).collect();
-    order.sort_by_key(|&i| request.ops()[i].key());
-    for i in order {
-        let key = request.ops()[i].key();
-        // An expired document's identities went with it.
-        let kept = match &found.expired[i] {
-            Some(_) => {
-                plan.expire(key);
-                None
-            }
-            None => read.kept.get(key),
-        };
-        let write = (&decisions[i], found.current[i].as_ref(), bodies[i].as_ref());
-        plan.write(request, key, write, kept)?;
-    }
-    for change in request.changes(&decisions, &found, now) {
-        let body = change.document.and(bodies[change.position].take());
-        plan.changes.push(&change, body.map(|body| body.text));
-    }
-    match plan.send(client).await {
+    let kept = |key: &Key| read.kept.get(key);
+    let indexes = &inner.options.indexes;
+    let plan = Plan::new(request, &decisions, &found, kept, indexes, now);
+    match Statements::of(inner, &plan)?.send(client).await {
         Err(violation) if violation.is_unique_violation() => {
             drop(open);
             let judged = crate::unique::judge(inner, client, request, &decisions, now).await;
@@ -134,45 +108,33 @@ async fn transaction(
 pub(crate) async fn remove_expired(inner: &Inner, keys: &[Key]) -> Result<usize, Fail> {
     let client = inner.pool.get().await.map_err(crate::error::pool)?;
     let now = inner.now();
-    let (open, mut read) = read(inner, &client, keys.iter().collect(), now).await?;
-    let mut plan = Plan::new(inner, now);
-    let mut removed = 0;
-    for key in keys.iter().collect::<BTreeSet<_>>() {
-        match read.documents.remove(key) {
-            Some(doc) if doc.is_expired(now) => {
-                plan.expire(key);
-                plan.changes
-                    .push(&Logged::expired(removed, key, &doc), None);
-                removed += 1;
-            }
-            Some(_) => {}
-            None => plan.release_all(key),
-        }
-    }
-    plan.send(&client).await?;
+    let (open, read) = read(inner, &client, keys.iter().collect(), now).await?;
+    let found = keys.iter().map(|key| (key, read.documents.get(key)));
+    let plan = Plan::expiring(found, &inner.options.indexes, now);
+    Statements::of(inner, &plan)?.send(&client).await?;
     open.committed();
     inner.feed.commits.committed();
-    Ok(removed)
+    Ok(plan.expired())
 }
 
 /// Removes up to `limit` expired documents, longest expired first, in transactions of at most
-/// [`SWEEP_CHUNK`] (`docs/contract.md`, "Expiry"); how many it removed.
+/// [`SWEEP_CHUNK`](docstore::driver::SWEEP_CHUNK) (`docs/contract.md`, "Expiry"); how many it
+/// removed.
 pub(crate) async fn sweep(inner: &Inner, limit: usize) -> Result<usize, Fail> {
-    let mut swept = 0;
-    while swept < limit {
-        let chunk = SWEEP_CHUNK.min(limit - swept);
+    sweep_in_chunks(limit, |chunk| async move {
         let client = inner.pool.get().await.map_err(crate::error::pool)?;
         let statement = client.prepare_cached(&inner.sql.expired).await?;
         let params: [&(dyn ToSql + Sync); 2] = [&inner.now(), &(chunk as i64)];
         let keys = client.query(&statement, &params).await?;
         drop(client);
         let keys: Vec<Key> = keys.iter().map(rows::key).collect::<Result<_, _>>()?;
-        swept += remove_expired(inner, &keys).await?;
-        if keys.len() < chunk {
-            break;
-        }
-    }
-    Ok(swept)
+        let removed = remove_expired(inner, &keys).await?;
+        Ok(Swept {
+            found: keys.len(),
+            removed,
+        })
+    })
+    .await
 }
 
 /// Opens the transaction and locks and reads `keys` in the same pipeline.
@@ -234,26 +196,12 @@ async fn read<'c>(
     Ok((open, read))
 }
 
-/// A statement's parameter, owned by the plan until the pipeline is sent.
+/// A statement's parameter, owned by the statements until the pipeline is sent.
 type Param = Box<dyn ToSql + Sync + Send>;
 
 /// Parameters as [`Param`]s.
 macro_rules! params {
     ($($param:expr),* $(,)?) => { vec![$(Box::new($param) as Param),*] };
-}
-
-/// Everything a request writes after its decisions, in the order it is sent: the documents
-/// and their identities in key order, the unique claims released, then those claimed (so a
-/// request may move a value between its documents), the counters, then the change rows (the
-/// feed's lock is taken last, to be held for the least time).
-struct Plan<'s> {
-    inner: &'s Inner,
-    now: i64,
-    statements: Vec<(&'s str, Vec<Param>)>,
-    releases: Vec<(&'s str, Vec<Param>)>,
-    claims: Vec<(&'s str, Vec<Param>)>,
-    counters: BTreeMap<(String, String), i64>,
-    changes: ChangeRows,
 }
 
 /// A key's names as the first three parameters of a statement.
@@ -265,104 +213,48 @@ fn names(key: &Key) -> Vec<Param> {
     ]
 }
 
-impl<'s> Plan<'s> {
-    fn new(inner: &'s Inner, now: i64) -> Self {
-        Plan {
-            inner,
-            now,
-            statements: Vec::new(),
-            releases: Vec::new(),
-            claims: Vec::new(),
-            counters: BTreeMap::new(),
-            changes: ChangeRows::default(),
-        }
-    }
+/// The statements of a [`Plan`], in its order, the change rows as one statement last.
+struct Statements<'s> {
+    inner: &'s Inner,
+    statements: Vec<(&'s str, Vec<Param>)>,
+}
 
-    /// Removes the expired document at `key` with its identities and unique claims, before
-    /// the write on its key (`docs/contract.md`, "Expiry"; its change is the caller's).
-    fn expire(&mut self, key: &Key) {
-        let sql = &self.inner.sql;
-        self.statements.push((&sql.delete, names(key)));
-        self.statements.push((&sql.forget_ids, names(key)));
-        self.release_all(key);
-        self.count(key, -1);
-    }
-
-    /// Releases every claim of the document at `key` when its collection has unique indexes.
-    fn release_all(&mut self, key: &Key) {
-        let indexes = self.inner.options.indexes.for_collection(key.collection());
-        if indexes.iter().any(|index| index.is_unique()) {
-            self.releases
-                .push((&self.inner.sql.release_claims, names(key)));
-        }
-    }
-
-    fn count(&mut self, key: &Key, delta: i64) {
-        let collection = (key.site().to_owned(), key.collection().to_owned());
-        *self.counters.entry(collection).or_default() += delta;
-    }
-
-    /// The statements of write `decision` at `key`, where `current` was (the live document),
-    /// `body` the text of the document it stores and `kept` the identities the key keeps.
-    fn write(
-        &mut self,
-        request: &Request<'_>,
-        key: &Key,
-        (decision, current, body): (&Decision, Option<&Document>, Option<&Body>),
-        kept: Option<&KeptIds>,
-    ) -> Result<(), Fail> {
-        let sql = &self.inner.sql;
-        let mut params = names(key);
-        let statement = match (decision, body) {
-            (
-                Decision::Store {
-                    document: d,
+impl<'s> Statements<'s> {
+    /// Each effect of `plan` as its statement (the changes as one).
+    fn of(inner: &'s Inner, plan: &Plan<'_>) -> Result<Self, Fail> {
+        let sql = &inner.sql;
+        let mut statements = Vec::with_capacity(plan.effects().len());
+        let mut changes = ChangeRows::default();
+        // The text of each stored document by its write's position, for its change row.
+        let mut texts = HashMap::new();
+        for effect in plan.effects() {
+            match effect {
+                Effect::Store {
+                    position,
+                    key,
+                    document,
                     creates,
-                },
-                Some(body),
-            ) => {
-                params.extend(params![body.jsonb(), body.raw(), d.updated_at]);
-                params.extend(params![d.updated_by.clone(), rows::version(d.version)?]);
-                params.extend(params![d.expires_at]);
-                if !creates {
-                    Some(&sql.update)
-                } else {
-                    params.extend(params![d.created_at, d.created_by.clone()]);
-                    Some(&sql.insert)
+                } => {
+                    let body = Body::of(&document.data);
+                    statements.push(store(sql, key, document, *creates, &body)?);
+                    texts.insert(*position, body.text);
                 }
+                Effect::Log(change) => {
+                    let body = change.document.and_then(|_| texts.remove(&change.position));
+                    changes.push(change, body);
+                }
+                other => statements.push(statement(sql, other)),
             }
-            (Decision::Remove, _) if current.is_some() => Some(&sql.delete),
-            _ => None,
-        };
-        if let Some(statement) = statement {
-            self.statements.push((statement, params));
         }
-        self.count(key, decision.counter_delta());
-        self.claims(key, decision, current);
-        self.identities(request, key, decision, kept);
-        Ok(())
-    }
-
-    /// Claims the unique values the write gives its document and releases those it drops
-    /// ([`crate::unique`]).
-    fn claims(&mut self, key: &Key, decision: &Decision, current: Option<&Document>) {
-        let after = match decision {
-            Decision::Store { document, .. } => Some(document),
-            Decision::Remove => None,
-            Decision::Keep => return,
+        let log = match changes.kinds.len() {
+            0 => None,
+            1 => Some(&sql.log_change),
+            _ => Some(&sql.log_changes),
         };
-        let indexes = self.inner.options.indexes.for_collection(key.collection());
-        let sql = &self.inner.sql;
-        for (index, claim) in unique::claim_changes(indexes, current, after) {
-            let mut params = names(key);
-            params.extend(params![crate::keys::name(index.declaration())]);
-            if let Some(claim) = claim {
-                let mut claimed = names(key);
-                claimed.extend(params![crate::keys::name(index.declaration()), claim]);
-                self.claims.push((&sql.claim, claimed));
-            }
-            self.releases.push((&sql.release_claim, params));
+        if let Some(log) = log {
+            statements.push((log.as_str(), changes.params(inner)));
         }
+        Ok(Statements { inner, statements })
     }
 
     /// The statements of a single update (document, identities, change) as the one
@@ -383,54 +275,10 @@ impl<'s> Plan<'s> {
         }
     }
 
-    /// Keeps the caller's identity on a key the request wrote or deleted; a delete without
-    /// one forgets the key's identities (they were the deleted document's).
-    fn identities(
-        &mut self,
-        request: &Request<'_>,
-        key: &Key,
-        decision: &Decision,
-        kept: Option<&KeptIds>,
-    ) {
-        let sql = &self.inner.sql;
-        let kept = match request.kept_after(decision, kept, self.now) {
-            KeptChange::Unchanged => return,
-            KeptChange::Forget => return self.statements.push((&sql.forget_ids, names(key))),
-            KeptChange::Keep(kept) => kept,
-        };
-        let mut params = names(key);
-        params.extend(params![kept.ids.encode(), kept.deleted_at]);
-        self.statements.push((&sql.keep_ids, params));
-        if kept.deleted_at.is_some() {
-            let horizon = self
-                .now
-                .saturating_sub(docstore::identity::DELETE_IDS_KEPT_FOR_NANOS);
-            self.statements.push((&sql.prune_ids, params![horizon]));
-        }
-    }
-
-    /// Sends every statement, the counters, the change rows and `COMMIT` in one pipeline
-    /// (each prepared once per connection). A statement that fails aborts the transaction,
-    /// and its `COMMIT` with it; one that could not be sent keeps `COMMIT` from going.
+    /// Sends every statement and `COMMIT` in one pipeline (each prepared once per
+    /// connection). A statement that fails aborts the transaction, and its `COMMIT` with it;
+    /// one that could not be sent keeps `COMMIT` from going.
     async fn send(mut self, client: &deadpool_postgres::Client) -> Result<(), Fail> {
-        let sql = &self.inner.sql;
-        self.statements.append(&mut self.releases);
-        self.statements.append(&mut self.claims);
-        for ((site, collection), delta) in std::mem::take(&mut self.counters) {
-            if delta != 0 {
-                self.statements
-                    .push((&sql.count, params![site, collection, delta]));
-            }
-        }
-        let log = match self.changes.kinds.len() {
-            0 => None,
-            1 => Some(&sql.log_change),
-            _ => Some(&sql.log_changes),
-        };
-        if let Some(log) = log {
-            let changes = std::mem::take(&mut self.changes).params(self.inner);
-            self.statements.push((log, changes));
-        }
         self.fuse();
         let prepared = try_join_all(
             self.statements
@@ -459,6 +307,61 @@ impl<'s> Plan<'s> {
             .answer()
             .await?;
         Ok(())
+    }
+}
+
+/// The insert (`creates`) or update storing `d` at `key`, `body` its data's text.
+fn store<'s>(
+    sql: &'s crate::sql::Statements,
+    key: &Key,
+    d: &Document,
+    creates: bool,
+    body: &Body,
+) -> Result<(&'s str, Vec<Param>), Fail> {
+    let mut params = names(key);
+    params.extend(params![body.jsonb(), body.raw(), d.updated_at]);
+    params.extend(params![d.updated_by.clone(), rows::version(d.version)?]);
+    params.extend(params![d.expires_at]);
+    if !creates {
+        return Ok((&sql.update, params));
+    }
+    params.extend(params![d.created_at, d.created_by.clone()]);
+    Ok((&sql.insert, params))
+}
+
+/// The statement of `effect`, one that neither stores a document nor logs a change.
+fn statement<'s>(sql: &'s crate::sql::Statements, effect: &Effect<'_>) -> (&'s str, Vec<Param>) {
+    let with_key = |statement: &'s String, key: &Key, more: Vec<Param>| {
+        let mut params = names(key);
+        params.extend(more);
+        (statement.as_str(), params)
+    };
+    match effect {
+        Effect::Remove { key } => with_key(&sql.delete, key, params![]),
+        Effect::ForgetIds { key } => with_key(&sql.forget_ids, key, params![]),
+        Effect::KeepIds { key, kept } => {
+            let kept = params![kept.ids.encode(), kept.deleted_at];
+            with_key(&sql.keep_ids, key, kept)
+        }
+        Effect::PruneIds { before } => (&sql.prune_ids, params![*before]),
+        Effect::ReleaseAll { key } => with_key(&sql.release_claims, key, params![]),
+        Effect::Release { key, index } => {
+            let index = params![crate::keys::name(index.declaration())];
+            with_key(&sql.release_claim, key, index)
+        }
+        Effect::Claim { key, index, value } => {
+            let claim = params![crate::keys::name(index.declaration()), value.clone()];
+            with_key(&sql.claim, key, claim)
+        }
+        Effect::Count {
+            site,
+            collection,
+            delta,
+        } => {
+            let counted = params![site.to_string(), collection.to_string(), *delta];
+            (&sql.count, counted)
+        }
+        Effect::Store { .. } | Effect::Log(_) => unreachable!("mapped by Statements::of"),
     }
 }
 

@@ -7,6 +7,7 @@ use crate::store::{By, Inner};
 use crate::{rows, write_ids};
 use docstore::batch::{self, BatchBytes, CheckedBatch, Write, WriteOutcome};
 use docstore::driver::Expiry;
+use docstore::identity::KeptIds;
 use docstore::request::Answer;
 use docstore::{Document, Key, WriteId};
 use rusqlite::Connection;
@@ -167,12 +168,12 @@ pub(crate) fn apply_once(
     }
     let outcomes = apply(inner, conn, steps, actor, bytes)?;
     for ((step, outcome), kept) in steps.iter().zip(&outcomes).zip(&kept) {
-        let (key, kept) = (step.key(), kept.as_ref());
-        match outcome {
-            WriteOutcome::Written(_) => write_ids::record_write(conn, key, id, kept)?,
-            WriteOutcome::Deleted => write_ids::record_delete(conn, key, id, now, kept)?,
-            _ => {}
-        }
+        let kept = match outcome {
+            WriteOutcome::Written(_) => KeptIds::written(id, kept.as_ref()),
+            WriteOutcome::Deleted => KeptIds::deleted(id, kept.as_ref(), now),
+            _ => continue,
+        };
+        write_ids::keep(conn, step.key(), &kept)?;
     }
     Ok(Answer::Applied(outcomes))
 }

@@ -9,8 +9,9 @@ use crate::unique::Claims;
 use crate::{query, rows, write_ids};
 use async_trait::async_trait;
 use docstore::batch::{CheckedBatch, WriteOutcome};
-use docstore::driver::{Driver, Expiry, Origin};
+use docstore::driver::{Driver, Expiry, Origin, Swept, sweep_in_chunks};
 use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
+use docstore::identity::KeptIds;
 use docstore::query::CompiledQuery;
 use docstore::request::Answer;
 use docstore::{
@@ -233,7 +234,7 @@ impl SqliteStore {
                 return Ok(repeat(doc));
             }
             let written = op(inner, conn)?;
-            write_ids::record_write(conn, &key, &id, kept.as_ref())?;
+            write_ids::keep(conn, &key, &KeptIds::written(&id, kept.as_ref()))?;
             Ok(written)
         })
         .await
@@ -548,7 +549,7 @@ fn remove_once(
     if let Some(id) = id
         && removed
     {
-        write_ids::record_delete(conn, key, id, now, kept.as_ref())?;
+        write_ids::keep(conn, key, &KeptIds::deleted(id, kept.as_ref(), now))?;
     }
     Ok(removed)
 }
@@ -698,29 +699,23 @@ impl Driver for SqliteStore {
         true
     }
 
-    /// In write transactions of at most 200 documents each (`SWEEP_CHUNK`), so the sweep never
-    /// holds the writer for long: each expired document found by the partial expiry index
-    /// is removed with its change, as a write on its key would.
+    /// In write transactions of at most
+    /// [`SWEEP_CHUNK`](docstore::driver::SWEEP_CHUNK) (200) documents each, so the sweep
+    /// never holds the writer for long: each expired document found by the partial expiry
+    /// index is removed with its change, as a write on its key would.
     async fn sweep_expired(&self, limit: usize) -> Result<usize> {
-        let mut swept = 0;
-        while swept < limit {
-            let chunk = SWEEP_CHUNK.min(limit - swept);
-            let removed = self
-                .write(move |inner, conn| {
-                    let keys = rows::expired_keys(conn, inner.now(), chunk)?;
-                    let mut removed = 0;
-                    for key in &keys {
-                        removed += usize::from(inner.expire_due(conn, key)?);
-                    }
-                    Ok(removed)
-                })
-                .await?;
-            swept += removed;
-            if removed < chunk {
-                break;
-            }
-        }
-        Ok(swept)
+        sweep_in_chunks(limit, |chunk| {
+            self.write(move |inner, conn| {
+                let keys = rows::expired_keys(conn, inner.now(), chunk)?;
+                let mut removed = 0;
+                for key in &keys {
+                    removed += usize::from(inner.expire_due(conn, key)?);
+                }
+                let found = keys.len();
+                Ok(Swept { found, removed })
+            })
+        })
+        .await
     }
 
     /// Counts inside one transaction, so the comparison (and the repair) sees one state: a
@@ -779,9 +774,6 @@ impl Driver for SqliteStore {
         commits.wait_past(position, feed.poll_interval, head).await
     }
 }
-
-/// The most expired documents one write transaction of the sweep removes.
-const SWEEP_CHUNK: usize = 200;
 
 /// Counts `site`'s documents per collection and compares the counters (setting them on
 /// [`RecountMode::Repair`]).

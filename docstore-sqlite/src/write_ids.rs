@@ -6,22 +6,19 @@
 //! document's row goes by trigger).
 
 use crate::error::Fail;
-use docstore::identity::{DELETE_IDS_KEPT_FOR_NANOS, KeptIds, WriteIds};
-use docstore::{Key, WriteId};
+use docstore::Key;
+use docstore::identity::{KeptIds, WriteIds};
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// The row of a key (see [`KeptIds`]): read once per write and handed to the `record_*` call
-/// that follows.
-pub(crate) type Kept = KeptIds;
-
-/// The row of `key`, if it has one.
-pub(crate) fn kept(conn: &Connection, key: &Key) -> Result<Option<Kept>, Fail> {
+/// The row of `key`, if it has one: read once per write, before it, for what the write keeps
+/// ([`keep`]).
+pub(crate) fn kept(conn: &Connection, key: &Key) -> Result<Option<KeptIds>, Fail> {
     let mut stmt = conn.prepare_cached(
         "SELECT ids, deleted_at FROM write_ids WHERE site = ?1 AND collection = ?2 AND id = ?3",
     )?;
     let row = stmt
         .query_row(params![key.site(), key.collection(), key.id()], |row| {
-            Ok(Kept {
+            Ok(KeptIds {
                 ids: WriteIds::decode(&row.get::<_, String>(0)?),
                 deleted_at: row.get(1)?,
             })
@@ -30,34 +27,11 @@ pub(crate) fn kept(conn: &Connection, key: &Key) -> Result<Option<Kept>, Fail> {
     Ok(row)
 }
 
-/// Keeps `id` on the document just written at `key`, after the identities the key had
-/// (`earlier`, read before the write).
-pub(crate) fn record_write(
-    conn: &Connection,
-    key: &Key,
-    id: &WriteId,
-    earlier: Option<&Kept>,
-) -> Result<(), Fail> {
-    upsert(conn, key, &KeptIds::written(id, earlier))
-}
-
-/// Records that a delete with `id` just removed the document at `key` (`earlier`: the key's
-/// row read before the delete), and forgets deletes older than the window.
-pub(crate) fn record_delete(
-    conn: &Connection,
-    key: &Key,
-    id: &WriteId,
-    now: i64,
-    earlier: Option<&Kept>,
-) -> Result<(), Fail> {
-    // A standing document's row went with it (by trigger): only a delete record stays.
-    upsert(conn, key, &KeptIds::deleted(id, earlier, now))?;
-    let mut prune = conn.prepare_cached("DELETE FROM write_ids WHERE deleted_at < ?1")?;
-    prune.execute(params![now.saturating_sub(DELETE_IDS_KEPT_FOR_NANOS)])?;
-    Ok(())
-}
-
-fn upsert(conn: &Connection, key: &Key, kept: &KeptIds) -> Result<(), Fail> {
+/// Keeps `kept` at `key`: what a write with a caller identity leaves there
+/// ([`KeptIds::written`], [`KeptIds::deleted`] of the row read before it). A delete record
+/// forgets the deletes older than the window ([`KeptIds::prunes_before`]); a standing
+/// document's row goes with it by trigger.
+pub(crate) fn keep(conn: &Connection, key: &Key, kept: &KeptIds) -> Result<(), Fail> {
     let mut stmt = conn.prepare_cached(
         "INSERT INTO write_ids (site, collection, id, ids, deleted_at) VALUES (?1, ?2, ?3, ?4, ?5) \
          ON CONFLICT (site, collection, id) DO UPDATE SET ids = excluded.ids, \
@@ -70,5 +44,9 @@ fn upsert(conn: &Connection, key: &Key, kept: &KeptIds) -> Result<(), Fail> {
         kept.ids.encode(),
         kept.deleted_at
     ])?;
+    if let Some(before) = kept.prunes_before() {
+        let mut prune = conn.prepare_cached("DELETE FROM write_ids WHERE deleted_at < ?1")?;
+        prune.execute(params![before])?;
+    }
     Ok(())
 }

@@ -249,6 +249,54 @@ pub fn delete_answer(key: &Key, expected_version: Option<u64>, deleted: bool) ->
     }
 }
 
+/// The most expired documents one atomic unit of a sweep removes ([`sweep_in_chunks`]), so
+/// that a sweep never holds a transaction (or a writer) for long.
+pub const SWEEP_CHUNK: usize = 200;
+
+/// What one chunk of a sweep did ([`sweep_in_chunks`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Swept {
+    /// The expired documents it found (at most the chunk asked for).
+    pub found: usize,
+    /// How many of them it removed.
+    pub removed: usize,
+}
+
+/// The sweep of [`Driver::sweep_expired`] in atomic units of at most [`SWEEP_CHUNK`]
+/// documents: `chunk(n)` removes up to `n` of those expired longest, each with its change,
+/// in one unit of the driver's; chunks follow until `limit` are removed or one finds fewer
+/// than it asked for. How many were removed.
+///
+/// ```
+/// use docstore::driver::{SWEEP_CHUNK, Swept, sweep_in_chunks};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let mut expired = 450;
+/// let swept = sweep_in_chunks(1_000, |n| {
+///     let found = n.min(expired);
+///     expired -= found;
+///     async move { Ok::<_, docstore::Error>(Swept { found, removed: found }) }
+/// });
+/// assert_eq!(swept.await?, 450, "two full chunks of {SWEEP_CHUNK}, then 50");
+/// # Ok::<(), docstore::Error>(()) }).unwrap();
+/// ```
+pub async fn sweep_in_chunks<F, Fut, E>(limit: usize, mut chunk: F) -> std::result::Result<usize, E>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<Swept, E>>,
+{
+    let mut removed = 0;
+    while removed < limit {
+        let asked = SWEEP_CHUNK.min(limit - removed);
+        let swept = chunk(asked).await?;
+        removed += swept.removed;
+        if swept.found < asked {
+            break;
+        }
+    }
+    Ok(removed)
+}
+
 /// The recount comparison every driver makes: the counters that disagree with the documents'
 /// true counts, by collection name — collections with documents but no counter (`counter:
 /// None`), counters left over for empty collections (`documents: 0`) and counters off by any

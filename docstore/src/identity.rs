@@ -281,6 +281,25 @@ impl KeptIds {
         }
     }
 
+    /// When these are a delete record: the instant before which a backend keeping them
+    /// forgets older delete records ([`DELETE_IDS_KEPT_FOR`] before the delete), as it keeps
+    /// them; `None` for a standing document's identities.
+    ///
+    /// ```
+    /// use docstore::WriteId;
+    /// use docstore::identity::{DELETE_IDS_KEPT_FOR_NANOS, KeptIds};
+    ///
+    /// let id = WriteId::random();
+    /// let now = 2 * DELETE_IDS_KEPT_FOR_NANOS;
+    /// let deleted = KeptIds::deleted(&id, None, now);
+    /// assert_eq!(deleted.prunes_before(), Some(DELETE_IDS_KEPT_FOR_NANOS));
+    /// assert_eq!(KeptIds::written(&id, Some(&deleted)).prunes_before(), None);
+    /// ```
+    pub fn prunes_before(&self) -> Option<i64> {
+        let horizon = |at: i64| at.saturating_sub(DELETE_IDS_KEPT_FOR_NANOS);
+        self.deleted_at.map(horizon)
+    }
+
     /// The identities a key keeps after a write (or delete) with `id`: `id`, then those of
     /// `earlier` (what the key kept before it) as far as room allows.
     pub fn after(id: &WriteId, earlier: Option<&KeptIds>) -> WriteIds {

@@ -10,8 +10,10 @@
 //!   transaction): the writes as decisions ([`Op`], [`Request::decide`]), a caller identity
 //!   recognised as a repeat ([`Request::is_repeat`]), the per-site quota counted write by
 //!   write ([`QuotaCount`]) and what each key keeps of the identities
-//!   ([`Request::kept_after`]). None of it touches storage: the driver reads, hands what it
-//!   read here, and writes what comes back.
+//!   ([`Request::kept_after`]), and everything the decisions write as a [`Plan`] of
+//!   [`Effect`]s in the order a transaction applies them (documents, identities, unique
+//!   claims, counters, changes). None of it touches storage: the driver reads, hands what
+//!   it read here, and maps each effect to its own statement.
 //!
 //! By its call:
 //!
@@ -62,6 +64,10 @@ use crate::index::unique::{self, Claim};
 use crate::{ChangeKind, Data, Document, Error, Key, Result, WriteId};
 use std::borrow::Borrow;
 use std::collections::HashMap;
+
+mod plan;
+
+pub use plan::{Effect, Plan};
 
 /// One write of a request: a batch write or one of the single calls that are not one.
 #[derive(Clone, Copy, Debug)]

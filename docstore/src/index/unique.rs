@@ -9,7 +9,9 @@
 //!
 //! A backend finds holders its own way (an ordered map, an index table, guard items) and asks
 //! [`check`] (one write) or [`check_batch`] (a batch, whose writes may move a value from one
-//! of its documents to another) whether the write may go in.
+//! of its documents to another) whether the write may go in. A backend that learns of a clash
+//! only by writing (a constraint that fails the transaction) reads the holders afterwards and
+//! has [`judge`] say what the request is: refused, blocked by stale holders, or to run again.
 //!
 //! ```
 //! use docstore::index::{Index, IndexSet, unique};
@@ -36,6 +38,10 @@
 
 use super::CompiledIndex;
 use crate::{Document, Error, Key, Result};
+
+mod clash;
+
+pub use clash::{Clash, Holder, judge};
 
 /// One value a document claims in one unique index.
 #[derive(Clone, Debug, PartialEq)]
