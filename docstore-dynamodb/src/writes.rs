@@ -345,61 +345,25 @@ impl DynamoStore {
             let markers = self
                 .markers(shape.layout, key, Some(&read.doc), Some(&doc))
                 .await?;
+            let write = RevisionWrite {
+                key,
+                call: "update",
+                action: &action,
+                doc: &doc,
+                read: &read,
+                w: &w,
+            };
             match self
-                .send_write(
-                    key,
-                    &action,
-                    Expect::Revision(&read),
-                    0,
-                    &w,
-                    &guards,
-                    markers,
-                )
+                .write_over(write, &guards, markers, &mut foreign)
                 .await?
             {
-                Sent::Applied => {
-                    self.known.remember(key, &doc, w.as_str());
-                    return Ok(doc);
-                }
-                Sent::Guarded { at, guard, resent } => {
-                    let refused = (&guards[at], guard.as_ref(), resent);
-                    if self.guard_refused(key, &w, refused, &mut foreign).await? {
-                        return Ok(doc);
-                    }
+                Revised::Written => return Ok(doc),
+                // Deleted since the read.
+                Revised::Refused(None) => return Err(Error::not_found(key)),
+                Revised::Refused(Some(_)) | Revised::Again => {
                     if !backoff.wait().await {
                         break;
                     }
-                }
-                Sent::Contended { maybe_applied } => {
-                    if maybe_applied && self.holds_write(key, &w).await? {
-                        return Ok(doc);
-                    }
-                    if !backoff.wait().await {
-                        break;
-                    }
-                }
-                Sent::Refused { current, resent } => {
-                    if current.as_ref().is_some_and(|c| c.holds(&w)) {
-                        return Ok(doc);
-                    }
-                    if resent
-                        && !current
-                            .as_ref()
-                            .is_some_and(|c| c.proves_not_applied(&read, &w))
-                    {
-                        return Err(unknown_outcome("update", key));
-                    }
-                    if current.is_none() {
-                        // Deleted since the read.
-                        return Err(Error::not_found(key));
-                    }
-                    if !backoff.wait().await {
-                        break;
-                    }
-                }
-                Sent::Unknown(err) => {
-                    self.settle(key, &w, err).await?;
-                    return Ok(doc);
                 }
             }
         }
@@ -437,51 +401,25 @@ impl DynamoStore {
         let mut backoff = self.backoff();
         loop {
             let guards = shape.guards(key, Some(&read.doc), Some(&doc), &foreign)?;
-            let markers = markers.clone();
+            let write = RevisionWrite {
+                key,
+                call: "update_if",
+                action: &action,
+                doc: &doc,
+                read: &read,
+                w: &w,
+            };
             match self
-                .send_write(
-                    key,
-                    &action,
-                    Expect::Revision(&read),
-                    0,
-                    &w,
-                    &guards,
-                    markers,
-                )
+                .write_over(write, &guards, markers.clone(), &mut foreign)
                 .await?
             {
-                Sent::Applied => {
-                    self.known.remember(key, &doc, w.as_str());
-                    return Ok(doc);
-                }
-                Sent::Guarded { at, guard, resent } => {
-                    let refused = (&guards[at], guard.as_ref(), resent);
-                    if self.guard_refused(key, &w, refused, &mut foreign).await? {
-                        return Ok(doc);
-                    }
+                Revised::Written => return Ok(doc),
+                Revised::Again => {
                     if !backoff.wait().await {
                         break;
                     }
                 }
-                Sent::Contended { maybe_applied } => {
-                    if maybe_applied && self.holds_write(key, &w).await? {
-                        return Ok(doc);
-                    }
-                    if !backoff.wait().await {
-                        break;
-                    }
-                }
-                Sent::Refused { current, resent } => {
-                    if current.as_ref().is_some_and(|c| c.holds(&w)) {
-                        return Ok(doc);
-                    }
-                    if resent
-                        && !current
-                            .as_ref()
-                            .is_some_and(|c| c.proves_not_applied(&read, &w))
-                    {
-                        return Err(unknown_outcome("update_if", key));
-                    }
+                Revised::Refused(current) => {
                     let now = self.options.clock.now();
                     return match current.filter(|c| !c.doc.is_expired(now)) {
                         None => Err(Error::not_found(key)),
@@ -489,10 +427,6 @@ impl DynamoStore {
                             current: c.doc.version,
                         }),
                     };
-                }
-                Sent::Unknown(err) => {
-                    self.settle(key, &w, err).await?;
-                    return Ok(doc);
                 }
             }
         }
@@ -760,6 +694,58 @@ impl DynamoStore {
         Ok(self.counter_write_id(&shard).await?.as_deref() == Some(w.as_str()))
     }
 
+    /// Sends `write` once, conditioned on the revision it read, with its `guards` and
+    /// `markers`, and settles the answer: written (by this send, or by an earlier attempt the
+    /// item or the guards prove), to be tried again (contention, a guard another writer
+    /// released meanwhile), or refused on what stands now. A refusal of a resent request that
+    /// the item cannot prove unapplied is `Unavailable`.
+    async fn write_over(
+        &self,
+        write: RevisionWrite<'_>,
+        guards: &[GuardAction],
+        markers: Vec<Companion>,
+        foreign: &mut Foreign,
+    ) -> Result<Revised> {
+        let RevisionWrite { key, w, read, .. } = write;
+        let expect = Expect::Revision(read);
+        let sent = self.send_write(key, write.action, expect, 0, w, guards, markers);
+        match sent.await? {
+            Sent::Applied => {
+                self.known.remember(key, write.doc, w.as_str());
+                Ok(Revised::Written)
+            }
+            Sent::Guarded { at, guard, resent } => {
+                let refused = (&guards[at], guard.as_ref(), resent);
+                match self.guard_refused(key, w, refused, foreign).await? {
+                    true => Ok(Revised::Written),
+                    false => Ok(Revised::Again),
+                }
+            }
+            Sent::Contended { maybe_applied } => {
+                match maybe_applied && self.holds_write(key, w).await? {
+                    true => Ok(Revised::Written),
+                    false => Ok(Revised::Again),
+                }
+            }
+            Sent::Refused { current, resent } => {
+                if current.as_ref().is_some_and(|c| c.holds(w)) {
+                    return Ok(Revised::Written);
+                }
+                let proven = current
+                    .as_ref()
+                    .is_some_and(|c| c.proves_not_applied(read, w));
+                if resent && !proven {
+                    return Err(unknown_outcome(write.call, key));
+                }
+                Ok(Revised::Refused(current))
+            }
+            Sent::Unknown(err) => {
+                self.settle(key, w, err).await?;
+                Ok(Revised::Written)
+            }
+        }
+    }
+
     /// A single write's guard `refused` (the action, the guard item, whether the request was
     /// resent): `Ok(true)` when the write was applied after all (a resend whose own earlier
     /// attempt committed), `Ok(false)` to send again after backoff (a guard the write gives
@@ -959,4 +945,25 @@ fn busy(call: &str, key: &Key) -> Error {
         source: None,
         write_id: None,
     }
+}
+
+/// A write conditioned on the revision it read ([`DynamoStore::write_over`]): `call` names it
+/// in errors; `action` writes `doc` with identity `w` over `read`.
+struct RevisionWrite<'a> {
+    key: &'a Key,
+    call: &'static str,
+    action: &'a Action,
+    doc: &'a Document,
+    read: &'a Stored,
+    w: &'a WriteId,
+}
+
+/// What became of a [`RevisionWrite`].
+enum Revised {
+    /// Applied: by this send, or by an earlier attempt of the call.
+    Written,
+    /// Another writer or throttling got in the way: wait and send again.
+    Again,
+    /// The revision read is gone; what stands now (`None`: no document).
+    Refused(Option<Stored>),
 }
