@@ -1,7 +1,9 @@
 //! The floor of a versioned in-memory update: what one merge patch costs when the version it
-//! replaces must stay intact (the memory backend's change log keeps every version as written,
-//! `docs/contract.md`, "Change feed"), against the memory baseline's merge in place (the
-//! figures in `docs/benchmarks.md`, "Memory: the update floor").
+//! replaces must stay intact (a change log keeping every version as written, for the
+//! contract's `previous`: `docs/contract.md`, "Change feed"), against the memory baseline's
+//! merge in place, and what the memory driver, whose log keeps reverse patches instead (an
+//! update merges in place), costs under the same conditions (the figures in
+//! `docs/benchmarks.md`, "Memory: the update floor" and "Memory: a log of reverse patches").
 //!
 //! On the benchmark's ~1 KB documents and patches (`docstore_bench::data`), per update:
 //!
@@ -17,8 +19,9 @@
 //!
 //! Each on `--docs` documents visited in a shuffled order (cold: the benchmark's update
 //! workload) and on 16 documents in turn (hot: its 16-task workload, on one thread), the
-//! log first filled so that every timed update frees a version. Rounds alternate; the median
-//! round is printed.
+//! log first filled so that every timed update frees a version (for the driver and the store,
+//! a `put`'s whole replaced version: what the retention lets go after a run of puts). Rounds
+//! alternate; the median round is printed.
 //!
 //! ```sh
 //! cargo run --release -p docstore-bench --no-default-features --bin update_floor

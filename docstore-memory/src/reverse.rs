@@ -1,0 +1,238 @@
+//! Reverse patches: an RFC 7386 merge patch applied in place that records what it displaced,
+//! so that the change log can rebuild the version before the merge from the version after it
+//! (`docs/contract.md`, "Change feed": each change carries `previous`) without the store
+//! keeping, or copying, the version it replaced.
+//!
+//! [`merge`] is [`docstore::merge_patch`] on a map nobody else holds, moving every value the
+//! patch replaces or removes out of the map into the record instead of dropping it; where the
+//! patch merges an object into an object it records that object's displaced members the same
+//! way, so nothing the patch leaves in place is copied. [`undo`] rebuilds the earlier version
+//! on a copy (the log keeps its record for the next read); [`restore`] moves the record back
+//! into the map (a write refused after its merge, by the size limit or a unique index).
+//!
+//! A record is aligned with the patch it came from: its `n`-th item is what the patch's
+//! `n`-th key displaced, so the log keeps the patch (shared, [`docstore::Data`]) instead of
+//! copying its keys.
+
+use serde_json::{Map, Value};
+
+/// What one key of a merge patch displaced from the object the patch was merged into.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Displaced {
+    /// The key was absent (the patch added it, or removed nothing).
+    Absent,
+    /// The key's value before the patch replaced or removed it, moved out of the map.
+    Was(Value),
+    /// The key held an object and the patch's value is an object: merged member by member;
+    /// what each of the patch value's keys displaced, in its key order.
+    Merged(Vec<Displaced>),
+}
+
+/// Merges `patch` into `target` in place (RFC 7386, exactly as [`docstore::merge_patch`])
+/// and returns what each of its keys displaced, in the patch's key order.
+pub(crate) fn merge(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> Vec<Displaced> {
+    patch
+        .iter()
+        .map(|(key, value)| merge_key(target, key, value))
+        .collect()
+}
+
+fn merge_key(target: &mut Map<String, Value>, key: &String, value: &Value) -> Displaced {
+    if value.is_null() {
+        return target.remove(key).map_or(Displaced::Absent, Displaced::Was);
+    }
+    match (target.get_mut(key), value) {
+        (Some(Value::Object(inner)), Value::Object(members)) => {
+            Displaced::Merged(merge(inner, members))
+        }
+        (Some(old), _) => Displaced::Was(std::mem::replace(old, fresh(value))),
+        (None, _) => {
+            target.insert(key.clone(), fresh(value));
+            Displaced::Absent
+        }
+    }
+}
+
+/// What a patch value becomes where there is no object to merge it into: the value itself,
+/// its objects' null members left out (RFC 7386).
+fn fresh(value: &Value) -> Value {
+    match value {
+        Value::Object(members) => Value::Object(
+            members
+                .iter()
+                .filter(|(_, member)| !member.is_null())
+                .map(|(key, member)| (key.clone(), fresh(member)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Makes `target`, the result of merging `patch` with record `displaced`, what it was before
+/// the merge, copying the recorded values (the record stays as it is).
+pub(crate) fn undo(
+    target: &mut Map<String, Value>,
+    patch: &Map<String, Value>,
+    displaced: &[Displaced],
+) {
+    for ((key, value), displaced) in patch.iter().zip(displaced) {
+        match displaced {
+            Displaced::Absent => {
+                target.remove(key);
+            }
+            Displaced::Was(old) => put_back(target, key, old.clone()),
+            Displaced::Merged(inner) => {
+                if let (Some(Value::Object(object)), Value::Object(members)) =
+                    (target.get_mut(key), value)
+                {
+                    undo(object, members, inner);
+                }
+            }
+        }
+    }
+}
+
+/// [`undo`], moving the recorded values back instead of copying them.
+pub(crate) fn restore(
+    target: &mut Map<String, Value>,
+    patch: &Map<String, Value>,
+    displaced: Vec<Displaced>,
+) {
+    for ((key, value), displaced) in patch.iter().zip(displaced) {
+        match displaced {
+            Displaced::Absent => {
+                target.remove(key);
+            }
+            Displaced::Was(old) => put_back(target, key, old),
+            Displaced::Merged(inner) => {
+                if let (Some(Value::Object(object)), Value::Object(members)) =
+                    (target.get_mut(key), value)
+                {
+                    restore(object, members, inner);
+                }
+            }
+        }
+    }
+}
+
+/// Sets `key` to `value`, reusing the key already in the map when there is one.
+fn put_back(target: &mut Map<String, Value>, key: &String, value: Value) {
+    match target.get_mut(key) {
+        Some(slot) => *slot = value,
+        None => {
+            target.insert(key.clone(), value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    /// Merges `patch` into `doc` both ways and checks that the results agree with
+    /// `docstore::merge_patch` and that undo and restore give `doc` back.
+    fn round_trip(doc: &Value, patch: &Value) {
+        let (doc, patch) = (map(doc.clone()), map(patch.clone()));
+        let mut expected = docstore::Data::from(doc.clone());
+        docstore::merge_patch(&mut expected, &docstore::Data::from(patch.clone()));
+
+        let mut merged = doc.clone();
+        let displaced = merge(&mut merged, &patch);
+        assert_eq!(merged, *expected, "merge of {patch:?} into {doc:?}");
+
+        let mut undone = merged.clone();
+        undo(&mut undone, &patch, &displaced);
+        assert_eq!(undone, doc, "undo of {patch:?}");
+        restore(&mut merged, &patch, displaced);
+        assert_eq!(merged, doc, "restore of {patch:?}");
+    }
+
+    /// Every example of RFC 7386 appendix A, and a few of objects merged into objects.
+    #[test]
+    fn merges_as_rfc_7386_and_undoes_exactly() {
+        let cases = [
+            (json!({"a": "b"}), json!({"a": "c"})),
+            (json!({"a": "b"}), json!({"b": "c"})),
+            (json!({"a": "b"}), json!({"a": null})),
+            (json!({"a": "b", "b": "c"}), json!({"a": null})),
+            (json!({"a": ["b"]}), json!({"a": "c"})),
+            (json!({"a": "c"}), json!({"a": ["b"]})),
+            (
+                json!({"a": {"b": "c"}}),
+                json!({"a": {"b": "d", "c": null}}),
+            ),
+            (json!({"a": [{"b": "c"}]}), json!({"a": [1]})),
+            (json!({"e": null}), json!({"a": 1})),
+            (json!({}), json!({"a": {"bb": {"ccc": null}}})),
+            (
+                json!({"a": 1}),
+                json!({"a": {"b": null, "c": {"d": null, "e": 2}}}),
+            ),
+            (
+                json!({"a": {"b": {"c": 1, "d": 2}}}),
+                json!({"a": {"b": {"c": null, "e": 3}}}),
+            ),
+            (json!({"a": {"b": 1}}), json!({"a": {}})),
+            (json!({"a": {"b": 1}}), json!({"a": {"b": {"c": [null]}}})),
+        ];
+        for (doc, patch) in &cases {
+            round_trip(doc, patch);
+        }
+    }
+
+    /// A small deterministic generator (xorshift), so a failure repeats.
+    struct Draw(u64);
+
+    impl Draw {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// A value of up to `depth` levels over a small alphabet of keys, so that patches meet
+    /// the document's keys often; nulls only in a patch.
+    fn value(rng: &mut Draw, depth: u32, patch: bool) -> Value {
+        match rng.below(if depth == 0 { 4 } else { 6 }) {
+            0 if patch => Value::Null,
+            0 | 1 => json!(rng.below(3)),
+            2 => json!(["x", null]),
+            3 => json!("s"),
+            _ => {
+                let members = (0..rng.below(4))
+                    .map(|_| {
+                        let key = ["a", "b", "c", "d"][rng.below(4) as usize].to_owned();
+                        (key, value(rng, depth - 1, patch))
+                    })
+                    .collect();
+                Value::Object(members)
+            }
+        }
+    }
+
+    #[test]
+    fn random_patches_undo_exactly() {
+        let mut rng = Draw(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..2_000 {
+            let doc = match value(&mut rng, 3, false) {
+                Value::Object(members) => Value::Object(members),
+                other => json!({ "a": other, "c": 1 }),
+            };
+            let patch = match value(&mut rng, 3, true) {
+                Value::Object(members) => Value::Object(members),
+                other => json!({ "b": other, "a": other }),
+            };
+            round_trip(&doc, &patch);
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! `update` and `update_if` on the memory store: the merge patch goes into the stored
+//! document in place, under the write lock, and the change log keeps what the merge
+//! displaced ([`Reversal`]) instead of the version it replaced, so an update copies nothing
+//! of the document (unless a reader or an earlier answer still shares its data, which is then
+//! copied first: `docs/contract.md`, "Documents"). Every [`KEYFRAME_EVERY`]th update of a
+//! document copies it instead and the log keeps the whole replaced version, which bounds
+//! what a feed read undoes.
+//!
+//! A write refused after its merge — the result over the size limit, or holding a unique
+//! value another document holds — moves what it displaced back, so it changes nothing.
+
+use crate::feed::{Before, KEYFRAME_EVERY, Logged, Reversal};
+use crate::{By, Collection, MemoryStore, Placement, Retired, Shared, Site, Slot, reverse};
+use docstore::document::{check_size, data_size_bound};
+use docstore::feed::ChangeKind;
+use docstore::index::CompiledIndex;
+use docstore::index::unique;
+use docstore::{Data, Error, Key, Result};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// An update call: the key, the patch, and the version it must find (`update_if`).
+pub(crate) type Patch<'a> = (&'a Key, &'a Data, Option<u64>);
+
+/// What the merge of one update needs to know besides the document.
+struct Merge<'a> {
+    patch: &'a Data,
+    by: By<'a>,
+    now: i64,
+    limit: usize,
+}
+
+/// A merge done in place: what the log keeps of the version it replaced, and the merged
+/// data's size bound when it certainly fits (the stored bound plus the patch's).
+struct Merged {
+    before: Before,
+    size_bound: Option<usize>,
+}
+
+impl MemoryStore {
+    /// Merges the patch into the document at its key under the write lock and logs it;
+    /// [`Error::NotFound`] when there is none, [`Error::Conflict`] when it is not at the
+    /// expected version.
+    pub(crate) fn patch_locked(
+        &self,
+        sites: &mut HashMap<String, Site>,
+        (key, patch, expected): Patch<'_>,
+        by: By<'_>,
+        retired: &mut Retired,
+    ) -> Result<Shared> {
+        let defs = self.defs(key.collection());
+        let collection = sites
+            .get_mut(key.site())
+            .and_then(|site| site.get_mut(key.collection()))
+            .ok_or_else(|| Error::not_found(key))?;
+        let merge = Merge {
+            patch,
+            by,
+            now: self.now(),
+            limit: self.options.max_doc_bytes,
+        };
+        let (merged, placement) = collection.merge_in_place(defs, (key, expected), &merge)?;
+        if let Some(old) = placement
+            && let Err(err) = collection.refile(defs, key, old, merge.now)
+        {
+            let slot = collection.docs.get_mut(key.id()).expect("just merged");
+            undo_merge(slot, merged.before);
+            return Err(err);
+        }
+        let slot = collection.docs.get_mut(key.id()).expect("just merged");
+        let appended = self.feed.stored(Logged {
+            key,
+            kind: ChangeKind::Updated,
+            after: &slot.doc,
+            chain: slot.last_change,
+            before: merged.before,
+        });
+        retired.entry = appended.evicted;
+        slot.last_change = appended.position;
+        slot.size_bound = merged.size_bound;
+        Ok(Arc::clone(&slot.doc))
+    }
+}
+
+impl Collection {
+    /// Merges `merge`'s patch into the document `key` names, if at `expected`, and stamps
+    /// its next version; where it was filed before, when that may have moved (the
+    /// collection has indexes, or the write changed the expiry).
+    fn merge_in_place(
+        &mut self,
+        defs: &[CompiledIndex],
+        (key, expected): (&Key, Option<u64>),
+        merge: &Merge<'_>,
+    ) -> Result<(Merged, Option<Placement>)> {
+        let slot = self
+            .docs
+            .get_mut(key.id())
+            .ok_or_else(|| Error::not_found(key))?;
+        if let Some(expected) = expected
+            && expected != slot.doc.version
+        {
+            return Err(Error::Conflict {
+                current: slot.doc.version,
+            });
+        }
+        let old = Placement {
+            expires_at: slot.doc.expires_at,
+            keys: defs.iter().map(|def| def.key(&slot.doc)).collect(),
+        };
+        let merged = merge.apply(slot)?;
+        let moved = !defs.is_empty() || old.expires_at != slot.doc.expires_at;
+        Ok((merged, moved.then_some(old)))
+    }
+
+    /// Files the merged document `key` names anew (expiry, index keys) from `old`, once its
+    /// unique values are checked (a refusal changes nothing here: the caller undoes the
+    /// merge).
+    fn refile(
+        &mut self,
+        defs: &[CompiledIndex],
+        key: &Key,
+        old: Placement,
+        now: i64,
+    ) -> Result<()> {
+        let doc = Arc::clone(&self.docs[key.id()].doc);
+        if defs.iter().any(CompiledIndex::is_unique) {
+            // The index maps still hold the document's old keys, which the check passes
+            // over (they are its own).
+            unique::check(defs, key, &doc, |_, claim, except| {
+                Ok(self.holder(defs, claim, except, now))
+            })?;
+        }
+        self.reindex(defs, Some(old), &doc);
+        Ok(())
+    }
+}
+
+impl Merge<'_> {
+    /// Merges into `slot`'s document and stamps its next version: in place, keeping a
+    /// reverse patch, or (every [`KEYFRAME_EVERY`]th update) into a copy, keeping the whole
+    /// version it replaced. A result over the size limit is undone and refused.
+    fn apply(&self, slot: &mut Slot) -> Result<Merged> {
+        let stored_bound = slot
+            .size_bound
+            .unwrap_or_else(|| data_size_bound(&slot.doc.data));
+        let size_bound = Some(stored_bound.saturating_add(data_size_bound(self.patch)))
+            .filter(|bound| *bound <= self.limit);
+        let keyframe = slot.patched_run + 1 >= KEYFRAME_EVERY;
+        let before = if keyframe {
+            self.in_a_copy(slot, size_bound.is_some())?
+        } else {
+            self.in_place(slot, size_bound.is_some())?
+        };
+        slot.patched_run = if keyframe { 0 } else { slot.patched_run + 1 };
+        let (actor, expiry) = self.by;
+        let doc = Arc::make_mut(&mut slot.doc);
+        doc.stamp_next(actor, self.now);
+        doc.expires_at = expiry.apply(doc.expires_at, doc.updated_at);
+        Ok(Merged { before, size_bound })
+    }
+
+    /// The merge into the stored data itself; its reversal (the metadata still the
+    /// replaced version's, stamped by the caller).
+    fn in_place(&self, slot: &mut Slot, fits: bool) -> Result<Before> {
+        let (actor, _) = self.by;
+        let doc = Arc::make_mut(&mut slot.doc);
+        let displaced = if self.patch.is_empty() {
+            Vec::new()
+        } else {
+            reverse::merge(&mut doc.data, self.patch)
+        };
+        if !fits && let Err(err) = check_size(&doc.data, self.limit) {
+            reverse::restore(&mut doc.data, self.patch, displaced);
+            return Err(err);
+        }
+        let updated_by = (doc.updated_by != actor).then(|| std::mem::take(&mut doc.updated_by));
+        Ok(Before::Patched(Box::new(Reversal {
+            patch: self.patch.clone(),
+            displaced,
+            updated_at: doc.updated_at,
+            updated_by,
+            expires_at: doc.expires_at,
+        })))
+    }
+
+    /// The merge into a copy of the stored document, the log keeping the replaced version.
+    fn in_a_copy(&self, slot: &mut Slot, fits: bool) -> Result<Before> {
+        let kept = Arc::clone(&slot.doc);
+        // `kept` shares the document: this copies it, and its data below.
+        let doc = Arc::make_mut(&mut slot.doc);
+        docstore::merge_patch(&mut doc.data, self.patch);
+        if !fits && let Err(err) = check_size(&doc.data, self.limit) {
+            slot.doc = kept;
+            return Err(err);
+        }
+        Ok(Before::Whole(kept))
+    }
+}
+
+/// Makes `slot`'s document the version before the merge that kept `before` again (a write
+/// refused after its merge), metadata included.
+fn undo_merge(slot: &mut Slot, before: Before) {
+    match before {
+        Before::Whole(kept) => {
+            slot.doc = kept;
+            slot.patched_run = KEYFRAME_EVERY - 1;
+        }
+        Before::Patched(reversal) => {
+            reversal.restore(Arc::make_mut(&mut slot.doc));
+            slot.patched_run -= 1;
+        }
+        Before::Nothing => unreachable!("an update replaces a version"),
+    }
+}
