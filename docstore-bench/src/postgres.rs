@@ -30,7 +30,7 @@ fn with_schema(url: &str, schema: &str) -> String {
 }
 
 /// A client of its own on `url`.
-async fn connect(url: &str) -> BenchResult<Client> {
+pub async fn connect(url: &str) -> BenchResult<Client> {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
     Ok(client)
@@ -41,7 +41,7 @@ async fn connect(url: &str) -> BenchResult<Client> {
 /// query's order and stops at the page (`priority` checked on the entries read). The core
 /// planner serves no order from an index whose fields do not follow it, so an index ending in
 /// `priority` would leave the query to the scan.
-fn indexes() -> BenchResult<IndexSet> {
+pub fn indexes() -> BenchResult<IndexSet> {
     let index = Index::parse(
         QUERY_COLLECTION,
         "by_status_category",
@@ -94,6 +94,52 @@ pub async fn bulk_load(
     Ok(())
 }
 
+/// docstore-postgres (declaring [`indexes`]) and the baseline, each opened on a schema of its
+/// own; the baseline's schema also gets the declared index's key function and expression
+/// index, as docstore-postgres lays them down, so the two schemas stay equal (the baseline's
+/// hand-written query does not call the key function: it reads the application's index).
+pub async fn open_sides(
+    url: &str,
+    store_schema: &str,
+    baseline_schema: &str,
+) -> BenchResult<(PostgresStore, PostgresBaseline)> {
+    let options = || BenchResult::Ok(StoreOptions::default().with_indexes(indexes()?));
+    let driver =
+        PostgresStore::open_with_options(&with_schema(url, store_schema), options()?).await?;
+    let baseline = PostgresBaseline::open(url, baseline_schema).await?;
+    drop(PostgresStore::open_with_options(&with_schema(url, baseline_schema), options()?).await?);
+    Ok((driver, baseline))
+}
+
+/// The application's index for the selective query in both `schemas` (store's first; the
+/// baseline's statement reads it, docstore reads its own declared index), the schemas
+/// checked equal, `docs` query documents bulk-loaded into each, and `store` checked to read
+/// them as its own.
+pub async fn load_query_collection(
+    admin: &Client,
+    store: &Store,
+    docs: usize,
+    schemas: [&str; 2],
+) -> BenchResult<()> {
+    for schema in schemas {
+        schema::create_app_index(admin, schema, QUERY_COLLECTION).await?;
+    }
+    schema::check_same(admin, schemas[0], schemas[1]).await?;
+    for schema in schemas {
+        bulk_load(admin, schema, QUERY_COLLECTION, docs).await?;
+    }
+    // The bulk load went around the store: check it sees the documents as its own.
+    let probe = Key::new(SITE, QUERY_COLLECTION, data::id(0))?;
+    if store
+        .get(&probe)
+        .await?
+        .is_none_or(|d| d.created_by != ACTOR)
+    {
+        return Err("docstore-postgres does not read the bulk-loaded documents".into());
+    }
+    Ok(())
+}
+
 /// One round on the server at `url`, in schemas named after `round` (dropped afterwards).
 pub async fn round(spec: &Spec, url: &str, round: usize) -> BenchResult<Round> {
     let tag = format!("{}_{round}", std::process::id());
@@ -102,41 +148,16 @@ pub async fn round(spec: &Spec, url: &str, round: usize) -> BenchResult<Round> {
         format!("bench_baseline_{tag}"),
     );
     let admin = connect(url).await?;
-    let driver = PostgresStore::open_with_options(
-        &with_schema(url, &store_schema),
-        StoreOptions::default().with_indexes(indexes()?),
-    )
-    .await?;
+    let (driver, baseline) = open_sides(url, &store_schema, &baseline_schema).await?;
     let store = Store::new(driver.clone());
-    let baseline = PostgresBaseline::open(url, &baseline_schema).await?;
-    // The same declared index in the baseline's schema (its key function and expression
-    // index, as docstore-postgres lays them down), so the schemas stay equal; the baseline's
-    // hand-written query does not call the key function: it reads the application's index.
-    drop(
-        PostgresStore::open_with_options(
-            &with_schema(url, &baseline_schema),
-            StoreOptions::default().with_indexes(indexes()?),
-        )
-        .await?,
-    );
     let result = async {
-        // The index an application declares for its selective query, in both schemas: the
-        // baseline's statement reads it, docstore reads its own declared index.
-        for schema in [&store_schema, &baseline_schema] {
-            schema::create_app_index(&admin, schema, QUERY_COLLECTION).await?;
-        }
-        schema::check_same(&admin, &store_schema, &baseline_schema).await?;
-        bulk_load(&admin, &store_schema, QUERY_COLLECTION, spec.query_docs).await?;
-        bulk_load(&admin, &baseline_schema, QUERY_COLLECTION, spec.query_docs).await?;
-        // The bulk load went around the store: check it sees the documents as its own.
-        let probe = Key::new(SITE, QUERY_COLLECTION, data::id(0))?;
-        if store
-            .get(&probe)
-            .await?
-            .is_none_or(|d| d.created_by != ACTOR)
-        {
-            return Err("docstore-postgres does not read the bulk-loaded documents".into());
-        }
+        load_query_collection(
+            &admin,
+            &store,
+            spec.query_docs,
+            [&store_schema, &baseline_schema],
+        )
+        .await?;
         let docstore = run::docstore_side(&store, None)?;
         let baseline = run::side(Arc::new(baseline), "baseline", None);
         let mut rows = run::both(spec, &docstore, &baseline).await?;

@@ -20,6 +20,17 @@ use docstore::query::FieldPath;
 /// The server's key functions (`sql/keys.sql`).
 const KEY_FUNCTIONS: &str = include_str!("../sql/keys.sql");
 
+/// The newest of [`KEY_FUNCTIONS`]: a schema without it has none or earlier definitions.
+const NEWEST_KEY_FUNCTION: &str = "docstore_text";
+
+/// The UTF-8 bytes of text `t` in a UTF-8 database: the text's own bytes, through `bytea`'s
+/// input with every backslash doubled (its only escape character). Unlike `convert_to` it is
+/// immutable, so the key functions using it are inlined.
+const UTF8_TEXT_BYTES: &str = r"replace(t, E'\\', E'\\\\')::bytea";
+
+/// The same in a database of another encoding (not inlined: `convert_to` is only stable).
+const CONVERTED_TEXT_BYTES: &str = "convert_to(t, 'UTF8')";
+
 /// The columns a key function takes, in order.
 const ARGS: &str =
     "collection, data, raw, id, created_at, updated_at, created_by, updated_by, version";
@@ -76,6 +87,13 @@ fn component(s: &str, path: &FieldPath, descending: bool) -> String {
 }
 
 /// The DDL of `index`'s key function and expression index.
+///
+/// The function is PL/pgSQL around one expression of the (inlined) SQL key functions:
+/// PostgreSQL plans that expression once per session and evaluates it on its fast path for
+/// simple expressions, while a statement calling the function sees one opaque call. A SQL
+/// function would be inlined into every statement reading the index, whose planning then
+/// takes milliseconds (the expression matched against the index's, term by term) — paid by
+/// each new connection's first executions of a query.
 fn index_ddl(s: &str, index: &CompiledIndex) -> String {
     let name = name(index.declaration());
     let collection = literal(index.collection()).unwrap_or_else(|| "NULL".to_owned());
@@ -84,17 +102,30 @@ fn index_ddl(s: &str, index: &CompiledIndex) -> String {
         .iter()
         .map(|(path, descending)| component(s, path, *descending))
         .collect();
-    key.push(r"'\x05'::bytea || convert_to(id, 'UTF8') || '\x0000'::bytea".to_owned());
+    key.push(format!(
+        r"'\x05'::bytea || {s}.docstore_text(id) || '\x0000'::bytea"
+    ));
+    let body = format!(
+        "BEGIN RETURN CASE WHEN collection IS DISTINCT FROM {collection} THEN NULL \
+         WHEN raw IS NOT NULL THEN ''::bytea ELSE coalesce({}, ''::bytea) END; END",
+        key.join(" || ")
+    );
+    let tag = dollar_tag(&body);
     format!(
         "CREATE FUNCTION {s}.{name}(collection text, data jsonb, raw text, id text, \
          created_at bigint, updated_at bigint, created_by text, updated_by text, version bigint) \
-         RETURNS bytea LANGUAGE sql IMMUTABLE PARALLEL SAFE \
-         RETURN CASE WHEN collection IS DISTINCT FROM {collection} THEN NULL \
-         WHEN raw IS NOT NULL THEN ''::bytea ELSE coalesce({}, ''::bytea) END;
+         RETURNS bytea LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS {tag}{body}{tag};
          CREATE INDEX {name} ON {s}.documents (site, {s}.{name}({ARGS})) \
-         WHERE {s}.{name}({ARGS}) IS NOT NULL;",
-        key.join(" || ")
+         WHERE {s}.{name}({ARGS}) IS NOT NULL;"
     )
+}
+
+/// A dollar-quote tag `body` does not contain (declared field names are user text).
+fn dollar_tag(body: &str) -> String {
+    (0u64..)
+        .map(|n| format!("$k{n}$"))
+        .find(|tag| !body.contains(tag.as_str()))
+        .expect("some tag is free")
 }
 
 /// Creates what is missing — the key functions, each declared index's function and index
@@ -114,8 +145,14 @@ pub(crate) async fn prepare(
     if indexes.is_empty() {
         return Ok(());
     }
-    if !present("docstore_key".to_owned()).await? {
-        tx.batch_execute(&KEY_FUNCTIONS.replace("{s}", &s)).await?;
+    if !present(NEWEST_KEY_FUNCTION.to_owned()).await? {
+        let encoding = tx.query_one("SHOW server_encoding", &[]).await?;
+        let text_bytes = match encoding.try_get::<_, String>(0)?.as_str() {
+            "UTF8" => UTF8_TEXT_BYTES,
+            _ => CONVERTED_TEXT_BYTES,
+        };
+        let functions = KEY_FUNCTIONS.replace("{text_bytes}", text_bytes);
+        tx.batch_execute(&functions.replace("{s}", &s)).await?;
     }
     for index in indexes.iter() {
         if !present(name(index.declaration())).await? {

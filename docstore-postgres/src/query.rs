@@ -7,8 +7,9 @@
 //!
 //! - **An index plan** reads each key range of the index's expression ([`crate::keys`]) in
 //!   key order — the contract's total order, so `ORDER BY key LIMIT n` stops where the core's
-//!   [`RangeWalk`](docstore::index::RangeWalk) says the page is complete — plus the few
-//!   documents the server cannot key, keyed in Rust.
+//!   [`RangeWalk`](docstore::index::RangeWalk) says the page is complete, each row with its
+//!   key — plus the few documents the server cannot key, in the first chunk's statement,
+//!   keyed in Rust.
 //! - **The scan in id order** walks the primary key from the cursor in chunks and stops once
 //!   the page and one more matched; any other scan reads the collection's candidates (documents
 //!   JSONB cannot keep exactly always among them) and sorts them in memory.
@@ -22,6 +23,8 @@ use docstore::query::sql::{ConditionSql, filter_sql};
 use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
 use docstore::{Document, Explain, Page};
 use serde_json::Value;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_postgres::types::ToSql;
 
 type Params = Vec<Box<dyn ToSql + Sync + Send>>;
@@ -29,6 +32,9 @@ type Params = Vec<Box<dyn ToSql + Sync + Send>>;
 /// The rows not expired at the instant of [`Target::params`]' `$3`.
 const LIVE: &str = "(expires_at IS NULL OR expires_at > $3)";
 type Client = deadpool_postgres::Client;
+
+/// Where a range statement ([`Target::range`]) has the key: after the document's columns.
+const KEY_COLUMN: usize = 8;
 
 /// One query's setting: the connection, the store's statements and indexes, where it reads.
 pub(crate) struct Target<'a> {
@@ -60,6 +66,15 @@ impl Statement {
         let rows = self.rows(client).await?;
         rows.iter()
             .map(|row| crate::rows::document(row, 0))
+            .collect()
+    }
+
+    /// The rows of a statement selecting [`crate::rows::DOC_COLUMNS`] and a key: each
+    /// document with its key.
+    async fn entries(&self, client: &Client) -> Result<Vec<(Vec<u8>, Document)>, Fail> {
+        let rows = self.rows(client).await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get(KEY_COLUMN)?, crate::rows::document(row, 0)?)))
             .collect()
     }
 
@@ -138,7 +153,7 @@ impl Target<'_> {
                     limit: 1,
                 };
                 let pg = self
-                    .range(self.index(plan)?, plan, chunk)
+                    .range(self.index(plan)?, plan, chunk, false)
                     .plan(self.client)
                     .await?;
                 let mut explain = Explain::index(plan, choice.estimates[0].reading, reads, true);
@@ -255,51 +270,69 @@ impl Target<'_> {
     }
 
     /// The statement reading one chunk of `index`'s range, the residual filter pushed down
-    /// where exact.
-    fn range(&self, index: &CompiledIndex, plan: &IndexPlan, chunk: Chunk) -> Statement {
+    /// where exact: each document and its key ([`KEY_COLUMN`]). The key is selected, not
+    /// only ordered by: PostgreSQL computes it for every row it returns either way (the
+    /// index does not give it back), and so the client need not compute it again. With
+    /// `unkeyed`, the documents the server could not key (the empty key) come too, in the
+    /// same statement: one statement a chunk.
+    fn range(
+        &self,
+        index: &CompiledIndex,
+        plan: &IndexPlan,
+        chunk: Chunk,
+        unkeyed: bool,
+    ) -> Statement {
         let key = crate::keys::key_sql(&self.sql.schema, index);
+        let columns = format!("{}, {key}", crate::rows::DOC_COLUMNS);
         let mut params = self.params();
-        let mut text = self.within(
-            crate::rows::DOC_COLUMNS,
-            &key,
-            (chunk.start, chunk.end),
-            &mut params,
-        );
+        let mut text = self.within(&columns, &key, (chunk.start, chunk.end), &mut params);
         if let Some(pushed) = plan.residual.as_ref().and_then(|f| pushed(f, &mut params)) {
             text.push_str(&format!(" AND {pushed}"));
         }
         let direction = if chunk.reverse { "DESC" } else { "ASC" };
         let limit = bind(&mut params, Box::new(chunk.limit as i64));
         text.push_str(&format!(" ORDER BY {key} {direction} LIMIT {limit}"));
+        if unkeyed {
+            // Sorting the union again costs a sort of the rows returned, and keeps their
+            // order the range's by SQL's rules, not by how PostgreSQL runs a union.
+            text = format!(
+                "SELECT * FROM ((SELECT {columns} FROM {}.documents WHERE site = $1 \
+                 AND collection = $2 AND {LIVE} AND {key} = ''::bytea) UNION ALL ({text})) \
+                 AS entries ORDER BY {} {direction}",
+                self.sql.schema,
+                KEY_COLUMN + 1
+            );
+        }
         Statement { text, params }
     }
 
     /// Runs `plan` a chunk at a time ([`chunks::read_plan`]), with the documents the server
-    /// could not key: those in the plan's ranges that match, keyed here. They only add to
-    /// what the ranges give, so the page stays the reference one.
+    /// could not key (read with the first chunk): those in the plan's ranges that match,
+    /// keyed here. They only add to what the ranges give, so the page stays the reference
+    /// one.
     async fn read_index(
         &self,
         plan: &IndexPlan,
         query: &CompiledQuery,
     ) -> Result<(Vec<Document>, u64), Fail> {
         let index = self.index(plan)?;
-        let key = crate::keys::key_sql(&self.sql.schema, index);
-        let unkeyed = Statement {
-            text: format!(
-                "SELECT {} FROM {}.documents WHERE site = $1 AND collection = $2 AND {LIVE} \
-                 AND {key} = ''::bytea",
-                crate::rows::DOC_COLUMNS,
-                self.sql.schema
-            ),
-            params: self.params(),
+        let (first, unkeyed) = (AtomicBool::new(true), Mutex::new(Vec::new()));
+        let fetch = |chunk| {
+            let (with_unkeyed, unkeyed) = (first.swap(false, Ordering::Relaxed), &unkeyed);
+            let statement = self.range(index, plan, chunk, with_unkeyed);
+            async move {
+                let (none, keyed): (Vec<_>, Vec<_>) = (statement.entries(self.client).await?)
+                    .into_iter()
+                    .partition(|(key, _)| key.is_empty());
+                unkeyed
+                    .lock()
+                    .expect("not poisoned")
+                    .extend(none.into_iter().map(|(_, doc)| doc));
+                Ok::<_, Fail>(keyed)
+            }
         };
-        let fetch =
-            |chunk| async move { self.range(index, plan, chunk).documents(self.client).await };
-        // Both in one pipeline on the connection.
-        let (unkeyed, (mut kept, read)) = tokio::try_join!(
-            unkeyed.documents(self.client),
-            chunks::read_plan(plan, index, query, fetch)
-        )?;
+        let (mut kept, read) = chunks::read_plan(plan, index, query, fetch).await?;
+        let unkeyed = unkeyed.into_inner().expect("not poisoned");
         let read_unkeyed = unkeyed.len() as u64;
         kept.extend(unkeyed.into_iter().filter(|doc| {
             let key = index.key(doc);

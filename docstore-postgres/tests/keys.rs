@@ -50,6 +50,10 @@ fn values() -> Vec<Value> {
         json!("ab"),
         json!("é\u{1F600}"),
         json!("nul\u{0}in"),
+        // Backslashes: the server takes a string's bytes through `bytea` input, whose escape
+        // character it is; `\x` starts its hex format.
+        json!("\\x41"),
+        json!("a\\b\\\\c\\"),
         json!([]),
         json!([1, "a", [null, true]]),
         json!([{"o": 1}]),
@@ -104,6 +108,15 @@ async fn the_server_keys_documents_as_the_core_does() {
             .await
             .unwrap();
     }
+    // An id with backslashes (every key ends with the id's bytes).
+    store
+        .create(
+            &docstore::Key::new("s", "c", "\\x41\\").unwrap(),
+            docstore::object(json!({"n": "\\"})).unwrap(),
+            "t",
+        )
+        .await
+        .unwrap();
     store
         .create(
             &docstore::Key::new("s", "c", "missing").unwrap(),

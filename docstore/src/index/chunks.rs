@@ -36,10 +36,11 @@ pub struct Chunk {
     pub limit: usize,
 }
 
-/// Reads `plan` over `index` with `fetch` (one [`Chunk`] a call, its documents in the chunk's
-/// order), walking each range with the plan's [`RangeWalk`](super::RangeWalk) until it has
-/// what the page needs; returns the documents kept and how many were fetched. The keys are
-/// [`CompiledIndex::key`] of the documents fetched, so the backend's order must be theirs.
+/// Reads `plan` over `index` with `fetch` (one [`Chunk`] a call: its entries in the chunk's
+/// order, each a document's key in `index` — the backend's stored key, which must be
+/// [`CompiledIndex::key`] of the document — and the document), walking each range with the
+/// plan's [`RangeWalk`](super::RangeWalk) until it has what the page needs; returns the
+/// documents kept and how many were fetched.
 pub async fn read_plan<F, Fut, E>(
     plan: &IndexPlan,
     index: &CompiledIndex,
@@ -48,7 +49,7 @@ pub async fn read_plan<F, Fut, E>(
 ) -> Result<(Vec<Document>, u64), E>
 where
     F: FnMut(Chunk) -> Fut,
-    Fut: Future<Output = Result<Vec<Document>, E>>,
+    Fut: Future<Output = Result<Vec<(Vec<u8>, Document)>, E>>,
 {
     let (mut kept, mut read) = (Vec::new(), 0u64);
     for range in &plan.ranges {
@@ -67,8 +68,7 @@ where
             read += docs.len() as u64;
             let full = docs.len() == limit;
             let mut last = None;
-            for doc in docs {
-                let key = index.key(&doc);
+            for (key, doc) in docs {
                 let matches = query.matches(&doc) && query.is_after_cursor(&doc);
                 match walk.offer(index, &key, matches) {
                     Step::Keep => kept.push(doc),
@@ -160,13 +160,12 @@ mod tests {
         let mut sorted = docs.clone();
         sorted.sort_by_key(|d| index.key(d));
         let fetch = |chunk: Chunk| {
-            let mut rows: Vec<Document> = sorted
+            let mut rows: Vec<(Vec<u8>, Document)> = sorted
                 .iter()
-                .filter(|d| {
-                    let key = index.key(d);
-                    key >= chunk.start && chunk.end.as_ref().is_none_or(|end| key < *end)
+                .map(|d| (index.key(d), d.clone()))
+                .filter(|(key, _)| {
+                    *key >= chunk.start && chunk.end.as_ref().is_none_or(|end| key < end)
                 })
-                .cloned()
                 .collect();
             if chunk.reverse {
                 rows.reverse();
