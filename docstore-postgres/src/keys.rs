@@ -1,10 +1,12 @@
-//! Declared indexes as expression indexes. Each index gets, at open, one generated SQL
-//! function computing a document's key in that index — the bytes of
-//! [`docstore::index::key`], whose byte order (`bytea` compares bytes) is the contract's
-//! total order — and a B-tree over `(site, key)` holding the documents of its collection.
-//! Queries call the function with the row's columns, never with a user string, so the
-//! statement is fixed and fully parameterized; the declared fields appear only in the
-//! function's DDL, as quoted literals ([`literal`]), the one place user text becomes SQL.
+//! Declared indexes. Each index gets, at open, one generated SQL function computing a
+//! document's key in that index — the bytes of [`docstore::index::key`], whose byte order
+//! (`bytea` compares bytes) is the contract's total order — a stored generated column of
+//! `documents` holding that key, and a B-tree over `(site, key column)` holding the documents of
+//! its collection. A write computes the key once, into the column; a query reads it back from
+//! the row, so reading a range computes nothing per row. Queries name the column, never a user
+//! string, so the statement is fixed and fully parameterized; the declared fields appear only
+//! in the function's DDL, as quoted literals ([`literal`]), the one place user text becomes
+//! SQL.
 //!
 //! A document the server cannot key — one kept in `raw` (JSONB cannot hold it) or holding an
 //! object in an indexed field (whose canonical text the server does not compute) — gets the
@@ -35,8 +37,8 @@ const CONVERTED_TEXT_BYTES: &str = "convert_to(t, 'UTF8')";
 const ARGS: &str =
     "collection, data, raw, id, created_at, updated_at, created_by, updated_by, version";
 
-/// The name of the SQL function and expression index that keep declared index `index` in the
-/// store's schema: `ix_` and a 64-bit FNV-1a hash of the declaration (collection, name,
+/// The name of the SQL function, key column and B-tree that keep declared index `index` in
+/// the store's schema: `ix_` and a 64-bit FNV-1a hash of the declaration (collection, name,
 /// fields), so a declaration with other fields gets its own.
 pub fn name(index: &Index) -> String {
     let fields = serde_json::to_value(index).expect("an index serializes")["fields"].to_string();
@@ -49,9 +51,9 @@ pub fn name(index: &Index) -> String {
     format!("ix_{hash:016x}")
 }
 
-/// The key expression of `index` over a row of `documents` (schema `s`, quoted).
-pub(crate) fn key_sql(s: &str, index: &CompiledIndex) -> String {
-    format!("{s}.{}({ARGS})", name(index.declaration()))
+/// The column of `documents` holding each row's key in `index`.
+pub(crate) fn column(index: &CompiledIndex) -> String {
+    name(index.declaration())
 }
 
 /// A SQL string literal holding `text` exactly: `E'…'` with `\` and `'` doubled (an escape
@@ -86,14 +88,13 @@ fn component(s: &str, path: &FieldPath, descending: bool) -> String {
     }
 }
 
-/// The DDL of `index`'s key function and expression index.
+/// The DDL of `index`'s key function, key column and B-tree. It replaces what a schema of an
+/// earlier version has under the same name: the function (same keys) and an expression index
+/// over it, which the column's index supersedes. Adding the column rewrites the table once.
 ///
 /// The function is PL/pgSQL around one expression of the (inlined) SQL key functions:
 /// PostgreSQL plans that expression once per session and evaluates it on its fast path for
-/// simple expressions, while a statement calling the function sees one opaque call. A SQL
-/// function would be inlined into every statement reading the index, whose planning then
-/// takes milliseconds (the expression matched against the index's, term by term) — paid by
-/// each new connection's first executions of a query.
+/// simple expressions.
 fn index_ddl(s: &str, index: &CompiledIndex) -> String {
     let name = name(index.declaration());
     let collection = literal(index.collection()).unwrap_or_else(|| "NULL".to_owned());
@@ -112,11 +113,13 @@ fn index_ddl(s: &str, index: &CompiledIndex) -> String {
     );
     let tag = dollar_tag(&body);
     format!(
-        "CREATE FUNCTION {s}.{name}(collection text, data jsonb, raw text, id text, \
+        "DROP INDEX IF EXISTS {s}.{name};
+         CREATE OR REPLACE FUNCTION {s}.{name}(collection text, data jsonb, raw text, id text, \
          created_at bigint, updated_at bigint, created_by text, updated_by text, version bigint) \
          RETURNS bytea LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS {tag}{body}{tag};
-         CREATE INDEX {name} ON {s}.documents (site, {s}.{name}({ARGS})) \
-         WHERE {s}.{name}({ARGS}) IS NOT NULL;"
+         ALTER TABLE {s}.documents ADD COLUMN {name} bytea \
+         GENERATED ALWAYS AS ({s}.{name}({ARGS})) STORED;
+         CREATE INDEX {name} ON {s}.documents (site, {name}) WHERE {name} IS NOT NULL;"
     )
 }
 
@@ -128,9 +131,9 @@ fn dollar_tag(body: &str) -> String {
         .expect("some tag is free")
 }
 
-/// Creates what is missing — the key functions, each declared index's function and index
-/// (built over the documents already there) — in `tx`, which holds the schema's migration
-/// lock.
+/// Creates what is missing — the key functions, each declared index's function, column and
+/// index (built over the documents already there) — in `tx`, which holds the schema's
+/// migration lock.
 pub(crate) async fn prepare(
     tx: &tokio_postgres::Transaction<'_>,
     schema: &str,
@@ -154,8 +157,12 @@ pub(crate) async fn prepare(
         let functions = KEY_FUNCTIONS.replace("{text_bytes}", text_bytes);
         tx.batch_execute(&functions.replace("{s}", &s)).await?;
     }
+    let column = "SELECT 1 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid \
+                  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 \
+                  AND c.relname = 'documents' AND a.attname = $2 AND NOT a.attisdropped";
     for index in indexes.iter() {
-        if !present(name(index.declaration())).await? {
+        let name = name(index.declaration());
+        if tx.query_opt(column, &[&schema, &name]).await?.is_none() {
             tx.batch_execute(&index_ddl(&s, index)).await?;
         }
     }

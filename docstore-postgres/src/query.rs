@@ -5,7 +5,7 @@
 //! `numeric`, strings in the "C" collation); the core evaluator then filters, sorts, cuts the
 //! page and makes its cursor.
 //!
-//! - **An index plan** reads each key range of the index's expression ([`crate::keys`]) in
+//! - **An index plan** reads each key range of the index's key column ([`crate::keys`]) in
 //!   key order — the contract's total order, so `ORDER BY key LIMIT n` stops where the core's
 //!   [`RangeWalk`](docstore::index::RangeWalk) says the page is complete, each row with its
 //!   key — plus the few documents the server cannot key, in the first chunk's statement,
@@ -211,7 +211,7 @@ impl Target<'_> {
 
     /// The entries of `plan`'s ranges, counted up to `at_most`.
     async fn count(&self, plan: &IndexPlan, at_most: u64) -> Result<u64, Fail> {
-        let key = crate::keys::key_sql(&self.sql.schema, self.index(plan)?);
+        let key = crate::keys::column(self.index(plan)?);
         let mut counted = 0;
         for range in &plan.ranges {
             let mut params = self.params();
@@ -270,11 +270,9 @@ impl Target<'_> {
     }
 
     /// The statement reading one chunk of `index`'s range, the residual filter pushed down
-    /// where exact: each document and its key ([`KEY_COLUMN`]). The key is selected, not
-    /// only ordered by: PostgreSQL computes it for every row it returns either way (the
-    /// index does not give it back), and so the client need not compute it again. With
-    /// `unkeyed`, the documents the server could not key (the empty key) come too, in the
-    /// same statement: one statement a chunk.
+    /// where exact: each document and its key ([`KEY_COLUMN`]), stored in the row, so the
+    /// client need not compute it again. With `unkeyed`, the documents the server could not
+    /// key (the empty key) come too, in the same statement: one statement a chunk.
     fn range(
         &self,
         index: &CompiledIndex,
@@ -282,7 +280,7 @@ impl Target<'_> {
         chunk: Chunk,
         unkeyed: bool,
     ) -> Statement {
-        let key = crate::keys::key_sql(&self.sql.schema, index);
+        let key = crate::keys::column(index);
         let columns = format!("{}, {key}", crate::rows::DOC_COLUMNS);
         let mut params = self.params();
         let mut text = self.within(&columns, &key, (chunk.start, chunk.end), &mut params);

@@ -135,12 +135,19 @@ async fn the_server_keys_documents_as_the_core_does() {
     let (mut checked, mut compared) = (0, 0);
     for index in indexes.iter() {
         let name = docstore_postgres::index_name(index.declaration());
+        // The key column queries read, and the function computing it now.
         let sql = format!(
-            "SELECT id, \"{schema}\".{name}(collection, data, raw, id, created_at, updated_at, \
-             created_by, updated_by, version) FROM \"{schema}\".documents ORDER BY id"
+            "SELECT id, {name}, \"{schema}\".{name}(collection, data, raw, id, created_at, \
+             updated_at, created_by, updated_by, version) FROM \"{schema}\".documents \
+             WHERE collection = 'c' ORDER BY id"
         );
         for row in client.query(&sql, &[]).await.unwrap() {
             let (id, key): (String, Vec<u8>) = (row.get(0), row.get(1));
+            assert_eq!(
+                Some(&key),
+                row.get::<_, Option<Vec<u8>>>(2).as_ref(),
+                "{name}: {id}"
+            );
             let doc = store
                 .get(&docstore::Key::new("s", "c", &id).unwrap())
                 .await
@@ -190,5 +197,68 @@ async fn the_server_keys_documents_as_the_core_does() {
         "{explain}"
     );
     println!("{explain}");
+    driver.drop_schema().await.unwrap();
+}
+
+/// A schema laid down before key columns — each declared index an expression index over its
+/// key function — gets the column and its B-tree at the next open declaring the index, with
+/// the keys of the documents already there, and its queries read the column's index.
+#[tokio::test]
+async fn an_expression_index_of_an_earlier_version_becomes_a_key_column() {
+    let url = common::schema_url("keys_upgrade");
+    let schema = url.rsplit("schema=").next().unwrap().to_owned();
+    let indexes = IndexSet::new([Index::parse("c", "by_n", ["n"]).unwrap()]).unwrap();
+    let options = || StoreOptions::default().with_indexes(indexes.clone());
+    let driver = PostgresStore::open_with_options(&url, options())
+        .await
+        .unwrap();
+    let store = Store::new(driver.clone());
+    for n in 0..300 {
+        let key = docstore::Key::new("s", "c", format!("d{n:03}")).unwrap();
+        let data = docstore::object(json!({"n": 299 - n})).unwrap();
+        store.create(&key, data, "t").await.unwrap();
+    }
+    let name = docstore_postgres::index_name(indexes.iter().next().unwrap().declaration());
+    let args = "collection, data, raw, id, created_at, updated_at, created_by, updated_by, version";
+    let (client, connection) = tokio_postgres::connect(&common::server(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    // The earlier layout: no column; the index over the function.
+    let earlier = format!(
+        "DROP INDEX \"{schema}\".{name}; ALTER TABLE \"{schema}\".documents DROP COLUMN {name}; \
+         CREATE INDEX {name} ON \"{schema}\".documents (site, \"{schema}\".{name}({args})) \
+         WHERE \"{schema}\".{name}({args}) IS NOT NULL"
+    );
+    client.batch_execute(&earlier).await.unwrap();
+    drop((store, driver));
+
+    let driver = PostgresStore::open_with_options(&url, options())
+        .await
+        .unwrap();
+    let store = Store::new(driver.clone());
+    let query = docstore::Query::new().order_by("n").limit(5);
+    let page = store.query("s", "c", &query).await.unwrap();
+    let ids: Vec<&str> = page.documents.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["d299", "d298", "d297", "d296", "d295"]);
+    let explain = store.explain("s", "c", &query).await.unwrap();
+    assert!(
+        explain
+            .key_range
+            .contains(&format!("Index Scan using {name}")),
+        "{explain}"
+    );
+    let definition: String = client
+        .query_one(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
+            &[&schema, &name],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        definition.ends_with(&format!("(site, {name}) WHERE ({name} IS NOT NULL)")),
+        "{definition}"
+    );
     driver.drop_schema().await.unwrap();
 }
