@@ -46,11 +46,12 @@
 //!   stopped at the page.
 //! - **Declared indexes**: see the `keys` module: one generated SQL function per index
 //!   computing the core's order-preserving key (`docstore::index::key`; the server's
-//!   encoding in `sql/keys.sql`) and an expression index over `(site, key)`, so a served query
-//!   reads `ORDER BY key LIMIT n` in the contract's total order and stops at the page;
-//!   `explain` adds PostgreSQL's generic plan of the statement (`Index Scan using ix_…`). The
-//!   declared fields are SQL literals only in the function's DDL; [`index_name`] names the
-//!   function and index.
+//!   encoding in `sql/keys.sql`), a stored generated column holding each row's key and a
+//!   B-tree over `(site, key column)`, so a served query reads `ORDER BY key LIMIT n` in the
+//!   contract's total order, computes no key, and stops at the page; `explain` adds
+//!   PostgreSQL's generic plan of the statement (`Index Scan using ix_…`). The declared
+//!   fields are SQL literals only in the function's DDL; [`index_name`] names the function,
+//!   column and index.
 //! - **Unique indexes**: see the `unique` module: the value each document claims, in a table
 //!   under a unique constraint, written in the document's transaction; a clash is judged in
 //!   Rust on the holders read after the rollback.
