@@ -39,3 +39,28 @@ pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A benchmark step's result.
 pub type BenchResult<T> = std::result::Result<T, BenchError>;
+
+/// Runs a benchmark binary's `run` on a multi-threaded runtime (as applications run
+/// docstore) and turns its outcome into the exit status, printing an error after `name`.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     docstore_bench::run_main("my_bench", async { Ok(()) })
+/// }
+/// ```
+pub fn run_main(
+    name: &str,
+    run: impl std::future::Future<Output = BenchResult<()>>,
+) -> std::process::ExitCode {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    match runtime.block_on(run) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{name}: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

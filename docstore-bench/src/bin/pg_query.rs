@@ -174,15 +174,5 @@ async fn run(args: &Args) -> BenchResult<()> {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    match runtime.block_on(run(&args)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("pg_query: {err}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    docstore_bench::run_main("pg_query", run(&args))
 }

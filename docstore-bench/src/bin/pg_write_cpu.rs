@@ -196,15 +196,5 @@ async fn run(args: &Args) -> BenchResult<()> {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    match runtime.block_on(run(&args)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("pg_write_cpu: {err}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    docstore_bench::run_main("pg_write_cpu", run(&args))
 }
