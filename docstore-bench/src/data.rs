@@ -244,6 +244,17 @@ pub fn now_nanos() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
+/// Checks that `store` reads the query collection a bulk load wrote around it as its own
+/// documents (the first one, written by [`ACTOR`]); `backend` names it in the error.
+pub async fn check_bulk_loaded(store: &docstore::Store, backend: &str) -> crate::BenchResult<()> {
+    let probe = docstore::Key::new(SITE, QUERY_COLLECTION, id(0))?;
+    let found = store.get(&probe).await?;
+    if found.is_none_or(|doc| doc.created_by != ACTOR) {
+        return Err(format!("{backend} does not read the bulk-loaded documents").into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
