@@ -59,6 +59,7 @@ use std::sync::Arc;
 
 mod feed;
 mod identities;
+mod reclaim;
 mod reverse;
 mod update;
 
@@ -544,8 +545,14 @@ impl MemoryStore {
         origin: Origin<'_>,
     ) -> Result<Shared> {
         let by = (origin.actor, origin.expiry);
+        let call = update::Patch {
+            key,
+            patch,
+            patch_bound: docstore::document::data_size_bound(patch),
+            expected: expected_version,
+        };
         self.write_once(key, origin, |sites, retired| {
-            self.patch_locked(sites, (key, patch, expected_version), by, retired)
+            self.patch_locked(sites, call, by, retired)
         })
     }
 
