@@ -59,6 +59,7 @@ use std::sync::Arc;
 
 mod feed;
 mod identities;
+mod reclaim;
 mod reverse;
 mod update;
 
