@@ -24,7 +24,6 @@
 //! instance (random per store) tells a cursor of another store — of an earlier process, say —
 //! which is [`Error::CursorExpired`]: that log is gone.
 
-use crate::reclaim;
 use crate::reverse::{self, Displaced};
 use docstore::feed::{Change, ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::{Data, Document, Error, Key, Result};
@@ -127,19 +126,12 @@ impl Reversal {
     }
 }
 
-/// What [`reclaim::BATCH`] entries the retention pushed out of the log kept of the versions
-/// their writes replaced (a document, or what a patch displaced): handed back to the writer,
-/// who drops it after the store's write lock is released, which hands it to the reclaiming
-/// thread ([`reclaim`]).
+/// An entry the retention pushed out of the log: handed back to the writer so that it is
+/// dropped (possibly freeing a document or what a patch displaced) after the store's write
+/// lock is released.
 #[derive(Debug)]
 pub(crate) struct Evicted {
-    kept: Vec<Before>,
-}
-
-impl Drop for Evicted {
-    fn drop(&mut self) {
-        reclaim::drop_later(Box::new(std::mem::take(&mut self.kept)));
-    }
+    _entry: Entry,
 }
 
 /// A change just logged: its position (the key's chain goes on from there) and what the
@@ -165,8 +157,6 @@ pub(crate) struct Logged<'a> {
 #[derive(Debug)]
 struct Log {
     entries: VecDeque<Entry>,
-    /// What the entries past the retention kept, gathered until it makes a batch to free.
-    evicted: Vec<Before>,
     /// The position the next change gets (the first is 1).
     next: u64,
     retention: usize,
@@ -193,7 +183,6 @@ impl Feed {
             instance: rand::random(),
             log: Mutex::new(Log {
                 entries: VecDeque::new(),
-                evicted: Vec::new(),
                 next: 1,
                 retention: retention.max(1),
             }),
@@ -256,7 +245,9 @@ impl Feed {
         }
         log.entries.push_back(entry);
         let evicted = if log.entries.len() > log.retention {
-            log.evict_oldest()
+            log.entries
+                .pop_front()
+                .map(|entry| Evicted { _entry: entry })
         } else {
             None
         };
@@ -401,18 +392,6 @@ impl Feed {
 }
 
 impl Log {
-    /// Drops the oldest entry but for what it kept of the version its write replaced, which
-    /// joins the batch to free; the batch once it is full. (The batch's vector is small
-    /// enough for `malloc`'s small bins: a larger request makes glibc consolidate every
-    /// chunk the reclaiming thread freed, on the writer's path.)
-    fn evict_oldest(&mut self) -> Option<Evicted> {
-        let oldest = self.entries.pop_front()?;
-        self.evicted.push(oldest.before);
-        (self.evicted.len() >= reclaim::BATCH).then(|| Evicted {
-            kept: std::mem::replace(&mut self.evicted, Vec::with_capacity(reclaim::BATCH)),
-        })
-    }
-
     /// The index of the entry at `position`, if the log still holds it.
     fn index(&self, position: u64) -> Option<usize> {
         let first = self.entries.front()?.position;

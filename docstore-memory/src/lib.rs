@@ -59,7 +59,6 @@ use std::sync::Arc;
 
 mod feed;
 mod identities;
-mod reclaim;
 mod reverse;
 mod update;
 
