@@ -544,8 +544,14 @@ impl MemoryStore {
         origin: Origin<'_>,
     ) -> Result<Shared> {
         let by = (origin.actor, origin.expiry);
+        let call = update::Patch {
+            key,
+            patch,
+            patch_bound: docstore::document::data_size_bound(patch),
+            expected: expected_version,
+        };
         self.write_once(key, origin, |sites, retired| {
-            self.patch_locked(sites, (key, patch, expected_version), by, retired)
+            self.patch_locked(sites, call, by, retired)
         })
     }
 

@@ -20,11 +20,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// An update call: the key, the patch, and the version it must find (`update_if`).
-pub(crate) type Patch<'a> = (&'a Key, &'a Data, Option<u64>);
+pub(crate) struct Patch<'a> {
+    pub(crate) key: &'a Key,
+    pub(crate) patch: &'a Data,
+    /// The patch's [`data_size_bound`], found before the write lock is taken.
+    pub(crate) patch_bound: usize,
+    pub(crate) expected: Option<u64>,
+}
 
 /// What the merge of one update needs to know besides the document.
 struct Merge<'a> {
     patch: &'a Data,
+    patch_bound: usize,
     by: By<'a>,
     now: i64,
     limit: usize,
@@ -44,10 +51,16 @@ impl MemoryStore {
     pub(crate) fn patch_locked(
         &self,
         sites: &mut HashMap<String, Site>,
-        (key, patch, expected): Patch<'_>,
+        call: Patch<'_>,
         by: By<'_>,
         retired: &mut Retired,
     ) -> Result<Shared> {
+        let Patch {
+            key,
+            patch,
+            patch_bound,
+            expected,
+        } = call;
         let defs = self.defs(key.collection());
         let collection = sites
             .get_mut(key.site())
@@ -55,19 +68,28 @@ impl MemoryStore {
             .ok_or_else(|| Error::not_found(key))?;
         let merge = Merge {
             patch,
+            patch_bound,
             by,
             now: self.now(),
             limit: self.options.max_doc_bytes,
         };
-        let (merged, placement) = collection.merge_in_place(defs, (key, expected), &merge)?;
-        if let Some(old) = placement
-            && let Err(err) = collection.refile(defs, key, old, merge.now)
-        {
-            let slot = collection.docs.get_mut(key.id()).expect("just merged");
-            undo_merge(slot, merged.before);
-            return Err(err);
-        }
-        let slot = collection.docs.get_mut(key.id()).expect("just merged");
+        let slot = collection
+            .docs
+            .get_mut(key.id())
+            .ok_or_else(|| Error::not_found(key))?;
+        let (merged, placement) = merge_in_place(slot, defs, expected, &merge)?;
+        // Searched again only when the document was filed anew (indexes, a new expiry).
+        let slot = match placement {
+            None => slot,
+            Some(old) => {
+                if let Err(err) = collection.refile(defs, key, old, merge.now) {
+                    let slot = collection.docs.get_mut(key.id()).expect("just merged");
+                    undo_merge(slot, merged.before);
+                    return Err(err);
+                }
+                collection.docs.get_mut(key.id()).expect("just merged")
+            }
+        };
         let appended = self.feed.stored(Logged {
             key,
             kind: ChangeKind::Updated,
@@ -82,36 +104,32 @@ impl MemoryStore {
     }
 }
 
-impl Collection {
-    /// Merges `merge`'s patch into the document `key` names, if at `expected`, and stamps
-    /// its next version; where it was filed before, when that may have moved (the
-    /// collection has indexes, or the write changed the expiry).
-    fn merge_in_place(
-        &mut self,
-        defs: &[CompiledIndex],
-        (key, expected): (&Key, Option<u64>),
-        merge: &Merge<'_>,
-    ) -> Result<(Merged, Option<Placement>)> {
-        let slot = self
-            .docs
-            .get_mut(key.id())
-            .ok_or_else(|| Error::not_found(key))?;
-        if let Some(expected) = expected
-            && expected != slot.doc.version
-        {
-            return Err(Error::Conflict {
-                current: slot.doc.version,
-            });
-        }
-        let old = Placement {
-            expires_at: slot.doc.expires_at,
-            keys: defs.iter().map(|def| def.key(&slot.doc)).collect(),
-        };
-        let merged = merge.apply(slot)?;
-        let moved = !defs.is_empty() || old.expires_at != slot.doc.expires_at;
-        Ok((merged, moved.then_some(old)))
+/// Merges `merge`'s patch into `slot`'s document, if at `expected`, and stamps its next
+/// version; where it was filed before, when that may have moved (the collection has indexes,
+/// or the write changed the expiry).
+fn merge_in_place(
+    slot: &mut Slot,
+    defs: &[CompiledIndex],
+    expected: Option<u64>,
+    merge: &Merge<'_>,
+) -> Result<(Merged, Option<Placement>)> {
+    if let Some(expected) = expected
+        && expected != slot.doc.version
+    {
+        return Err(Error::Conflict {
+            current: slot.doc.version,
+        });
     }
+    let old = Placement {
+        expires_at: slot.doc.expires_at,
+        keys: defs.iter().map(|def| def.key(&slot.doc)).collect(),
+    };
+    let merged = merge.apply(slot)?;
+    let moved = !defs.is_empty() || old.expires_at != slot.doc.expires_at;
+    Ok((merged, moved.then_some(old)))
+}
 
+impl Collection {
     /// Files the merged document `key` names anew (expiry, index keys) from `old`, once its
     /// unique values are checked (a refusal changes nothing here: the caller undoes the
     /// merge).
@@ -143,7 +161,7 @@ impl Merge<'_> {
         let stored_bound = slot
             .size_bound
             .unwrap_or_else(|| data_size_bound(&slot.doc.data));
-        let size_bound = Some(stored_bound.saturating_add(data_size_bound(self.patch)))
+        let size_bound = Some(stored_bound.saturating_add(self.patch_bound))
             .filter(|bound| *bound <= self.limit);
         let keyframe = slot.patched_run + 1 >= KEYFRAME_EVERY;
         let before = if keyframe {
