@@ -1,17 +1,28 @@
 //! A collection's documents in id order, merged over its partitions ([`crate::layout`]).
 //!
-//! Each partition is read with strongly consistent `Query` pages in id order, a chunk at a
-//! time; the merge hands out the smallest id among the partitions' next items (the largest
-//! when descending), reading a partition's next chunk when it runs out — all the partitions
-//! that ran out at once, concurrently. With one partition this is a plain `Query` walk.
+//! Each partition is read with strongly consistent `Query` pages in id order; the merge hands
+//! out the smallest id among the partitions' next items (the largest when descending).
+//!
+//! A walk first asks every partition, concurrently, for its share of what the caller wants
+//! (its even share and half as much again: ids spread over the partitions by a hash, so
+//! shares vary). A partition whose items run out while it holds more is asked once more, for
+//! everything the caller can still take, so that a page without a filter costs one request
+//! per partition, and one more for each partition holding much more than its share (ids that
+//! hash unevenly), never the run of ever smaller reads a partition holding most of the page
+//! would otherwise take. Only DynamoDB's 1 MB cap on a response, or a filter's sparse
+//! matches, make a partition need a third read. With one partition this is a plain `Query`
+//! walk.
 
 use crate::item::{Item, PK, SK, string, text};
 use crate::store::DynamoStore;
 use docstore::Result;
+use futures_util::{StreamExt, TryStreamExt};
 use std::collections::{HashMap, VecDeque};
 
-/// A partition's chunk asks for at least this many items when the walk is spread.
+/// A partition's first read asks for at least this many items when the walk is spread.
 const SMALLEST_SHARE: usize = 4;
+/// The most partitions read at once (a table has at most 100).
+const READS_IN_FLIGHT: usize = 16;
 
 /// One partition being read.
 struct PartitionCursor {
@@ -58,9 +69,10 @@ impl IdOrderReader {
         }
     }
 
-    /// How many items the walk expects to take from now on: each partition's next read asks
-    /// for its share of them (half as much again, since ids spread unevenly) — doubled for
-    /// each page the partition already read when `grow` (a filter: matches may be sparse).
+    /// How many items the walk expects to take from now on: a partition's first read asks for
+    /// its share of them, a later one for all of them ([`ReadPlan::limit`]); `grow` (a
+    /// filter: matches may be sparse) doubles the share for each page the partition already
+    /// read.
     pub(crate) fn expect(&mut self, wanted: Option<usize>, grow: bool) {
         self.wanted = wanted;
         self.grow = grow;
@@ -93,23 +105,55 @@ impl IdOrderReader {
         Ok(chosen.and_then(|at| self.partitions[at].buffer.pop_front()))
     }
 
-    /// Reads until every partition holds an item or is exhausted.
+    /// Reads until every partition holds an item or is exhausted: the partitions that ran
+    /// out, concurrently.
     async fn refill(&mut self, store: &DynamoStore) -> Result<()> {
-        let share = self
-            .wanted
-            .map(|wanted| share(wanted, self.partitions.len()));
-        let (forward, grow) = (self.forward, self.grow);
-        let reads = self
+        let plan = ReadPlan {
+            wanted: self.wanted,
+            partitions: self.partitions.len(),
+            grow: self.grow,
+        };
+        let forward = self.forward;
+        // Collected first: a stream holding these closures across `await` is not `Send`.
+        let reads: Vec<_> = self
             .partitions
             .iter_mut()
             .filter(|partition| partition.buffer.is_empty() && !partition.exhausted)
             .map(|partition| {
-                let doubled = if grow { partition.reads.min(16) } else { 0 };
-                let limit = share.map(|share| share.saturating_mul(1 << doubled));
+                let limit = plan.limit(partition.reads);
                 partition.fill(store, forward, limit)
-            });
-        futures_util::future::try_join_all(reads).await?;
-        Ok(())
+            })
+            .collect();
+        futures_util::stream::iter(reads)
+            .buffer_unordered(READS_IN_FLIGHT)
+            .try_collect::<()>()
+            .await
+    }
+}
+
+/// What the next reads of a walk ask each partition for.
+#[derive(Clone, Copy, Debug)]
+struct ReadPlan {
+    /// How many items the walk wants from now on (`None`: as many as a page holds).
+    wanted: Option<usize>,
+    partitions: usize,
+    /// Whether later reads double a partition's share (a filter's matches are sparse).
+    grow: bool,
+}
+
+impl ReadPlan {
+    /// The `Limit` of a partition's next read, `reads` pages of it read already: its
+    /// [`share`] first; once it ran out while holding more, everything the walk still wants
+    /// (no partition can give the walk more), or its doubled share when that is larger.
+    fn limit(self, reads: u32) -> Option<i32> {
+        let wanted = self.wanted?;
+        let first = share(wanted, self.partitions);
+        let items = match reads {
+            0 => first,
+            _ if self.grow => wanted.max(first.saturating_mul(1 << reads.min(16))),
+            _ => wanted,
+        };
+        Some(i32::try_from(items.max(1)).unwrap_or(i32::MAX))
     }
 }
 
@@ -146,14 +190,12 @@ impl PartitionCursor {
 /// A partition's share of `wanted` items over `partitions`: all of them with one partition;
 /// otherwise its even share and half as much again, at least [`SMALLEST_SHARE`] (but never
 /// more than `wanted`).
-fn share(wanted: usize, partitions: usize) -> i32 {
-    let items = if partitions <= 1 {
-        wanted
-    } else {
-        let even = wanted / partitions;
-        (even + even / 2 + 1).max(SMALLEST_SHARE).min(wanted.max(1))
-    };
-    i32::try_from(items).unwrap_or(i32::MAX)
+fn share(wanted: usize, partitions: usize) -> usize {
+    if partitions <= 1 {
+        return wanted;
+    }
+    let even = wanted / partitions;
+    (even + even / 2 + 1).max(SMALLEST_SHARE).min(wanted.max(1))
 }
 
 fn sort_key(item: &Item) -> Option<&str> {
@@ -164,10 +206,19 @@ fn sort_key(item: &Item) -> Option<&str> {
 mod tests {
     use super::*;
 
+    fn plan(wanted: usize, partitions: usize, grow: bool) -> ReadPlan {
+        ReadPlan {
+            wanted: Some(wanted),
+            partitions,
+            grow,
+        }
+    }
+
     #[test]
     fn one_partition_reads_exactly_what_is_wanted() {
         assert_eq!(share(11, 1), 11);
-        assert_eq!(share(usize::MAX, 1), i32::MAX);
+        assert_eq!(plan(11, 1, false).limit(0), Some(11));
+        assert_eq!(plan(usize::MAX, 1, false).limit(0), Some(i32::MAX));
     }
 
     #[test]
@@ -176,5 +227,40 @@ mod tests {
         assert_eq!(share(9, 8), 4, "at least the smallest share");
         assert_eq!(share(2, 8), 2, "never more than wanted");
         assert_eq!(share(0, 8), 1);
+        assert_eq!(
+            plan(0, 8, false).limit(0),
+            Some(1),
+            "DynamoDB wants at least 1"
+        );
+    }
+
+    #[test]
+    fn a_partition_that_ran_out_is_asked_for_all_the_walk_still_wants() {
+        let page = plan(82, 8, false);
+        assert_eq!(page.limit(0), Some(16), "the first read: its share");
+        assert_eq!(page.limit(1), Some(82), "then everything still wanted");
+        assert_eq!(page.limit(2), Some(82), "only a 1 MB cut needs a third");
+        let unbounded = ReadPlan {
+            wanted: None,
+            partitions: 8,
+            grow: false,
+        };
+        assert_eq!(unbounded.limit(0), None);
+    }
+
+    #[test]
+    fn a_filtered_walk_grows_its_reads_past_what_it_wants() {
+        let filtered = plan(21, 8, true);
+        assert_eq!(filtered.limit(0), Some(4));
+        assert_eq!(
+            filtered.limit(1),
+            Some(21),
+            "at least what the page still takes"
+        );
+        assert_eq!(
+            filtered.limit(3),
+            Some(32),
+            "then the share, doubled per read"
+        );
     }
 }
