@@ -5,13 +5,13 @@
 //!
 //! A walk first asks every partition, concurrently, for its share of what the caller wants
 //! (its even share and half as much again: ids spread over the partitions by a hash, so
-//! shares vary). A partition whose items run out while it holds more is asked once more, for
-//! everything the caller can still take, so that a page without a filter costs one request
-//! per partition, and one more for each partition holding much more than its share (ids that
-//! hash unevenly), never the run of ever smaller reads a partition holding most of the page
-//! would otherwise take. Only DynamoDB's 1 MB cap on a response, or a filter's sparse
-//! matches, make a partition need a third read. With one partition this is a plain `Query`
-//! walk.
+//! shares vary). The partitions whose items run out while they hold more are read again
+//! together, each for its share of what the caller can still take among them: one that ran
+//! out alone is asked for all of it, and is not read again. So a page without a filter costs
+//! one request per partition, and about one more for each partition holding much more than
+//! its share (ids that hash unevenly), never the run of ever smaller reads a partition
+//! holding most of the page would otherwise take; DynamoDB's 1 MB cap on a response, or a
+//! filter's sparse matches, may add reads. With one partition this is a plain `Query` walk.
 
 use crate::item::{Item, PK, SK, string, text};
 use crate::store::DynamoStore;
@@ -69,10 +69,9 @@ impl IdOrderReader {
         }
     }
 
-    /// How many items the walk expects to take from now on: a partition's first read asks for
-    /// its share of them, a later one for all of them ([`ReadPlan::limit`]); `grow` (a
-    /// filter: matches may be sparse) doubles the share for each page the partition already
-    /// read.
+    /// How many items the walk expects to take from now on: each partition read asks for its
+    /// share of them among the partitions read with it ([`ReadPlan::limit`]); `grow` (a
+    /// filter: matches may be sparse) doubles a partition's reads.
     pub(crate) fn expect(&mut self, wanted: Option<usize>, grow: bool) {
         self.wanted = wanted;
         self.grow = grow;
@@ -108,9 +107,12 @@ impl IdOrderReader {
     /// Reads until every partition holds an item or is exhausted: the partitions that ran
     /// out, concurrently.
     async fn refill(&mut self, store: &DynamoStore) -> Result<()> {
+        let ran_out =
+            |partition: &PartitionCursor| partition.buffer.is_empty() && !partition.exhausted;
         let plan = ReadPlan {
             wanted: self.wanted,
             partitions: self.partitions.len(),
+            reading: self.partitions.iter().filter(|p| ran_out(p)).count(),
             grow: self.grow,
         };
         let forward = self.forward;
@@ -118,7 +120,7 @@ impl IdOrderReader {
         let reads: Vec<_> = self
             .partitions
             .iter_mut()
-            .filter(|partition| partition.buffer.is_empty() && !partition.exhausted)
+            .filter(|partition| ran_out(partition))
             .map(|partition| {
                 let limit = plan.limit(partition.reads);
                 partition.fill(store, forward, limit)
@@ -131,28 +133,33 @@ impl IdOrderReader {
     }
 }
 
-/// What the next reads of a walk ask each partition for.
+/// What the partitions read together next are asked for.
 #[derive(Clone, Copy, Debug)]
 struct ReadPlan {
     /// How many items the walk wants from now on (`None`: as many as a page holds).
     wanted: Option<usize>,
+    /// The partitions of the walk.
     partitions: usize,
-    /// Whether later reads double a partition's share (a filter's matches are sparse).
+    /// The partitions read together now (every one at the start of a walk; later those that
+    /// ran out while holding more).
+    reading: usize,
+    /// Whether a partition's reads double (a filter's matches are sparse).
     grow: bool,
 }
 
 impl ReadPlan {
     /// The `Limit` of a partition's next read, `reads` pages of it read already: its
-    /// [`share`] first; once it ran out while holding more, everything the walk still wants
-    /// (no partition can give the walk more), or its doubled share when that is larger.
+    /// [`share`] of what the walk still wants among the partitions read with it. At the start
+    /// that is a share among all; a partition that ran out alone is asked for everything the
+    /// walk still wants (no partition can give it more), so that it is not read again. With
+    /// `grow`, at least its first share doubled for each page it read.
     fn limit(self, reads: u32) -> Option<i32> {
         let wanted = self.wanted?;
-        let first = share(wanted, self.partitions);
-        let items = match reads {
-            0 => first,
-            _ if self.grow => wanted.max(first.saturating_mul(1 << reads.min(16))),
-            _ => wanted,
-        };
+        let mut items = share(wanted, self.reading);
+        if self.grow {
+            let doubled = share(wanted, self.partitions).saturating_mul(1 << reads.min(16));
+            items = items.max(doubled);
+        }
         Some(i32::try_from(items.max(1)).unwrap_or(i32::MAX))
     }
 }
@@ -206,10 +213,11 @@ fn sort_key(item: &Item) -> Option<&str> {
 mod tests {
     use super::*;
 
-    fn plan(wanted: usize, partitions: usize, grow: bool) -> ReadPlan {
+    fn plan(wanted: usize, reading: usize, grow: bool) -> ReadPlan {
         ReadPlan {
             wanted: Some(wanted),
-            partitions,
+            partitions: 8,
+            reading,
             grow,
         }
     }
@@ -217,8 +225,16 @@ mod tests {
     #[test]
     fn one_partition_reads_exactly_what_is_wanted() {
         assert_eq!(share(11, 1), 11);
-        assert_eq!(plan(11, 1, false).limit(0), Some(11));
-        assert_eq!(plan(usize::MAX, 1, false).limit(0), Some(i32::MAX));
+        let one = ReadPlan {
+            partitions: 1,
+            ..plan(11, 1, false)
+        };
+        assert_eq!(one.limit(0), Some(11));
+        let all = ReadPlan {
+            partitions: 1,
+            ..plan(usize::MAX, 1, false)
+        };
+        assert_eq!(all.limit(0), Some(i32::MAX));
     }
 
     #[test]
@@ -227,40 +243,37 @@ mod tests {
         assert_eq!(share(9, 8), 4, "at least the smallest share");
         assert_eq!(share(2, 8), 2, "never more than wanted");
         assert_eq!(share(0, 8), 1);
+        assert_eq!(plan(101, 8, false).limit(0), Some(19));
         assert_eq!(
-            plan(0, 8, false).limit(0),
+            plan(0, 1, false).limit(1),
             Some(1),
             "DynamoDB wants at least 1"
         );
     }
 
     #[test]
-    fn a_partition_that_ran_out_is_asked_for_all_the_walk_still_wants() {
-        let page = plan(82, 8, false);
-        assert_eq!(page.limit(0), Some(16), "the first read: its share");
-        assert_eq!(page.limit(1), Some(82), "then everything still wanted");
-        assert_eq!(page.limit(2), Some(82), "only a 1 MB cut needs a third");
+    fn a_partition_that_ran_out_alone_is_asked_for_all_the_walk_still_wants() {
+        assert_eq!(plan(82, 1, false).limit(1), Some(82));
+        assert_eq!(plan(82, 2, false).limit(1), Some(62), "two share it");
         let unbounded = ReadPlan {
             wanted: None,
-            partitions: 8,
-            grow: false,
+            ..plan(0, 8, false)
         };
         assert_eq!(unbounded.limit(0), None);
     }
 
     #[test]
-    fn a_filtered_walk_grows_its_reads_past_what_it_wants() {
-        let filtered = plan(21, 8, true);
-        assert_eq!(filtered.limit(0), Some(4));
+    fn a_filtered_walk_grows_its_reads() {
+        assert_eq!(plan(21, 8, true).limit(0), Some(4));
         assert_eq!(
-            filtered.limit(1),
+            plan(21, 1, true).limit(1),
             Some(21),
-            "at least what the page still takes"
+            "what the page still takes"
         );
         assert_eq!(
-            filtered.limit(3),
+            plan(21, 8, true).limit(3),
             Some(32),
-            "then the share, doubled per read"
+            "a share, doubled per read"
         );
     }
 }
