@@ -5,13 +5,15 @@
 //!
 //! A walk first asks every partition, concurrently, for its share of what the caller wants
 //! (its even share and half as much again: ids spread over the partitions by a hash, so
-//! shares vary). The partitions whose items run out while they hold more are read again
-//! together, each for its share of what the caller can still take among them: one that ran
-//! out alone is asked for all of it, and is not read again. So a page without a filter costs
-//! one request per partition, and about one more for each partition holding much more than
-//! its share (ids that hash unevenly), never the run of ever smaller reads a partition
-//! holding most of the page would otherwise take; DynamoDB's 1 MB cap on a response, or a
-//! filter's sparse matches, may add reads. With one partition this is a plain `Query` walk.
+//! shares vary). A partition whose items run out while it holds more is read again for the
+//! part of what the caller can still take that it supplied of the walk so far, and half as
+//! much again: one that held the whole page so far is asked for all the page still takes, and
+//! is not read again; one that held its share, for about its share. So a page without a
+//! filter costs one request per partition, and about one more for each partition holding
+//! much more than its share (ids that hash unevenly), never the run of ever smaller reads a
+//! partition holding most of the page would otherwise take, nor reads of the whole remainder
+//! from every partition; DynamoDB's 1 MB cap on a response, or a filter's sparse matches, may
+//! add reads. With one partition this is a plain `Query` walk.
 
 use crate::item::{Item, PK, SK, string, text};
 use crate::store::DynamoStore;
@@ -33,6 +35,8 @@ struct PartitionCursor {
     exhausted: bool,
     /// How many pages were read.
     reads: u32,
+    /// How many of its items the walk took.
+    taken: usize,
 }
 
 /// The documents of one collection in id order, from an optional position on.
@@ -59,6 +63,7 @@ impl IdOrderReader {
                 buffer: VecDeque::new(),
                 exhausted: false,
                 reads: 0,
+                taken: 0,
             })
             .collect();
         IdOrderReader {
@@ -69,9 +74,9 @@ impl IdOrderReader {
         }
     }
 
-    /// How many items the walk expects to take from now on: each partition read asks for its
-    /// share of them among the partitions read with it ([`ReadPlan::limit`]); `grow` (a
-    /// filter: matches may be sparse) doubles a partition's reads.
+    /// How many items the walk expects to take from now on: each partition read asks for a
+    /// part of them ([`ReadPlan::limit`]); `grow` (a filter: matches may be sparse) doubles a
+    /// partition's reads.
     pub(crate) fn expect(&mut self, wanted: Option<usize>, grow: bool) {
         self.wanted = wanted;
         self.grow = grow;
@@ -100,19 +105,26 @@ impl IdOrderReader {
         } else {
             fronts.max_by(|a, b| a.1.cmp(b.1))
         };
-        let chosen = chosen.map(|(at, _)| at);
-        Ok(chosen.and_then(|at| self.partitions[at].buffer.pop_front()))
+        let Some((at, _)) = chosen else {
+            return Ok(None);
+        };
+        let partition = &mut self.partitions[at];
+        partition.taken += 1;
+        Ok(partition.buffer.pop_front())
     }
 
     /// Reads until every partition holds an item or is exhausted: the partitions that ran
     /// out, concurrently.
     async fn refill(&mut self, store: &DynamoStore) -> Result<()> {
-        let ran_out =
-            |partition: &PartitionCursor| partition.buffer.is_empty() && !partition.exhausted;
         let plan = ReadPlan {
             wanted: self.wanted,
             partitions: self.partitions.len(),
-            reading: self.partitions.iter().filter(|p| ran_out(p)).count(),
+            taken: self
+                .partitions
+                .iter()
+                .filter(|partition| !partition.exhausted || !partition.buffer.is_empty())
+                .map(|partition| partition.taken)
+                .sum(),
             grow: self.grow,
         };
         let forward = self.forward;
@@ -120,9 +132,9 @@ impl IdOrderReader {
         let reads: Vec<_> = self
             .partitions
             .iter_mut()
-            .filter(|partition| ran_out(partition))
+            .filter(|partition| partition.buffer.is_empty() && !partition.exhausted)
             .map(|partition| {
-                let limit = plan.limit(partition.reads);
+                let limit = plan.limit(partition.reads, partition.taken);
                 partition.fill(store, forward, limit)
             })
             .collect();
@@ -133,35 +145,48 @@ impl IdOrderReader {
     }
 }
 
-/// What the partitions read together next are asked for.
+/// What the partitions read next are asked for.
 #[derive(Clone, Copy, Debug)]
 struct ReadPlan {
     /// How many items the walk wants from now on (`None`: as many as a page holds).
     wanted: Option<usize>,
     /// The partitions of the walk.
     partitions: usize,
-    /// The partitions read together now (every one at the start of a walk; later those that
-    /// ran out while holding more).
-    reading: usize,
+    /// How many items the walk took so far from the partitions that may give more (an
+    /// exhausted partition's part of the walk is over).
+    taken: usize,
     /// Whether a partition's reads double (a filter's matches are sparse).
     grow: bool,
 }
 
 impl ReadPlan {
-    /// The `Limit` of a partition's next read, `reads` pages of it read already: its
-    /// [`share`] of what the walk still wants among the partitions read with it. At the start
-    /// that is a share among all; a partition that ran out alone is asked for everything the
-    /// walk still wants (no partition can give it more), so that it is not read again. With
+    /// The `Limit` of a partition's next read, `reads` pages of it read already and `taken`
+    /// of its items taken by the walk: first its [`share`]; later the part of what the walk
+    /// still wants that it supplied of the walk so far (among the partitions not exhausted),
+    /// and half as much again (at least
+    /// [`SMALLEST_SHARE`], at most all of it) — so a partition holding the whole page is
+    /// asked once more for all of it, one holding its share for about its share. With
     /// `grow`, at least its first share doubled for each page it read.
-    fn limit(self, reads: u32) -> Option<i32> {
+    fn limit(self, reads: u32, taken: usize) -> Option<i32> {
         let wanted = self.wanted?;
-        let mut items = share(wanted, self.reading);
+        let first = share(wanted, self.partitions);
+        let mut items = match (reads, self.taken) {
+            (0, _) | (_, 0) => first,
+            _ => supplied_part(wanted, taken, self.taken),
+        };
         if self.grow {
-            let doubled = share(wanted, self.partitions).saturating_mul(1 << reads.min(16));
-            items = items.max(doubled);
+            items = items.max(first.saturating_mul(1 << reads.min(16)));
         }
         Some(i32::try_from(items.max(1)).unwrap_or(i32::MAX))
     }
+}
+
+/// `taken / total` of `wanted`, and half as much again: at least [`SMALLEST_SHARE`], never
+/// more than `wanted`.
+fn supplied_part(wanted: usize, taken: usize, total: usize) -> usize {
+    let part = (wanted as u128 * taken as u128).div_ceil(total as u128);
+    let part = usize::try_from(part + part / 2).unwrap_or(usize::MAX);
+    part.max(SMALLEST_SHARE).min(wanted)
 }
 
 impl PartitionCursor {
@@ -213,11 +238,11 @@ fn sort_key(item: &Item) -> Option<&str> {
 mod tests {
     use super::*;
 
-    fn plan(wanted: usize, reading: usize, grow: bool) -> ReadPlan {
+    fn plan(wanted: usize, taken: usize, grow: bool) -> ReadPlan {
         ReadPlan {
             wanted: Some(wanted),
             partitions: 8,
-            reading,
+            taken,
             grow,
         }
     }
@@ -227,14 +252,15 @@ mod tests {
         assert_eq!(share(11, 1), 11);
         let one = ReadPlan {
             partitions: 1,
-            ..plan(11, 1, false)
+            ..plan(11, 0, false)
         };
-        assert_eq!(one.limit(0), Some(11));
+        assert_eq!(one.limit(0, 0), Some(11));
+        assert_eq!(one.limit(1, 5), Some(11));
         let all = ReadPlan {
             partitions: 1,
-            ..plan(usize::MAX, 1, false)
+            ..plan(usize::MAX, 0, false)
         };
-        assert_eq!(all.limit(0), Some(i32::MAX));
+        assert_eq!(all.limit(0, 0), Some(i32::MAX));
     }
 
     #[test]
@@ -243,35 +269,45 @@ mod tests {
         assert_eq!(share(9, 8), 4, "at least the smallest share");
         assert_eq!(share(2, 8), 2, "never more than wanted");
         assert_eq!(share(0, 8), 1);
-        assert_eq!(plan(101, 8, false).limit(0), Some(19));
+        assert_eq!(plan(101, 0, false).limit(0, 0), Some(19));
         assert_eq!(
-            plan(0, 1, false).limit(1),
+            plan(0, 0, false).limit(0, 0),
             Some(1),
             "DynamoDB wants at least 1"
         );
     }
 
     #[test]
-    fn a_partition_that_ran_out_alone_is_asked_for_all_the_walk_still_wants() {
-        assert_eq!(plan(82, 1, false).limit(1), Some(82));
-        assert_eq!(plan(82, 2, false).limit(1), Some(62), "two share it");
+    fn a_partition_that_ran_out_is_asked_for_what_it_supplied_of_the_walk() {
+        assert_eq!(
+            plan(82, 19, false).limit(1, 19),
+            Some(82),
+            "it held the whole page so far: all the page still wants"
+        );
+        assert_eq!(
+            plan(82, 40, false).limit(1, 20),
+            Some(61),
+            "half, and half again"
+        );
+        assert_eq!(plan(82, 160, false).limit(1, 20), Some(16), "its share");
+        assert_eq!(plan(82, 1000, false).limit(1, 1), Some(4), "at least 4");
         let unbounded = ReadPlan {
             wanted: None,
             ..plan(0, 8, false)
         };
-        assert_eq!(unbounded.limit(0), None);
+        assert_eq!(unbounded.limit(1, 8), None);
     }
 
     #[test]
     fn a_filtered_walk_grows_its_reads() {
-        assert_eq!(plan(21, 8, true).limit(0), Some(4));
+        assert_eq!(plan(21, 0, true).limit(0, 0), Some(4));
         assert_eq!(
-            plan(21, 1, true).limit(1),
+            plan(21, 8, true).limit(1, 8),
             Some(21),
             "what the page still takes"
         );
         assert_eq!(
-            plan(21, 8, true).limit(3),
+            plan(21, 64, true).limit(3, 8),
             Some(32),
             "a share, doubled per read"
         );
