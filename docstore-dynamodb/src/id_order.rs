@@ -162,11 +162,10 @@ struct ReadPlan {
 impl ReadPlan {
     /// The `Limit` of a partition's next read, `reads` pages of it read already and `taken`
     /// of its items taken by the walk: first its [`share`]; later the part of what the walk
-    /// still wants that it supplied of the walk so far (among the partitions not exhausted),
-    /// and half as much again (at least
-    /// [`SMALLEST_SHARE`], at most all of it) — so a partition holding the whole page is
-    /// asked once more for all of it, one holding its share for about its share. With
-    /// `grow`, at least its first share doubled for each page it read.
+    /// still wants that it supplied of the walk so far (among the partitions not exhausted)
+    /// and half as much again ([`supplied_part`]), so that a partition holding the whole
+    /// page is asked once more for all of it, one holding its share for about its share.
+    /// With `grow`, at least its first share doubled for each page it read.
     fn limit(self, reads: u32, taken: usize) -> Option<i32> {
         let wanted = self.wanted?;
         let first = share(wanted, self.partitions);
