@@ -1,17 +1,30 @@
 //! A collection's documents in id order, merged over its partitions ([`crate::layout`]).
 //!
-//! Each partition is read with strongly consistent `Query` pages in id order, a chunk at a
-//! time; the merge hands out the smallest id among the partitions' next items (the largest
-//! when descending), reading a partition's next chunk when it runs out — all the partitions
-//! that ran out at once, concurrently. With one partition this is a plain `Query` walk.
+//! Each partition is read with strongly consistent `Query` pages in id order; the merge hands
+//! out the smallest id among the partitions' next items (the largest when descending).
+//!
+//! A walk first asks every partition, concurrently, for its share of what the caller wants
+//! (its even share and half as much again: ids spread over the partitions by a hash, so
+//! shares vary). A partition whose items run out while it holds more is read again for the
+//! part of what the caller can still take that it supplied of the walk so far, and half as
+//! much again: one that held the whole page so far is asked for all the page still takes, and
+//! is not read again; one that held its share, for about its share. So a page without a
+//! filter costs one request per partition, and about one more for each partition holding
+//! much more than its share (ids that hash unevenly), never the run of ever smaller reads a
+//! partition holding most of the page would otherwise take, nor reads of the whole remainder
+//! from every partition; DynamoDB's 1 MB cap on a response, or a filter's sparse matches, may
+//! add reads. With one partition this is a plain `Query` walk.
 
 use crate::item::{Item, PK, SK, string, text};
 use crate::store::DynamoStore;
 use docstore::Result;
+use futures_util::{StreamExt, TryStreamExt};
 use std::collections::{HashMap, VecDeque};
 
-/// A partition's chunk asks for at least this many items when the walk is spread.
+/// A partition's first read asks for at least this many items when the walk is spread.
 const SMALLEST_SHARE: usize = 4;
+/// The most partitions read at once (a table has at most 100).
+const READS_IN_FLIGHT: usize = 16;
 
 /// One partition being read.
 struct PartitionCursor {
@@ -22,6 +35,8 @@ struct PartitionCursor {
     exhausted: bool,
     /// How many pages were read.
     reads: u32,
+    /// How many of its items the walk took.
+    taken: usize,
 }
 
 /// The documents of one collection in id order, from an optional position on.
@@ -48,6 +63,7 @@ impl IdOrderReader {
                 buffer: VecDeque::new(),
                 exhausted: false,
                 reads: 0,
+                taken: 0,
             })
             .collect();
         IdOrderReader {
@@ -58,9 +74,9 @@ impl IdOrderReader {
         }
     }
 
-    /// How many items the walk expects to take from now on: each partition's next read asks
-    /// for its share of them (half as much again, since ids spread unevenly) — doubled for
-    /// each page the partition already read when `grow` (a filter: matches may be sparse).
+    /// How many items the walk expects to take from now on: each partition read asks for a
+    /// part of them ([`ReadPlan::limit`]); `grow` (a filter: matches may be sparse) doubles a
+    /// partition's reads.
     pub(crate) fn expect(&mut self, wanted: Option<usize>, grow: bool) {
         self.wanted = wanted;
         self.grow = grow;
@@ -89,28 +105,87 @@ impl IdOrderReader {
         } else {
             fronts.max_by(|a, b| a.1.cmp(b.1))
         };
-        let chosen = chosen.map(|(at, _)| at);
-        Ok(chosen.and_then(|at| self.partitions[at].buffer.pop_front()))
+        let Some((at, _)) = chosen else {
+            return Ok(None);
+        };
+        let partition = &mut self.partitions[at];
+        partition.taken += 1;
+        Ok(partition.buffer.pop_front())
     }
 
-    /// Reads until every partition holds an item or is exhausted.
+    /// Reads until every partition holds an item or is exhausted: the partitions that ran
+    /// out, concurrently.
     async fn refill(&mut self, store: &DynamoStore) -> Result<()> {
-        let share = self
-            .wanted
-            .map(|wanted| share(wanted, self.partitions.len()));
-        let (forward, grow) = (self.forward, self.grow);
-        let reads = self
+        let plan = ReadPlan {
+            wanted: self.wanted,
+            partitions: self.partitions.len(),
+            taken: self
+                .partitions
+                .iter()
+                .filter(|partition| !partition.exhausted || !partition.buffer.is_empty())
+                .map(|partition| partition.taken)
+                .sum(),
+            grow: self.grow,
+        };
+        let forward = self.forward;
+        // Collected first: a stream holding these closures across `await` is not `Send`.
+        let reads: Vec<_> = self
             .partitions
             .iter_mut()
             .filter(|partition| partition.buffer.is_empty() && !partition.exhausted)
             .map(|partition| {
-                let doubled = if grow { partition.reads.min(16) } else { 0 };
-                let limit = share.map(|share| share.saturating_mul(1 << doubled));
+                let limit = plan.limit(partition.reads, partition.taken);
                 partition.fill(store, forward, limit)
-            });
-        futures_util::future::try_join_all(reads).await?;
-        Ok(())
+            })
+            .collect();
+        futures_util::stream::iter(reads)
+            .buffer_unordered(READS_IN_FLIGHT)
+            .try_collect::<()>()
+            .await
     }
+}
+
+/// What the partitions read next are asked for.
+#[derive(Clone, Copy, Debug)]
+struct ReadPlan {
+    /// How many items the walk wants from now on (`None`: as many as a page holds).
+    wanted: Option<usize>,
+    /// The partitions of the walk.
+    partitions: usize,
+    /// How many items the walk took so far from the partitions that may give more (an
+    /// exhausted partition's part of the walk is over).
+    taken: usize,
+    /// Whether a partition's reads double (a filter's matches are sparse).
+    grow: bool,
+}
+
+impl ReadPlan {
+    /// The `Limit` of a partition's next read, `reads` pages of it read already and `taken`
+    /// of its items taken by the walk: first its [`share`]; later the part of what the walk
+    /// still wants that it supplied of the walk so far (among the partitions not exhausted)
+    /// and half as much again ([`supplied_part`]), so that a partition holding the whole
+    /// page is asked once more for all of it, one holding its share for about its share.
+    /// With `grow`, at least its first share doubled for each page it read.
+    fn limit(self, reads: u32, taken: usize) -> Option<i32> {
+        let wanted = self.wanted?;
+        let first = share(wanted, self.partitions);
+        let mut items = match (reads, self.taken) {
+            (0, _) | (_, 0) => first,
+            _ => supplied_part(wanted, taken, self.taken),
+        };
+        if self.grow {
+            items = items.max(first.saturating_mul(1 << reads.min(16)));
+        }
+        Some(i32::try_from(items.max(1)).unwrap_or(i32::MAX))
+    }
+}
+
+/// `taken / total` of `wanted`, and half as much again: at least [`SMALLEST_SHARE`], never
+/// more than `wanted`.
+fn supplied_part(wanted: usize, taken: usize, total: usize) -> usize {
+    let part = (wanted as u128 * taken as u128).div_ceil(total as u128);
+    let part = usize::try_from(part + part / 2).unwrap_or(usize::MAX);
+    part.max(SMALLEST_SHARE).min(wanted)
 }
 
 impl PartitionCursor {
@@ -146,14 +221,12 @@ impl PartitionCursor {
 /// A partition's share of `wanted` items over `partitions`: all of them with one partition;
 /// otherwise its even share and half as much again, at least [`SMALLEST_SHARE`] (but never
 /// more than `wanted`).
-fn share(wanted: usize, partitions: usize) -> i32 {
-    let items = if partitions <= 1 {
-        wanted
-    } else {
-        let even = wanted / partitions;
-        (even + even / 2 + 1).max(SMALLEST_SHARE).min(wanted.max(1))
-    };
-    i32::try_from(items).unwrap_or(i32::MAX)
+fn share(wanted: usize, partitions: usize) -> usize {
+    if partitions <= 1 {
+        return wanted;
+    }
+    let even = wanted / partitions;
+    (even + even / 2 + 1).max(SMALLEST_SHARE).min(wanted.max(1))
 }
 
 fn sort_key(item: &Item) -> Option<&str> {
@@ -164,10 +237,29 @@ fn sort_key(item: &Item) -> Option<&str> {
 mod tests {
     use super::*;
 
+    fn plan(wanted: usize, taken: usize, grow: bool) -> ReadPlan {
+        ReadPlan {
+            wanted: Some(wanted),
+            partitions: 8,
+            taken,
+            grow,
+        }
+    }
+
     #[test]
     fn one_partition_reads_exactly_what_is_wanted() {
         assert_eq!(share(11, 1), 11);
-        assert_eq!(share(usize::MAX, 1), i32::MAX);
+        let one = ReadPlan {
+            partitions: 1,
+            ..plan(11, 0, false)
+        };
+        assert_eq!(one.limit(0, 0), Some(11));
+        assert_eq!(one.limit(1, 5), Some(11));
+        let all = ReadPlan {
+            partitions: 1,
+            ..plan(usize::MAX, 0, false)
+        };
+        assert_eq!(all.limit(0, 0), Some(i32::MAX));
     }
 
     #[test]
@@ -176,5 +268,47 @@ mod tests {
         assert_eq!(share(9, 8), 4, "at least the smallest share");
         assert_eq!(share(2, 8), 2, "never more than wanted");
         assert_eq!(share(0, 8), 1);
+        assert_eq!(plan(101, 0, false).limit(0, 0), Some(19));
+        assert_eq!(
+            plan(0, 0, false).limit(0, 0),
+            Some(1),
+            "DynamoDB wants at least 1"
+        );
+    }
+
+    #[test]
+    fn a_partition_that_ran_out_is_asked_for_what_it_supplied_of_the_walk() {
+        assert_eq!(
+            plan(82, 19, false).limit(1, 19),
+            Some(82),
+            "it held the whole page so far: all the page still wants"
+        );
+        assert_eq!(
+            plan(82, 40, false).limit(1, 20),
+            Some(61),
+            "half, and half again"
+        );
+        assert_eq!(plan(82, 160, false).limit(1, 20), Some(16), "its share");
+        assert_eq!(plan(82, 1000, false).limit(1, 1), Some(4), "at least 4");
+        let unbounded = ReadPlan {
+            wanted: None,
+            ..plan(0, 8, false)
+        };
+        assert_eq!(unbounded.limit(1, 8), None);
+    }
+
+    #[test]
+    fn a_filtered_walk_grows_its_reads() {
+        assert_eq!(plan(21, 0, true).limit(0, 0), Some(4));
+        assert_eq!(
+            plan(21, 8, true).limit(1, 8),
+            Some(21),
+            "what the page still takes"
+        );
+        assert_eq!(
+            plan(21, 64, true).limit(3, 8),
+            Some(32),
+            "a share, doubled per read"
+        );
     }
 }

@@ -667,6 +667,69 @@ async fn id_order_queries_merge_the_partitions(
     assert!(whole.next.is_none());
 }
 
+/// A partition holding far more than its share of a page (ids that hash unevenly) is read
+/// once for its share and once for everything the page still takes, alongside one read of
+/// each other partition: never a run of ever smaller reads (`docs/contract.md`, "Partitions
+/// on DynamoDB").
+async fn an_uneven_partition_costs_a_page_one_more_query(
+    emulator: Emulator,
+    cell: &'static OnceCell<String>,
+) {
+    let table = ensure_table(cell, emulator, "table").await;
+    let requests = Requests::default();
+    let client = emulator.client_with(|config| config.interceptor(requests.clone()));
+    let store = Store::new(store_on(
+        client,
+        emulator.streams(),
+        &table,
+        4,
+        StoreOptions::default(),
+    ));
+    let site = site("uneven");
+    // 60 ids of partition 3 and one of each other partition.
+    let mut all: Vec<String> = Vec::new();
+    let mut others = std::collections::BTreeSet::new();
+    for id in (0..2000).map(|i| format!("d{i:04}")) {
+        let partition = support::layout_shard(&id, support::PARTITIONS);
+        let crowded = all.len() - others.len() < 60;
+        if (partition == 3 && crowded) || (partition != 3 && others.insert(partition)) {
+            all.push(id);
+        }
+    }
+    assert_eq!(all.len(), 60 + support::PARTITIONS as usize - 1);
+    for id in &all {
+        let key = Key::new(&site, "c", id).unwrap();
+        store.create(&key, obj(json!({})), "").await.unwrap();
+    }
+    requests.take_calls();
+
+    let mut seen = Vec::new();
+    let mut next = None;
+    loop {
+        let page = store
+            .query(&site, "c", &Query::new().limit(40).after(next))
+            .await
+            .unwrap();
+        let queries = requests.take_calls().get("Query").copied().unwrap_or(0);
+        assert!(
+            queries <= support::PARTITIONS + 1,
+            "a page of 40 sent {queries} Queries"
+        );
+        seen.extend(page.documents.iter().map(|d| d.id.clone()));
+        next = page.next;
+        if next.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, all, "every document once, in id order");
+    let down = Query::new().order_by_desc("$id").limit(30);
+    let page = store.query(&site, "c", &down).await.unwrap();
+    let newest: Vec<String> = all.iter().rev().take(30).cloned().collect();
+    let ids: Vec<String> = page.documents.iter().map(|d| d.id.clone()).collect();
+    assert_eq!(ids, newest);
+    assert!(requests.take_calls()["Query"] <= support::PARTITIONS + 1);
+}
+
 /// The table's partition count is recorded by the first store to use an empty table, and a
 /// table holding items but no record — written before partitions — keeps one partition
 /// whatever later stores are configured with (docs/contract.md, "Partitions on DynamoDB").
@@ -1321,6 +1384,7 @@ on_both_emulators!(
     each_call_costs_its_minimum,
     id_order_queries_on_one_partition_read_only_the_pages_they_need,
     id_order_queries_merge_the_partitions,
+    an_uneven_partition_costs_a_page_one_more_query,
     a_table_written_before_partitions_keeps_one_partition,
     id_order_cursor_survives_deleting_its_document,
     max_scan_stops_other_orders_with_a_warning,
