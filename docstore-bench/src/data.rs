@@ -244,13 +244,25 @@ pub fn now_nanos() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
-/// Checks that `store` reads the query collection a bulk load wrote around it as its own
-/// documents (the first one, written by [`ACTOR`]); `backend` names it in the error.
-pub async fn check_bulk_loaded(store: &docstore::Store, backend: &str) -> crate::BenchResult<()> {
-    let probe = docstore::Key::new(SITE, QUERY_COLLECTION, id(0))?;
-    let found = store.get(&probe).await?;
-    if found.is_none_or(|doc| doc.created_by != ACTOR) {
-        return Err(format!("{backend} does not read the bulk-loaded documents").into());
+/// How many of a bulk load's first documents [`check_bulk_loaded`] reads back: enough to
+/// meet every partition of a DynamoDB table (each id's partition is a hash of it).
+const PROBED: usize = 32;
+
+/// Checks that `store` reads the query collection a bulk load wrote around it (`count`
+/// documents) as its own documents: the first ones, each written by [`ACTOR`]; `backend`
+/// names it in the error.
+pub async fn check_bulk_loaded(
+    store: &docstore::Store,
+    backend: &str,
+    count: usize,
+) -> crate::BenchResult<()> {
+    for n in 0..count.min(PROBED) {
+        let probe = docstore::Key::new(SITE, QUERY_COLLECTION, id(n))?;
+        let found = store.get(&probe).await?;
+        if found.is_none_or(|doc| doc.created_by != ACTOR) {
+            let what = format!("{backend} does not read bulk-loaded document {}", id(n));
+            return Err(what.into());
+        }
     }
     Ok(())
 }

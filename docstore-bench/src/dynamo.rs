@@ -141,15 +141,41 @@ pub fn fresh_table_name() -> String {
     format!("docstore-bench-{}-{}", std::process::id(), now_nanos())
 }
 
+/// How many partition keys docstore-dynamodb spreads each collection of a new table over:
+/// its default `collection_partitions`, which the bench's tables keep.
+pub fn partitions() -> u32 {
+    DynamoDbConfig::new("bench").collection_partitions.max(1)
+}
+
+/// The partition key the table layout (`docs/contract.md`, "Partitions on DynamoDB") keeps
+/// document `id` of `collection` under: `<site>#<collection>`, then `#<p>` for the id's
+/// partition `p > 0` — FNV-1a of the id's bytes, modulo [`partitions`].
+pub fn document_pk(collection: &str, id: &str) -> String {
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    match hash % u64::from(partitions()) {
+        0 => format!("{SITE}#{collection}"),
+        partition => format!("{SITE}#{collection}#{partition}"),
+    }
+}
+
+/// Every partition key of `collection`'s documents, partition 0 first.
+pub fn document_pks(collection: &str) -> Vec<String> {
+    let base = format!("{SITE}#{collection}");
+    let suffixed = (1..partitions()).map(|partition| format!("{base}#{partition}"));
+    std::iter::once(base.clone()).chain(suffixed).collect()
+}
+
 /// The item of document number `n` (generation 0, version 1) in `collection`, exactly as
-/// docstore-dynamodb's `put` leaves it.
+/// docstore-dynamodb's `put` leaves it, under its partition ([`document_pk`]).
 pub fn item(collection: &str, n: usize) -> HashMap<String, AttributeValue> {
     let now = AttributeValue::N(now_nanos().to_string());
     let data = serde_json::to_string(&document(n, 0)).expect("serializes");
     HashMap::from([
         (
             "pk".to_owned(),
-            AttributeValue::S(format!("{SITE}#{collection}")),
+            AttributeValue::S(document_pk(collection, &id(n))),
         ),
         ("sk".to_owned(), AttributeValue::S(id(n))),
         ("data".to_owned(), AttributeValue::S(data)),

@@ -128,7 +128,7 @@ pub async fn load_query_collection(
     for schema in schemas {
         bulk_load(admin, schema, QUERY_COLLECTION, docs).await?;
     }
-    data::check_bulk_loaded(store, "docstore-postgres").await?;
+    data::check_bulk_loaded(store, "docstore-postgres", docs).await?;
     Ok(())
 }
 

@@ -288,7 +288,7 @@ async fn sqlite_section(
     sqlite::check_same_schema(&store_path, &baseline_path)?;
     sqlite::bulk_load(&store_path, QUERY_COLLECTION, spec.query_docs)?;
     sqlite::bulk_load(&baseline_path, QUERY_COLLECTION, spec.query_docs)?;
-    data::check_bulk_loaded(&store, "docstore-sqlite").await?;
+    data::check_bulk_loaded(&store, "docstore-sqlite", spec.query_docs).await?;
     let rows = both(
         spec,
         &docstore_side(&store, None)?,
@@ -382,9 +382,11 @@ fn pragma_name(sync: SyncName) -> &'static str {
     }
 }
 
-/// The fewest requests per operation the table layout allows, by workload (for the walk,
-/// whose operation is one document: one Query per page).
+/// The fewest requests per operation the table layout allows, by workload: the query reads
+/// each of the collection's partition keys in 1 MB pages; the walk, whose operation is one
+/// document, one Query a partition key per page.
 fn dynamodb_minimum(workload: &str, query_bytes: usize, spec: &Spec) -> Option<f64> {
+    let partitions = dynamo::partitions() as usize;
     Some(match workload {
         // The typed rows make the same requests as the raw ones.
         "create" | "create, typed" => 2.0, // conditional PutItem + counter ADD
@@ -392,9 +394,12 @@ fn dynamodb_minimum(workload: &str, query_bytes: usize, spec: &Spec) -> Option<f
         "put" => 1.0,    // one UpdateItem (counter only when it creates)
         "delete" => 2.0, // DeleteItem returning the old item + counter ADD
         w if w.starts_with("update") => 2.0, // the merge needs the data: GetItem + PutItem
-        w if w.starts_with("query") => query_bytes.div_ceil(1 << 20).max(1) as f64,
+        w if w.starts_with("query") => {
+            (partitions * query_bytes.div_ceil(partitions).div_ceil(1 << 20).max(1)) as f64
+        }
         w if w.starts_with("walk") => {
-            spec.query_docs.div_ceil(spec.page_size) as f64 / spec.query_docs.max(1) as f64
+            let pages = spec.query_docs.div_ceil(spec.page_size);
+            (pages * partitions) as f64 / spec.query_docs.max(1) as f64
         }
         _ => return None,
     })
@@ -409,6 +414,7 @@ async fn dynamodb(spec: &Spec, endpoint: &str) -> BenchResult<Section> {
     driver.create_table().await?;
     let store = Store::new(driver);
     let query_bytes = dynamo::bulk_load(&client, &table, QUERY_COLLECTION, spec.query_docs).await?;
+    data::check_bulk_loaded(&store, "docstore-dynamodb", spec.query_docs).await?;
     let baseline = DynamoBaseline::new(client.clone(), &table);
     let mut rows = both(
         spec,

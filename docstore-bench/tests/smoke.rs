@@ -122,3 +122,53 @@ fn every_workload_reports_on_both_sides() {
         }
     }
 }
+
+/// The DynamoDB section at tiny sizes on the emulator `scripts/with-dynamodb-emulators`
+/// started: every workload on both sides, the query and the walk giving the same answers over
+/// the query collection spread across the table's partition keys (the walk counts each
+/// document once on each side), each side's requests counted.
+#[test]
+fn dynamodb_reports_on_both_sides_with_the_same_answers() {
+    let endpoint = std::env::var("DOCSTORE_DYNOXIDE_ENDPOINT").expect(
+        "DOCSTORE_DYNOXIDE_ENDPOINT is not set: run through \
+         `scripts/with-dynamodb-emulators cargo test -p docstore-bench`",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_docstore-bench"))
+        .args(["--backends", "dynamodb", "--dynamodb-endpoint", &endpoint])
+        .args(["--dynamodb-ops", "10", "--dynamodb-task-ops", "2"])
+        .args(["--dynamodb-query-docs", "300", "--dynamodb-query-runs", "1"])
+        .args(["--page-size", "40", "--tasks", "2", "--skip-evaluator"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--markdown")
+        .arg(dir.path().join("report.md"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = report["sections"][0]["rows"].as_array().unwrap();
+    let answered: Vec<&str> = rows
+        .iter()
+        .filter(|row| row["same_answer"] == Value::Bool(true))
+        .map(|row| row["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(answered.len(), 2, "{answered:?}");
+    for row in rows {
+        let what = row["workload"].as_str().unwrap();
+        assert_ne!(row["same_answer"], Value::Bool(false), "{what}");
+        for side in ["docstore", "baseline"] {
+            assert!(row[side]["ops"].as_u64().unwrap() > 0, "{what} {side}");
+        }
+    }
+    let walk = rows
+        .iter()
+        .find(|row| row["workload"].as_str().unwrap().starts_with("walk"));
+    assert_eq!(walk.unwrap()["baseline"]["ops"], 300, "{walk:?}");
+}

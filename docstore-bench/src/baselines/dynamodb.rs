@@ -9,19 +9,24 @@
 //! | update | GetItem, PutItem conditioned on the version read (retried with jittered backoff) |
 //! | update_if | GetItem, PutItem conditioned on the expected version |
 //! | delete | DeleteItem returning the old item, counter `ADD -1` when there was one |
-//! | query | consistent Query pages over the collection, filtered and sorted by hand |
-//! | walk | one consistent Query page per page (`Limit`, `ExclusiveStartKey`) |
+//! | query | consistent Query pages over each of the collection's partition keys, all at once, filtered and sorted by hand |
+//! | walk | a page: one consistent Query a partition key, all at once (`sk >` the last id, `Limit` the page), merged by id |
 //!
+//! Documents sit under the partition keys of the layout (`docs/contract.md`, "Partitions on
+//! DynamoDB"; [`dynamo::document_pk`]), as docstore-dynamodb's do, so the query and the walk
+//! read every partition of a collection on both sides.
 //! It has none of docstore's write identities or lost-answer handling: a resent write can
 //! report a conflict that was its own, and counters are not protected from double counting.
 
 use crate::BenchResult;
 use crate::data::{ACTOR, Rng, SITE, TOP, merge, now_nanos, selective_matches, selective_order};
+use crate::dynamo;
 use crate::subject::{Subject, WalkPage, WalkPosition};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use docstore::{Data, Document};
+use futures_util::future::try_join_all;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -45,9 +50,71 @@ impl DynamoBaseline {
 
     fn key(collection: &str, id: &str) -> Item {
         HashMap::from([
-            ("pk".to_owned(), s(format!("{SITE}#{collection}"))),
+            ("pk".to_owned(), s(dynamo::document_pk(collection, id))),
             ("sk".to_owned(), s(id)),
         ])
+    }
+
+    /// Every document of partition key `pk` that `keep` keeps, page by page.
+    async fn read_partition(
+        &self,
+        pk: &str,
+        keep: impl Fn(&Document) -> bool,
+    ) -> BenchResult<Vec<Document>> {
+        let (mut kept, mut start) = (Vec::new(), None);
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(pk))
+                .set_exclusive_start_key(start)
+                .send()
+                .await?;
+            for item in output.items() {
+                let doc = parse(item)?;
+                if keep(&doc) {
+                    kept.push(doc);
+                }
+            }
+            match output.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => return Ok(kept),
+            }
+        }
+    }
+
+    /// Up to `limit` ids of partition key `pk` after `after`, in id order; whether it holds
+    /// more.
+    async fn ids_after(
+        &self,
+        pk: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BenchResult<(Vec<String>, bool)> {
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .expression_attribute_values(":pk", s(pk))
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+        query = match after {
+            Some(id) => query
+                .key_condition_expression("pk = :pk AND sk > :after")
+                .expression_attribute_values(":after", s(id)),
+            None => query.key_condition_expression("pk = :pk"),
+        };
+        let output = query.send().await?;
+        let ids = output
+            .items()
+            .iter()
+            .map(|item| Ok(parse(item)?.id))
+            .collect::<BenchResult<Vec<_>>>()?;
+        let more = output.last_evaluated_key.is_some_and(|key| !key.is_empty());
+        Ok((ids, more))
     }
 
     async fn count(&self, collection: &str, delta: i64) -> BenchResult<()> {
@@ -260,30 +327,10 @@ impl Subject for DynamoBaseline {
     }
 
     async fn top(&self, collection: &str) -> BenchResult<Vec<String>> {
-        let mut matched = Vec::new();
-        let mut start = None;
-        loop {
-            let output = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(format!("{SITE}#{collection}")))
-                .set_exclusive_start_key(start)
-                .send()
-                .await?;
-            for item in output.items() {
-                let doc = parse(item)?;
-                if selective_matches(&doc.data) {
-                    matched.push(doc);
-                }
-            }
-            match output.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
-        }
+        let pks = dynamo::document_pks(collection);
+        let keep = |doc: &Document| selective_matches(&doc.data);
+        let reads = pks.iter().map(|pk| self.read_partition(pk, keep));
+        let mut matched: Vec<Document> = try_join_all(reads).await?.concat();
         matched.sort_unstable_by(selective_order);
         matched.truncate(TOP);
         Ok(matched.into_iter().map(|d| d.id).collect())
@@ -295,35 +342,19 @@ impl Subject for DynamoBaseline {
         page_size: usize,
         after: WalkPosition,
     ) -> BenchResult<WalkPage> {
-        let pk = format!("{SITE}#{collection}");
-        let start =
-            after.map(|id| HashMap::from([("pk".to_owned(), s(&pk)), ("sk".to_owned(), s(id))]));
-        let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(&pk))
-            .set_exclusive_start_key(start)
-            .limit(i32::try_from(page_size).unwrap_or(i32::MAX))
-            .send()
-            .await?;
-        let docs = output
-            .items()
+        let pks = dynamo::document_pks(collection);
+        let reads = pks
             .iter()
-            .map(parse)
-            .collect::<BenchResult<Vec<_>>>()?;
-        let next = match output.last_evaluated_key {
-            Some(key) if !key.is_empty() => match key.get("sk") {
-                Some(AttributeValue::S(id)) => Some(id.clone()),
-                _ => None,
-            },
-            _ => None,
-        };
+            .map(|pk| self.ids_after(pk, after.as_deref(), page_size));
+        let read = try_join_all(reads).await?;
+        let more = read.iter().any(|(_, more)| *more);
+        let mut ids: Vec<String> = read.into_iter().flat_map(|(ids, _)| ids).collect();
+        ids.sort_unstable();
+        let more = more || ids.len() > page_size;
+        ids.truncate(page_size);
         Ok(WalkPage {
-            documents: docs.len(),
-            next,
+            documents: ids.len(),
+            next: ids.pop().filter(|_| more),
         })
     }
 }
