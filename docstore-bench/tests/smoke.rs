@@ -7,6 +7,28 @@
 use serde_json::Value;
 use std::process::Command;
 
+/// Runs the binary with `args`, its files in `dir` (`report.json`, `report.md`); its standard
+/// output, once it has succeeded.
+fn run_bench(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_docstore-bench"))
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .arg("--json")
+        .arg(dir.join("report.json"))
+        .arg("--markdown")
+        .arg(dir.join("report.md"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 const WORKLOADS: [&str; 14] = [
     "create",
     "create, typed",
@@ -32,32 +54,24 @@ fn every_workload_reports_on_both_sides() {
     if cfg!(feature = "polodb") {
         backends.push("polodb");
     }
-    let output = Command::new(env!("CARGO_BIN_EXE_docstore-bench"))
-        .args(["--backends", &backends.join(",")])
-        .args(["--memory-ops", "60", "--sqlite-ops", "60"])
-        .args([
-            "--query-docs",
-            "600",
-            "--query-runs",
-            "2",
-            "--page-size",
-            "50",
-        ])
-        .args(["--tasks", "4", "--task-ops", "5", "--evaluator-docs", "300"])
-        .args(["--repeat", "2"])
-        .arg("--dir")
-        .arg(dir.path())
-        .arg("--json")
-        .arg(&json)
-        .arg("--markdown")
-        .arg(dir.path().join("report.md"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let backends_arg = backends.join(",");
+    let stdout = run_bench(
+        dir.path(),
+        &[
+            &["--backends", &backends_arg][..],
+            &["--memory-ops", "60", "--sqlite-ops", "60"],
+            &[
+                "--query-docs",
+                "600",
+                "--query-runs",
+                "2",
+                "--page-size",
+                "50",
+            ],
+            &["--tasks", "4", "--task-ops", "5", "--evaluator-docs", "300"],
+            &["--repeat", "2"],
+        ]
+        .concat(),
     );
     assert!(stdout.contains("ratio"), "{stdout}");
     let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
@@ -126,7 +140,7 @@ fn every_workload_reports_on_both_sides() {
 /// The DynamoDB section at tiny sizes on the emulator `scripts/with-dynamodb-emulators`
 /// started: every workload on both sides, the query and the walk giving the same answers over
 /// the query collection spread across the table's partition keys (the walk counts each
-/// document once on each side), each side's requests counted.
+/// document once on each side).
 #[test]
 fn dynamodb_reports_on_both_sides_with_the_same_answers() {
     let endpoint = std::env::var("DOCSTORE_DYNOXIDE_ENDPOINT").expect(
@@ -135,22 +149,15 @@ fn dynamodb_reports_on_both_sides_with_the_same_answers() {
     );
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("report.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_docstore-bench"))
-        .args(["--backends", "dynamodb", "--dynamodb-endpoint", &endpoint])
-        .args(["--dynamodb-ops", "10", "--dynamodb-task-ops", "2"])
-        .args(["--dynamodb-query-docs", "300", "--dynamodb-query-runs", "1"])
-        .args(["--page-size", "40", "--tasks", "2", "--skip-evaluator"])
-        .arg("--json")
-        .arg(&json)
-        .arg("--markdown")
-        .arg(dir.path().join("report.md"))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    run_bench(
+        dir.path(),
+        &[
+            &["--backends", "dynamodb", "--dynamodb-endpoint", &endpoint][..],
+            &["--dynamodb-ops", "10", "--dynamodb-task-ops", "2"],
+            &["--dynamodb-query-docs", "300", "--dynamodb-query-runs", "1"],
+            &["--page-size", "40", "--tasks", "2", "--skip-evaluator"],
+        ]
+        .concat(),
     );
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let rows = report["sections"][0]["rows"].as_array().unwrap();

@@ -414,6 +414,20 @@ fn quiet_store(
     DynamoStore::from_client(client, emulator.streams(), &config, quiet).unwrap()
 }
 
+/// A store on `table` (`max_scan` 4) whose requests `Requests` counts.
+fn counted_store(emulator: Emulator, table: &str) -> (Store, Requests) {
+    let requests = Requests::default();
+    let client = emulator.client_with(|config| config.interceptor(requests.clone()));
+    let driver = store_on(
+        client,
+        emulator.streams(),
+        table,
+        4,
+        StoreOptions::default(),
+    );
+    (Store::new(driver), requests)
+}
+
 /// A table of one partition, made apart from the binary's shared one (whose collections are
 /// spread over [`support::PARTITIONS`]): the layout of a table written before partitions.
 async fn one_partition_table(emulator: Emulator) -> String {
@@ -445,16 +459,8 @@ async fn id_order_queries_on_one_partition_read_only_the_pages_they_need(
     _cell: &'static OnceCell<String>,
 ) {
     let table = one_partition_table(emulator).await;
-    let requests = Requests::default();
-    let client = emulator.client_with(|config| config.interceptor(requests.clone()));
     // max_scan 4: id-order queries are not bounded by it.
-    let store = Store::new(store_on(
-        client,
-        emulator.streams(),
-        &table,
-        4,
-        StoreOptions::default(),
-    ));
+    let (store, requests) = counted_store(emulator, &table);
     let site = site("pages");
     for i in 0..30 {
         let key = Key::new(&site, "c", format!("d{i:02}")).unwrap();
@@ -584,15 +590,7 @@ async fn id_order_queries_merge_the_partitions(
     cell: &'static OnceCell<String>,
 ) {
     let table = ensure_table(cell, emulator, "table").await;
-    let requests = Requests::default();
-    let client = emulator.client_with(|config| config.interceptor(requests.clone()));
-    let store = Store::new(store_on(
-        client,
-        emulator.streams(),
-        &table,
-        4,
-        StoreOptions::default(),
-    ));
+    let (store, requests) = counted_store(emulator, &table);
     let site = site("merge");
     let all: Vec<String> = (0..60).map(|i| format!("d{i:02}")).collect();
     let used: std::collections::BTreeSet<u32> = all
@@ -676,15 +674,7 @@ async fn an_uneven_partition_costs_a_page_one_more_query(
     cell: &'static OnceCell<String>,
 ) {
     let table = ensure_table(cell, emulator, "table").await;
-    let requests = Requests::default();
-    let client = emulator.client_with(|config| config.interceptor(requests.clone()));
-    let store = Store::new(store_on(
-        client,
-        emulator.streams(),
-        &table,
-        4,
-        StoreOptions::default(),
-    ));
+    let (store, requests) = counted_store(emulator, &table);
     let site = site("uneven");
     // 60 ids of partition 3 and one of each other partition.
     let mut all: Vec<String> = Vec::new();
