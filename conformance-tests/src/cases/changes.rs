@@ -21,9 +21,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// How long a case waits for changes it expects before it fails: a bound for a feed that
-/// never delivers, not a speed target. Generous, because moto (one Python thread, its
-/// stream kept in memory) behind a loaded CI machine once needed more than 60 s to hand a
-/// replica of 16 writers' changes over.
+/// never delivers, not a speed target; generous for moto (one Python thread) behind a
+/// loaded CI machine.
 const PATIENCE: Duration = Duration::from_secs(180);
 
 /// The first `n` changes of `site`'s feed from `start`, waiting for them to appear.
@@ -656,6 +655,49 @@ async fn catch_up(site: &Site, source: &Store, replica: &Store, mut start: FeedS
     }
 }
 
+/// The documents whose replica differs from the source (missing, in excess or at another
+/// revision), each with both sides, by `collection/id`.
+fn difference(
+    source: &BTreeMap<String, Document>,
+    replica: &BTreeMap<String, Document>,
+) -> BTreeMap<String, String> {
+    let keys = source.keys().chain(replica.keys());
+    keys.filter(|key| source.get(*key) != replica.get(*key))
+        .map(|key| {
+            let sides = format!(
+                "source {:?}, replica {:?}",
+                source.get(key),
+                replica.get(key)
+            );
+            (key.clone(), sides)
+        })
+        .collect()
+}
+
+/// The feed's changes of the documents `differing` names (`collection/id`), one a line:
+/// what a failed replica case shows, to tell a change the feed lacks from one the follower
+/// missed.
+async fn feed_history(site: &Site, differing: &[String]) -> String {
+    let mut start = FeedStart::Oldest;
+    let mut lines = String::new();
+    loop {
+        let page = site.changes(&start, 100).await.unwrap();
+        for change in &page.changes {
+            let key = format!("{}/{}", change.key.collection(), change.key.id());
+            if differing.contains(&key) {
+                lines.push_str(&format!(
+                    "{key} {:?} v{}: {:?}\n",
+                    change.kind, change.version, change.document
+                ));
+            }
+        }
+        start = FeedStart::After(page.next);
+        if page.caught_up {
+            return lines;
+        }
+    }
+}
+
 /// Every document of the site, by collection and id.
 async fn documents(store: &Store, site: &str) -> BTreeMap<String, Document> {
     let mut all = BTreeMap::new();
@@ -717,10 +759,18 @@ async fn replica_case(h: &dyn Harness, writers: Vec<Vec<Op>>, runs: Vec<usize>) 
         task.unwrap();
     }
     done_tx.send_replace(true);
-    let replayed = tokio::time::timeout(PATIENCE, follower)
-        .await
-        .expect("the replica caught up")
-        .unwrap();
+    let Ok(replayed) = tokio::time::timeout(PATIENCE, follower).await else {
+        let source = documents(&ctx.store, &ctx.site).await;
+        let replica = documents(&replica, &ctx.site).await;
+        let differing = difference(&source, &replica);
+        let keys: Vec<String> = differing.keys().cloned().collect();
+        panic!(
+            "the replica did not catch up in {PATIENCE:?}: {differing:#?}\n\
+             the feed's changes of those documents:\n{}",
+            feed_history(&site, &keys).await
+        );
+    };
+    let replayed = replayed.unwrap();
     assert!(replayed > 0 || documents(&ctx.store, &ctx.site).await.is_empty());
     assert_eq!(
         documents(&replica, &ctx.site).await,
