@@ -13,6 +13,8 @@ pub(crate) struct Statements {
     pub(crate) delete: String,
     pub(crate) count: String,
     pub(crate) keep_ids: String,
+    /// `keep_ids` for many keys at once: parallel arrays of the same five values.
+    pub(crate) keep_many_ids: String,
     pub(crate) forget_ids: String,
     pub(crate) prune_ids: String,
     pub(crate) log_changes: String,
@@ -88,6 +90,12 @@ impl Statements {
             keep_ids: format!(
                 "INSERT INTO {s}.write_ids (site, collection, id, ids, deleted_at) \
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT (site, collection, id) \
+                 DO UPDATE SET ids = excluded.ids, deleted_at = excluded.deleted_at"
+            ),
+            keep_many_ids: format!(
+                "INSERT INTO {s}.write_ids (site, collection, id, ids, deleted_at) \
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], \
+                 $5::bigint[]) ON CONFLICT (site, collection, id) \
                  DO UPDATE SET ids = excluded.ids, deleted_at = excluded.deleted_at"
             ),
             forget_ids: format!("DELETE FROM {s}.write_ids WHERE {key}"),

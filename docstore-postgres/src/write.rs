@@ -225,10 +225,14 @@ impl<'s> Statements<'s> {
         let sql = &inner.sql;
         let mut statements = Vec::with_capacity(plan.effects().len());
         let mut changes = ChangeRows::default();
+        let mut kept = KeptRows::gathered(plan);
         // The text of each stored document by its write's position, for its change row.
         let mut texts = HashMap::new();
         for effect in plan.effects() {
             match effect {
+                Effect::KeepIds { key, kept: ids } if kept.is_some() => {
+                    kept.as_mut().expect("gathered").push(key, ids);
+                }
                 Effect::Store {
                     position,
                     key,
@@ -245,6 +249,9 @@ impl<'s> Statements<'s> {
                 }
                 other => statements.push(statement(sql, other)),
             }
+        }
+        if let Some(kept) = kept {
+            statements.push((sql.keep_many_ids.as_str(), kept.params()));
         }
         let log = match changes.kinds.len() {
             0 => None,
@@ -362,6 +369,55 @@ fn statement<'s>(sql: &'s crate::sql::Statements, effect: &Effect<'_>) -> (&'s s
             (&sql.count, counted)
         }
         Effect::Store { .. } | Effect::Log(_) => unreachable!("mapped by Statements::of"),
+    }
+}
+
+/// The identities a request keeps at several keys, as the parallel arrays of
+/// `keep_many_ids`: one statement for a batch instead of one a key.
+struct KeptRows {
+    keys: KeyArrays,
+    ids: Vec<String>,
+    deleted_at: Vec<Option<i64>>,
+}
+
+impl KeptRows {
+    /// Empty rows to gather `plan`'s identities in, when it keeps them at more than one key
+    /// and each key once, with nothing forgotten or pruned: then no other statement of the
+    /// plan touches those rows, and sending them together after the documents changes no
+    /// outcome. `None`: one statement a key, in the plan's order.
+    fn gathered(plan: &Plan<'_>) -> Option<Self> {
+        let mut keys = BTreeSet::new();
+        for effect in plan.effects() {
+            match effect {
+                Effect::KeepIds { key, .. } if keys.insert(*key) => {}
+                Effect::KeepIds { .. } | Effect::ForgetIds { .. } | Effect::PruneIds { .. } => {
+                    return None;
+                }
+                _ => {}
+            }
+        }
+        (keys.len() > 1).then(|| KeptRows {
+            keys: KeyArrays::default(),
+            ids: Vec::with_capacity(keys.len()),
+            deleted_at: Vec::with_capacity(keys.len()),
+        })
+    }
+
+    fn push(&mut self, key: &Key, kept: &KeptIds) {
+        self.keys.push(key);
+        self.ids.push(kept.ids.encode());
+        self.deleted_at.push(kept.deleted_at);
+    }
+
+    fn params(self) -> Vec<Param> {
+        let keys = self.keys;
+        params![
+            keys.sites,
+            keys.collections,
+            keys.ids,
+            self.ids,
+            self.deleted_at
+        ]
     }
 }
 
