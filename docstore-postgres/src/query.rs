@@ -8,8 +8,8 @@
 //! - **An index plan** reads each key range of the index's key column ([`crate::keys`]) in
 //!   key order — the contract's total order, so `ORDER BY key LIMIT n` stops where the core's
 //!   [`RangeWalk`](docstore::index::RangeWalk) says the page is complete, each row with its
-//!   key — plus the few documents the server cannot key, read by a second statement sent
-//!   with the first chunk's, keyed in Rust.
+//!   key — plus the few documents the server cannot key, in the first chunk's statement,
+//!   keyed in Rust.
 //! - **The scan in id order** walks the primary key from the cursor in chunks and stops once
 //!   the page and one more matched; any other scan reads the collection's candidates (documents
 //!   JSONB cannot keep exactly always among them) and sorts them in memory.
@@ -153,7 +153,7 @@ impl Target<'_> {
                     limit: 1,
                 };
                 let pg = self
-                    .range(self.index(plan)?, plan, chunk)
+                    .range(self.index(plan)?, plan, chunk, false)
                     .plan(self.client)
                     .await?;
                 let mut explain = Explain::index(plan, choice.estimates[0].reading, reads, true);
@@ -271,8 +271,15 @@ impl Target<'_> {
 
     /// The statement reading one chunk of `index`'s range, the residual filter pushed down
     /// where exact: each document and its key ([`KEY_COLUMN`]), stored in the row, so the
-    /// client need not compute it again.
-    fn range(&self, index: &CompiledIndex, plan: &IndexPlan, chunk: Chunk) -> Statement {
+    /// client need not compute it again. With `unkeyed`, the documents the server could not
+    /// key (the empty key) come too, in the same statement: one statement a chunk.
+    fn range(
+        &self,
+        index: &CompiledIndex,
+        plan: &IndexPlan,
+        chunk: Chunk,
+        unkeyed: bool,
+    ) -> Statement {
         let key = crate::keys::column(index);
         let columns = format!("{}, {key}", crate::rows::DOC_COLUMNS);
         let mut params = self.params();
@@ -283,20 +290,17 @@ impl Target<'_> {
         let direction = if chunk.reverse { "DESC" } else { "ASC" };
         let limit = bind(&mut params, Box::new(chunk.limit as i64));
         text.push_str(&format!(" ORDER BY {key} {direction} LIMIT {limit}"));
-        Statement { text, params }
-    }
-
-    /// The statement reading the documents the server could not key for `index` (the empty
-    /// key), each with that key: found through the same B-tree as the ranges.
-    fn unkeyed(&self, index: &CompiledIndex) -> Statement {
-        let key = crate::keys::column(index);
-        let text = format!(
-            "SELECT {}, {key} FROM {}.documents WHERE site = $1 AND collection = $2 AND {LIVE} \
-             AND {key} = ''::bytea",
-            crate::rows::DOC_COLUMNS,
-            self.sql.schema,
-        );
-        let params = self.params();
+        if unkeyed {
+            // Sorting the union again costs a sort of the rows returned, and keeps their
+            // order the range's by SQL's rules, not by how PostgreSQL runs a union.
+            text = format!(
+                "SELECT * FROM ((SELECT {columns} FROM {}.documents WHERE site = $1 \
+                 AND collection = $2 AND {LIVE} AND {key} = ''::bytea) UNION ALL ({text})) \
+                 AS entries ORDER BY {} {direction}",
+                self.sql.schema,
+                KEY_COLUMN + 1
+            );
+        }
         Statement { text, params }
     }
 
@@ -313,19 +317,11 @@ impl Target<'_> {
         let (first, unkeyed) = (AtomicBool::new(true), Mutex::new(Vec::new()));
         let fetch = |chunk| {
             let (with_unkeyed, unkeyed) = (first.swap(false, Ordering::Relaxed), &unkeyed);
-            let range = self.range(index, plan, chunk);
-            let none = with_unkeyed.then(|| self.unkeyed(index));
+            let statement = self.range(index, plan, chunk, with_unkeyed);
             async move {
-                // Both statements go out together on the connection (tokio-postgres
-                // pipelines them): one round trip, and two plans cheaper than their union's.
-                let read_none = async {
-                    match &none {
-                        Some(statement) => statement.entries(self.client).await,
-                        None => Ok(Vec::new()),
-                    }
-                };
-                let reads = futures_util::future::try_join(range.entries(self.client), read_none);
-                let (keyed, none) = reads.await?;
+                let (none, keyed): (Vec<_>, Vec<_>) = (statement.entries(self.client).await?)
+                    .into_iter()
+                    .partition(|(key, _)| key.is_empty());
                 unkeyed
                     .lock()
                     .expect("not poisoned")
