@@ -1353,19 +1353,9 @@ async fn a_stream_iterator_never_shows_a_cancelled_transaction(
     emulator: Emulator,
     _cell: &'static OnceCell<String>,
 ) {
-    let table = support::fresh_table("cancelled");
+    let table = support::new_table(emulator, "cancelled").await;
     let client = emulator.client();
     let streams = emulator.streams();
-    DynamoStore::from_client(
-        client.clone(),
-        streams.clone(),
-        &support::config(&table, 10),
-        StoreOptions::default(),
-    )
-    .unwrap()
-    .create_table()
-    .await
-    .unwrap();
     let described = client.describe_table().table_name(&table).send().await;
     let arn = described.unwrap().table.unwrap().latest_stream_arn.unwrap();
     let stream = streams.describe_stream().stream_arn(&arn).send().await;

@@ -145,22 +145,24 @@ pub fn config_for(emulator: Emulator, table: &str) -> DynamoDbConfig {
     }
 }
 
+/// Creates a table of its own named after `tag` (as a store does, stream included) and
+/// returns its name.
+pub async fn new_table(emulator: Emulator, tag: &str) -> String {
+    let table = fresh_table(tag);
+    let store = DynamoStore::from_client(
+        emulator.client(),
+        emulator.streams(),
+        &config(&table, 10_000),
+        StoreOptions::default(),
+    )
+    .expect("valid settings");
+    store.create_table().await.expect("table created");
+    table
+}
+
 /// Creates `table` once per test binary (the first caller does it, the rest wait).
 pub async fn ensure_table(cell: &OnceCell<String>, emulator: Emulator, tag: &str) -> String {
-    cell.get_or_init(|| async {
-        let table = fresh_table(tag);
-        let store = DynamoStore::from_client(
-            emulator.client(),
-            emulator.streams(),
-            &config(&table, 10_000),
-            StoreOptions::default(),
-        )
-        .expect("valid settings");
-        store.create_table().await.expect("table created");
-        table
-    })
-    .await
-    .clone()
+    cell.get_or_init(|| new_table(emulator, tag)).await.clone()
 }
 
 /// The table made with the GSIs of `options`' declared indexes, created by the first store
