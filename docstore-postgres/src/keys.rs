@@ -16,7 +16,7 @@
 
 use crate::error::Fail;
 use docstore::Index;
-use docstore::index::CompiledIndex;
+use docstore::index::{CompiledIndex, IndexSet};
 use docstore::query::FieldPath;
 
 /// The server's key functions (`sql/keys.sql`).
@@ -51,9 +51,26 @@ pub fn name(index: &Index) -> String {
     format!("ix_{hash:016x}")
 }
 
-/// The column of `documents` holding each row's key in `index`.
-pub(crate) fn column(index: &CompiledIndex) -> String {
-    name(index.declaration())
+/// The column of `documents` holding each declared index's keys, named once at open ([`name`]
+/// serializes the declaration).
+#[derive(Debug)]
+pub(crate) struct Columns(Vec<(CompiledIndex, String)>);
+
+impl Columns {
+    pub(crate) fn of(indexes: &IndexSet) -> Self {
+        let named = indexes
+            .iter()
+            .map(|index| (index.clone(), name(index.declaration())));
+        Columns(named.collect())
+    }
+
+    /// The index `plan` reads in `collection`, and its column.
+    pub(crate) fn planned(&self, collection: &str, plan: &str) -> Option<(&CompiledIndex, &str)> {
+        self.0
+            .iter()
+            .find(|(index, _)| index.collection() == collection && index.name() == plan)
+            .map(|(index, column)| (index, column.as_str()))
+    }
 }
 
 /// A SQL string literal holding `text` exactly: `E'…'` with `\` and `'` doubled (an escape

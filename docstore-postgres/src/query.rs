@@ -16,8 +16,9 @@
 
 use crate::error::Fail;
 use crate::json::Body;
+use crate::keys::Columns;
 use crate::sql::Statements;
-use docstore::index::chunks::{self, Chunk};
+use docstore::index::chunks::{self, Chunk, Kept};
 use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, Reading, Statistics};
 use docstore::query::sql::{ConditionSql, filter_sql};
 use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
@@ -41,6 +42,7 @@ pub(crate) struct Target<'a> {
     pub(crate) client: &'a Client,
     pub(crate) sql: &'a Statements,
     pub(crate) indexes: &'a IndexSet,
+    pub(crate) columns: &'a Columns,
     /// The store clock's instant: documents expired at it are left out.
     pub(crate) now: i64,
     pub(crate) site: &'a str,
@@ -120,7 +122,7 @@ impl Target<'_> {
 
     /// `compiled` over the collection: the page, and how many rows were read.
     pub(crate) async fn run(&self, compiled: &CompiledQuery) -> Result<(Page, u64), Fail> {
-        let (kept, read) = match self.choose(compiled, false).await?.plan {
+        let kept = match self.choose(compiled, false).await?.plan {
             Some(plan) => self.read_index(&plan, compiled).await?,
             None if compiled.id_order().is_some() && compiled.limit().is_some() => {
                 let fetch = |after: Option<String>, limit| async move {
@@ -131,12 +133,17 @@ impl Target<'_> {
                 chunks::read_id_order(compiled, fetch).await?
             }
             None => {
-                let docs = self.candidates(compiled).documents(self.client).await?;
-                let read = docs.len() as u64;
-                (docs, read)
+                let documents = self.candidates(compiled).documents(self.client).await?;
+                let read = documents.len() as u64;
+                Kept {
+                    documents,
+                    read,
+                    in_order: false,
+                }
             }
         };
-        Ok((compiled.evaluate_owned(kept), read))
+        let read = kept.read;
+        Ok((kept.page(compiled), read))
     }
 
     /// How `compiled` is read: the planner's choice and PostgreSQL's plan of its statement.
@@ -153,7 +160,7 @@ impl Target<'_> {
                     limit: 1,
                 };
                 let pg = self
-                    .range(self.index(plan)?, plan, chunk, false)
+                    .range(self.index(plan)?.1, plan, chunk, false)
                     .plan(self.client)
                     .await?;
                 let mut explain = Explain::index(plan, choice.estimates[0].reading, reads, true);
@@ -211,13 +218,13 @@ impl Target<'_> {
 
     /// The entries of `plan`'s ranges, counted up to `at_most`.
     async fn count(&self, plan: &IndexPlan, at_most: u64) -> Result<u64, Fail> {
-        let key = crate::keys::column(self.index(plan)?);
+        let (_, key) = self.index(plan)?;
         let mut counted = 0;
         for range in &plan.ranges {
             let mut params = self.params();
             let within = self.within(
                 "1",
-                &key,
+                key,
                 (range.start.clone(), range.end.clone()),
                 &mut params,
             );
@@ -258,11 +265,10 @@ impl Target<'_> {
         text
     }
 
-    fn index(&self, plan: &IndexPlan) -> Result<&CompiledIndex, Fail> {
-        let declared = self.indexes.for_collection(self.collection).iter();
-        declared
-            .clone()
-            .find(|index| index.name() == plan.index)
+    /// The index `plan` reads and its key column.
+    fn index(&self, plan: &IndexPlan) -> Result<(&CompiledIndex, &str), Fail> {
+        self.columns
+            .planned(self.collection, &plan.index)
             .ok_or_else(|| {
                 let what = format!("planned index {:?} is not declared", plan.index);
                 Fail::Store(crate::error::corrupt(what))
@@ -273,17 +279,10 @@ impl Target<'_> {
     /// where exact: each document and its key ([`KEY_COLUMN`]), stored in the row, so the
     /// client need not compute it again. With `unkeyed`, the documents the server could not
     /// key (the empty key) come too, in the same statement: one statement a chunk.
-    fn range(
-        &self,
-        index: &CompiledIndex,
-        plan: &IndexPlan,
-        chunk: Chunk,
-        unkeyed: bool,
-    ) -> Statement {
-        let key = crate::keys::column(index);
+    fn range(&self, key: &str, plan: &IndexPlan, chunk: Chunk, unkeyed: bool) -> Statement {
         let columns = format!("{}, {key}", crate::rows::DOC_COLUMNS);
         let mut params = self.params();
-        let mut text = self.within(&columns, &key, (chunk.start, chunk.end), &mut params);
+        let mut text = self.within(&columns, key, (chunk.start, chunk.end), &mut params);
         if let Some(pushed) = plan.residual.as_ref().and_then(|f| pushed(f, &mut params)) {
             text.push_str(&format!(" AND {pushed}"));
         }
@@ -308,16 +307,16 @@ impl Target<'_> {
     /// could not key (read with the first chunk): those in the plan's ranges that match,
     /// keyed here. They only add to what the ranges give, so the page stays the reference
     /// one.
-    async fn read_index(
-        &self,
-        plan: &IndexPlan,
-        query: &CompiledQuery,
-    ) -> Result<(Vec<Document>, u64), Fail> {
-        let index = self.index(plan)?;
+    async fn read_index(&self, plan: &IndexPlan, query: &CompiledQuery) -> Result<Kept, Fail> {
+        let (index, key) = self.index(plan)?;
         let (first, unkeyed) = (AtomicBool::new(true), Mutex::new(Vec::new()));
+        let filtered = plan
+            .residual
+            .as_ref()
+            .is_none_or(|f| pushed(f, &mut Vec::new()).is_some());
         let fetch = |chunk| {
             let (with_unkeyed, unkeyed) = (first.swap(false, Ordering::Relaxed), &unkeyed);
-            let statement = self.range(index, plan, chunk, with_unkeyed);
+            let statement = self.range(key, plan, chunk, with_unkeyed);
             async move {
                 let (none, keyed): (Vec<_>, Vec<_>) = (statement.entries(self.client).await?)
                     .into_iter()
@@ -329,16 +328,18 @@ impl Target<'_> {
                 Ok::<_, Fail>(keyed)
             }
         };
-        let (mut kept, read) = chunks::read_plan(plan, index, query, fetch).await?;
+        let mut kept = chunks::read_plan(plan, index, query, filtered, fetch).await?;
         let unkeyed = unkeyed.into_inner().expect("not poisoned");
-        let read_unkeyed = unkeyed.len() as u64;
-        kept.extend(unkeyed.into_iter().filter(|doc| {
+        kept.read += unkeyed.len() as u64;
+        let before = kept.documents.len();
+        kept.documents.extend(unkeyed.into_iter().filter(|doc| {
             let key = index.key(doc);
             plan.ranges.iter().any(|r| r.contains(&key))
                 && query.matches(doc)
                 && query.is_after_cursor(doc)
         }));
-        Ok((kept, read + read_unkeyed))
+        kept.in_order &= kept.documents.len() == before;
+        Ok(kept)
     }
 
     /// The statement of the scan's candidates: the collection with the filter pushed down

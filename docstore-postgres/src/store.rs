@@ -31,6 +31,8 @@ pub(crate) struct Inner {
     config: tokio_postgres::Config,
     pub(crate) options: StoreOptions,
     pub(crate) sql: Statements,
+    /// The declared indexes' key columns.
+    columns: crate::keys::Columns,
     pub(crate) feed: Feed,
     documents_read: AtomicU64,
     /// How long the feed keeps a change.
@@ -109,11 +111,13 @@ impl PostgresStore {
             .await
             .map_err(Fail::into_error)?;
         drop(client);
+        let columns = crate::keys::Columns::of(&options.indexes);
         let inner = Arc::new(Inner {
             pool,
             config,
             options,
             sql: Statements::new(&schema),
+            columns,
             feed: Feed::new(&schema, feed_id),
             documents_read: AtomicU64::new(0),
             retention,
@@ -157,6 +161,7 @@ impl PostgresStore {
             client,
             sql: &self.inner.sql,
             indexes: &self.inner.options.indexes,
+            columns: &self.inner.columns,
             now: self.inner.now(),
             site,
             collection,

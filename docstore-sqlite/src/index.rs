@@ -13,6 +13,7 @@
 use crate::error::Fail;
 use crate::rows::{self, COLUMNS};
 use crate::sql::Sql;
+use docstore::index::chunks::Kept;
 use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, KeyRange, Statistics, Step};
 use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
 use docstore::{Document, Error, Index, Page};
@@ -479,7 +480,12 @@ pub(crate) fn run(
             }
         }
     }
-    Ok((query.evaluate_owned(kept), read))
+    let kept = Kept {
+        documents: kept,
+        read,
+        in_order: plan.keeps_order(),
+    };
+    Ok((kept.page(query), read))
 }
 
 /// `EXPLAIN QUERY PLAN` of the statement reading one range (for tests and `explain`).

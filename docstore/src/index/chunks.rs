@@ -1,10 +1,10 @@
 //! Reading a query a chunk at a time, for backends whose reads are statements or requests
 //! returning at most `n` rows in key order (PostgreSQL's `ORDER BY … LIMIT n`): the backend
 //! fetches one chunk, these decide what to keep and where the next chunk starts, and stop
-//! once the page is complete. The documents kept then go through
-//! [`CompiledQuery::evaluate_owned`], which sorts, cuts the page and makes the cursor.
+//! once the page is complete. The documents kept then make the page ([`Kept::page`]).
 
 use super::{CompiledIndex, IndexPlan, Step};
+use crate::Page;
 use crate::document::Document;
 use crate::query::CompiledQuery;
 use std::future::Future;
@@ -20,6 +20,30 @@ pub fn chunk_size(query: &CompiledQuery) -> usize {
     query
         .limit()
         .map_or(MAX_CHUNK, |l| l.saturating_add(1).min(MAX_CHUNK))
+}
+
+/// What a chunked read kept: the matches after the cursor it found, and how many rows it
+/// fetched.
+#[derive(Debug)]
+pub struct Kept {
+    /// The documents kept.
+    pub documents: Vec<Document>,
+    /// How many rows the read fetched (kept or not).
+    pub read: u64,
+    /// Whether [`documents`](Self::documents) are in the query's order already.
+    pub in_order: bool,
+}
+
+impl Kept {
+    /// The page: cut at the limit when the documents are in the query's order, else sorted
+    /// and cut by [`CompiledQuery::evaluate_owned`]. Documents a backend adds to
+    /// [`documents`](Self::documents) must clear [`in_order`](Self::in_order).
+    pub fn page(self, query: &CompiledQuery) -> Page {
+        match self.in_order {
+            true => query.page_in_order(self.documents),
+            false => query.evaluate_owned(self.documents),
+        }
+    }
 }
 
 /// One chunk of an index range to fetch: the entries whose keys are in `start..end`
@@ -39,14 +63,16 @@ pub struct Chunk {
 /// Reads `plan` over `index` with `fetch` (one [`Chunk`] a call: its entries in the chunk's
 /// order, each a document's key in `index` — the backend's stored key, which must be
 /// [`CompiledIndex::key`] of the document — and the document), walking each range with the
-/// plan's [`RangeWalk`](super::RangeWalk) until it has what the page needs; returns the
-/// documents kept and how many were fetched.
+/// plan's [`RangeWalk`](super::RangeWalk) until it has what the page needs. With
+/// `filtered`, `fetch` returns only documents matching the plan's residual filter (pushed
+/// down whole), which are then not checked again.
 pub async fn read_plan<F, Fut, E>(
     plan: &IndexPlan,
     index: &CompiledIndex,
     query: &CompiledQuery,
+    filtered: bool,
     mut fetch: F,
-) -> Result<(Vec<Document>, u64), E>
+) -> Result<Kept, E>
 where
     F: FnMut(Chunk) -> Fut,
     Fut: Future<Output = Result<Vec<(Vec<u8>, Document)>, E>>,
@@ -69,7 +95,8 @@ where
             let full = docs.len() == limit;
             let mut last = None;
             for (key, doc) in docs {
-                let matches = query.matches(&doc) && query.is_after_cursor(&doc);
+                debug_assert!(!filtered || query.matches(&doc), "{} fetched", doc.id);
+                let matches = (filtered || query.matches(&doc)) && query.is_after_cursor(&doc);
                 match walk.offer(index, &key, matches) {
                     Step::Keep => kept.push(doc),
                     Step::Skip => {}
@@ -90,17 +117,17 @@ where
             }
         }
     }
-    Ok((kept, read))
+    Ok(Kept {
+        documents: kept,
+        read,
+        in_order: plan.keeps_order(),
+    })
 }
 
 /// Reads a query in id order with a page size through `fetch(after, limit)` (at most
 /// `limit` documents after id `after` — before it when descending — in the query's id
-/// order), until the page and one more matched; returns the matches and how many documents
-/// were fetched.
-pub async fn read_id_order<F, Fut, E>(
-    query: &CompiledQuery,
-    mut fetch: F,
-) -> Result<(Vec<Document>, u64), E>
+/// order), until the page and one more matched.
+pub async fn read_id_order<F, Fut, E>(query: &CompiledQuery, mut fetch: F) -> Result<Kept, E>
 where
     F: FnMut(Option<String>, usize) -> Fut,
     Fut: Future<Output = Result<Vec<Document>, E>>,
@@ -122,7 +149,11 @@ where
             }
         }
         if !full || matched.len() >= wanted {
-            return Ok((matched, read));
+            return Ok(Kept {
+                documents: matched,
+                read,
+                in_order: true,
+            });
         }
         limit = limit.saturating_mul(2).min(MAX_CHUNK);
     }
@@ -186,12 +217,14 @@ mod tests {
             loop {
                 let compiled = query.clone().after(cursor.clone()).compile().unwrap();
                 let plan = crate::index::plan(&indexes, "c", &compiled).expect("served");
-                let (kept, read) = read_plan(&plan, index, &compiled, fetch).await.unwrap();
+                let kept = read_plan(&plan, index, &compiled, false, fetch).await;
+                let kept = kept.unwrap();
                 assert!(
-                    read < docs.len() as u64,
-                    "stops before the end: read {read}"
+                    kept.read < docs.len() as u64,
+                    "stops before the end: read {}",
+                    kept.read
                 );
-                let page = compiled.evaluate_owned(kept);
+                let page = kept.page(&compiled);
                 assert_eq!(page, compiled.evaluate(&docs), "{query:?}");
                 pages += 1;
                 cursor = page.next;
@@ -220,8 +253,8 @@ mod tests {
                 .collect();
             async move { Ok::<_, ()>(rows) }
         };
-        let (matched, read) = read_id_order(&query, fetch).await.unwrap();
-        assert_eq!(read, 18, "a chunk of 6, then one of 12");
-        assert_eq!(query.evaluate_owned(matched), query.evaluate(&docs));
+        let kept = read_id_order(&query, fetch).await.unwrap();
+        assert_eq!(kept.read, 18, "a chunk of 6, then one of 12");
+        assert_eq!(kept.page(&query), query.evaluate(&docs));
     }
 }

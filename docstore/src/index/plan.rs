@@ -147,6 +147,12 @@ impl RangeWalk {
 }
 
 impl IndexPlan {
+    /// Whether the matches kept reading the ranges in turn are in the query's order already:
+    /// one range (or none) read in exactly that order.
+    pub fn keeps_order(&self) -> bool {
+        self.exact_order && self.ranges.len() <= 1
+    }
+
     /// A fresh reading rule for one of the plan's ranges.
     pub fn walk(&self, query: &CompiledQuery) -> RangeWalk {
         RangeWalk {

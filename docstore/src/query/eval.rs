@@ -318,6 +318,29 @@ impl CompiledQuery {
         self.page(documents, more)
     }
 
+    /// The page over `docs` that are already matches after the cursor, in result order (as
+    /// an index read in the query's order keeps them): [`evaluate_owned`](Self::evaluate_owned)
+    /// without checking or sorting again, only the cut at the limit.
+    pub fn page_in_order(&self, mut docs: Vec<Document>) -> Page {
+        debug_assert!(
+            docs.iter()
+                .all(|doc| self.matches(doc) && self.is_after_cursor(doc)),
+            "a document given as in order is not a match after the cursor"
+        );
+        debug_assert!(
+            docs.windows(2).all(|pair| {
+                let (a, b) = (self.sort_key(&pair[0]), self.sort_key(&pair[1]));
+                self.compare_keys(&a, &pair[0].id, &b, &pair[1].id).is_lt()
+            }),
+            "documents given as in order are not in the query's order"
+        );
+        let more = self.limit.is_some_and(|limit| docs.len() > limit);
+        if let Some(limit) = self.limit {
+            docs.truncate(limit);
+        }
+        self.page(docs, more)
+    }
+
     /// The page's documents (with their positions in the input), in result order, and
     /// whether more matches follow them. Only matching documents are kept while reading.
     fn select<'a>(
@@ -547,6 +570,32 @@ mod tests {
                 compiled.evaluate_owned(docs.clone()),
                 compiled.evaluate(&docs)
             );
+        }
+    }
+
+    /// Matches already in the query's order make the reference page without a sort; a
+    /// backend that hands over documents out of order is caught in debug builds.
+    #[test]
+    fn a_page_in_order_is_the_reference_page() {
+        let docs: Vec<Document> = (0..30)
+            .map(|i| doc(&format!("d{i:02}"), json!({"k": i % 4})))
+            .collect();
+        for query in [
+            Query::new().order_by_desc("k").limit(7),
+            Query::new().filter(Filter::gte("k", 2)).limit(5),
+            Query::new().order_by("k"),
+        ] {
+            let compiled = query.compile().unwrap();
+            let reference = compiled.evaluate(&docs);
+            let mut sorted = compiled.clone();
+            sorted.limit = None;
+            let in_order = sorted.evaluate(&docs).documents;
+            assert_eq!(compiled.page_in_order(in_order), reference, "{query:?}");
+        }
+        if cfg!(debug_assertions) {
+            let compiled = Query::new().order_by("k").compile().unwrap();
+            let out_of_order = std::panic::catch_unwind(|| compiled.page_in_order(docs.clone()));
+            assert!(out_of_order.is_err(), "documents out of order were taken");
         }
     }
 
