@@ -1314,7 +1314,8 @@ fn count_entries(
 }
 
 /// Reads the plan's key ranges of the index's ordered map, each only as far as its
-/// [`RangeWalk`](docstore::index::RangeWalk) needs, then lets the evaluator sort and cut.
+/// [`RangeWalk`](docstore::index::RangeWalk) needs, then cuts the page (sorted first unless
+/// the plan keeps the query's order).
 fn evaluate_by_index(
     query: &CompiledQuery,
     plan: &docstore::index::IndexPlan,
@@ -1350,7 +1351,10 @@ fn evaluate_by_index(
             }
         }
     }
-    query.evaluate(kept)
+    match plan.keeps_order() {
+        true => query.page_in_order(kept.into_iter().cloned().collect()),
+        false => query.evaluate(kept),
+    }
 }
 
 /// Walks the collection in id order from the cursor and stops once one match more than the
@@ -1392,7 +1396,7 @@ fn evaluate_in_id_order(
             wanted,
         ),
     };
-    query.evaluate(candidates)
+    query.page_in_order(candidates.into_iter().cloned().collect())
 }
 
 fn walk<'a>(
