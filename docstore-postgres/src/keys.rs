@@ -18,6 +18,7 @@ use crate::error::Fail;
 use docstore::Index;
 use docstore::index::{CompiledIndex, IndexSet};
 use docstore::query::FieldPath;
+use std::borrow::Cow;
 
 /// The server's key functions (`sql/keys.sql`).
 const KEY_FUNCTIONS: &str = include_str!("../sql/keys.sql");
@@ -62,6 +63,14 @@ impl Columns {
             .iter()
             .map(|index| (index.clone(), name(index.declaration())));
         Columns(named.collect())
+    }
+
+    /// `index`'s [`name`], as named at open (every declared index is; another is named here).
+    pub(crate) fn name(&self, index: &CompiledIndex) -> Cow<'_, str> {
+        match self.planned(index.collection(), index.name()) {
+            Some((_, column)) => Cow::Borrowed(column),
+            None => Cow::Owned(name(index.declaration())),
+        }
     }
 
     /// The index `plan` reads in `collection`, and its column.

@@ -32,7 +32,7 @@ pub(crate) struct Inner {
     pub(crate) options: StoreOptions,
     pub(crate) sql: Statements,
     /// The declared indexes' key columns.
-    columns: crate::keys::Columns,
+    pub(crate) columns: crate::keys::Columns,
     pub(crate) feed: Feed,
     documents_read: AtomicU64,
     /// How long the feed keeps a change.

@@ -247,7 +247,7 @@ impl<'s> Statements<'s> {
                     let body = change.document.and_then(|_| texts.remove(&change.position));
                     changes.push(change, body);
                 }
-                other => statements.push(statement(sql, other)),
+                other => statements.push(statement(sql, &inner.columns, other)),
             }
         }
         if let Some(kept) = kept {
@@ -337,7 +337,11 @@ fn store<'s>(
 }
 
 /// The statement of `effect`, one that neither stores a document nor logs a change.
-fn statement<'s>(sql: &'s crate::sql::Statements, effect: &Effect<'_>) -> (&'s str, Vec<Param>) {
+fn statement<'s>(
+    sql: &'s crate::sql::Statements,
+    columns: &crate::keys::Columns,
+    effect: &Effect<'_>,
+) -> (&'s str, Vec<Param>) {
     let with_key = |statement: &'s String, key: &Key, more: Vec<Param>| {
         let mut params = names(key);
         params.extend(more);
@@ -353,11 +357,11 @@ fn statement<'s>(sql: &'s crate::sql::Statements, effect: &Effect<'_>) -> (&'s s
         Effect::PruneIds { before } => (&sql.prune_ids, params![*before]),
         Effect::ReleaseAll { key } => with_key(&sql.release_claims, key, params![]),
         Effect::Release { key, index } => {
-            let index = params![crate::keys::name(index.declaration())];
+            let index = params![columns.name(index).into_owned()];
             with_key(&sql.release_claim, key, index)
         }
         Effect::Claim { key, index, value } => {
-            let claim = params![crate::keys::name(index.declaration()), value.clone()];
+            let claim = params![columns.name(index).into_owned(), value.clone()];
             with_key(&sql.claim, key, claim)
         }
         Effect::Count {

@@ -555,11 +555,16 @@ mod tests {
         std::mem::forget(hostile); // dropping it would recurse as deep
     }
 
+    /// Documents `d00`..`d29` whose `k` cycles through 0..4: ties for every order on `k`.
+    fn thirty_docs() -> Vec<Document> {
+        (0..30)
+            .map(|i| doc(&format!("d{i:02}"), json!({"k": i % 4})))
+            .collect()
+    }
+
     #[test]
     fn owned_evaluation_gives_the_same_page() {
-        let docs: Vec<Document> = (0..30)
-            .map(|i| doc(&format!("d{i:02}"), json!({"k": i % 4})))
-            .collect();
+        let docs = thirty_docs();
         for query in [
             Query::new().order_by_desc("k").limit(7),
             Query::new().filter(Filter::gte("k", 2)),
@@ -577,9 +582,7 @@ mod tests {
     /// backend that hands over documents out of order is caught in debug builds.
     #[test]
     fn a_page_in_order_is_the_reference_page() {
-        let docs: Vec<Document> = (0..30)
-            .map(|i| doc(&format!("d{i:02}"), json!({"k": i % 4})))
-            .collect();
+        let docs = thirty_docs();
         for query in [
             Query::new().order_by_desc("k").limit(7),
             Query::new().filter(Filter::gte("k", 2)).limit(5),
