@@ -308,7 +308,8 @@ impl Connections {
 
     /// `op` alone in one immediate transaction on the calling thread, waiting for the writer
     /// connection as a mutex-guarded call would (`synchronous=NORMAL`: other writers of this
-    /// store hold it for tens of µs each). The thread is not handed back to the async runtime
+    /// store hold it for tens of µs each), spinning for about one write before it sleeps
+    /// ([`crate::spin`]). The thread is not handed back to the async runtime
     /// meanwhile, exactly as with hand-written `rusqlite` behind a mutex: under as many
     /// concurrent writers as the runtime has threads, at most that many writes are in
     /// progress, so a write waits for at most a few others (a task switch, a thread hop or a
@@ -324,7 +325,7 @@ impl Connections {
         if let Some(reason) = &self.read_only {
             return Some(Err(read_only_error(reason)));
         }
-        let mut conn = self.writer.lock();
+        let mut conn = crate::spin::lock(&self.writer);
         let impatient = crate::busy::Impatient::start();
         let began = conn.transaction_with_behavior(TransactionBehavior::Immediate);
         drop(impatient);

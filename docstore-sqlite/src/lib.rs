@@ -206,6 +206,7 @@ mod options;
 mod query;
 mod rows;
 mod schema;
+mod spin;
 mod sql;
 mod store;
 mod unique;
