@@ -49,10 +49,12 @@
 //!     another caller's.
 //!   - [`Durability::Normal`] (no fsync per commit: a write takes tens of µs): every
 //!     single-document write runs on the calling thread in its own `BEGIN IMMEDIATE`
-//!     transaction, waiting for the writer connection as a mutex-guarded call does, exactly
-//!     like hand-written `rusqlite` behind a mutex (a `write_all` batch, whose work grows
-//!     with its size, goes as with `Full`). Under concurrent writers at most as many writes as the runtime has
-//!     threads are in progress, so each waits for a few others at most (queueing would make
+//!     transaction, waiting for the writer connection as a mutex-guarded call does, like
+//!     hand-written `rusqlite` behind a mutex (a `write_all` batch, whose work grows with
+//!     its size, goes as with `Full`), except that a waiter spins for up to 100 µs before
+//!     it sleeps, so it takes the connection the moment the holder releases it instead of
+//!     leaving it idle while it is woken. Under concurrent writers at most as many writes as
+//!     the runtime has threads are in progress, so each waits for a few others at most (queueing would make
 //!     it wait for every queued one, and a group commit saves little when commits cost no
 //!     fsync). When another process holds the database's write lock, the call does not
 //!     block the runtime's thread for the busy timeout: it waits off the runtime (as with
