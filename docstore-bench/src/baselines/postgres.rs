@@ -1,5 +1,6 @@
 //! The PostgreSQL baseline: what a careful programmer writes directly against `tokio-postgres`
-//! (with the `deadpool-postgres` pool docstore-postgres uses, 16 connections) for the same
+//! (with the `deadpool-postgres` pool docstore-postgres uses: 16 connections, the most
+//! recently returned one handed out first) for the same
 //! guarantees as docstore-postgres, on docstore-postgres's schema in a schema of its own
 //! (copied in [`schema`]; the run fails when the schema docstore-postgres creates differs).
 //!
@@ -203,12 +204,14 @@ impl Locked {
     }
 }
 
-/// A pool of 16 connections to `url`, as docstore-postgres opens.
+/// A pool of 16 connections to `url`, as docstore-postgres opens: last in, first out, so
+/// a lone caller keeps using one warm connection (and its server process).
 pub fn pool(url: &str) -> BenchResult<deadpool_postgres::Pool> {
     let config: tokio_postgres::Config = url.parse()?;
     let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
     Ok(deadpool_postgres::Pool::builder(manager)
         .max_size(16)
+        .queue_mode(deadpool_postgres::QueueMode::Lifo)
         .runtime(deadpool_postgres::Runtime::Tokio1)
         .build()?)
 }
