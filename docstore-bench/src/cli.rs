@@ -33,6 +33,10 @@ pub struct Args {
     /// Documents in the query collection, PostgreSQL.
     #[arg(long, default_value_t = 20_000)]
     pub postgres_query_docs: usize,
+    /// Timed runs of the selective query, PostgreSQL (an indexed read of about a
+    /// millisecond: ten runs would measure little but the first executions).
+    #[arg(long, default_value_t = 200)]
+    pub postgres_query_runs: usize,
     /// Updates (and creates) per task in the concurrency workloads, PostgreSQL.
     #[arg(long, default_value_t = 200)]
     pub postgres_task_ops: usize,

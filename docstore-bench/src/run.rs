@@ -140,7 +140,7 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
                 let spec = spec(
                     args.postgres_ops,
                     args.postgres_query_docs,
-                    args.query_runs,
+                    args.postgres_query_runs,
                     args.postgres_task_ops,
                 );
                 eprintln!("postgres: {spec:?}");

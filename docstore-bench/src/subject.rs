@@ -66,7 +66,8 @@ pub trait Subject: Send + Sync {
     /// Deletes `id`; whether it existed.
     async fn delete(&self, collection: &str, id: &str) -> BenchResult<bool>;
     /// The selective query of [`crate::data::selective_query`]: the ids of its first 20
-    /// documents, in order.
+    /// documents, in order. Every side reads the page's documents whole and holds them all,
+    /// as an application given the page does, before it answers their ids.
     async fn top(&self, collection: &str) -> BenchResult<Vec<String>>;
     /// One page of `page_size` documents of `collection` in id order, from `after`.
     async fn walk_page(

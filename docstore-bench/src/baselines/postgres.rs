@@ -656,7 +656,8 @@ impl Subject for PostgresBaseline {
                 &[&SITE, &STATUS, &CATEGORY, &PRIORITY_MIN, &(TOP as i64)],
             )
             .await?;
-        rows.iter().map(|row| Ok(document(row)?.id)).collect()
+        let page = rows.iter().map(document).collect::<BenchResult<Vec<_>>>()?;
+        Ok(page.into_iter().map(|d| d.id).collect())
     }
 
     async fn walk_page(
@@ -672,15 +673,12 @@ impl Subject for PostgresBaseline {
         let rows = client
             .query(&walk, &[&SITE, &collection, &after, &limit])
             .await?;
-        let mut ids = rows
-            .iter()
-            .map(|row| Ok(document(row)?.id))
-            .collect::<BenchResult<Vec<_>>>()?;
-        let more = ids.len() > page_size;
-        ids.truncate(page_size);
+        let mut page = rows.iter().map(document).collect::<BenchResult<Vec<_>>>()?;
+        let more = page.len() > page_size;
+        page.truncate(page_size);
         Ok(WalkPage {
-            documents: ids.len(),
-            next: ids.pop().filter(|_| more),
+            documents: page.len(),
+            next: page.last().filter(|_| more).map(|d| d.id.clone()),
         })
     }
 }

@@ -516,11 +516,11 @@ impl Subject for SqliteBaseline {
             params![SITE, collection, STATUS, CATEGORY, PRIORITY_MIN, TOP as i64],
             document,
         )?;
-        let mut ids = Vec::with_capacity(TOP);
+        let mut page = Vec::with_capacity(TOP);
         for row in rows {
-            ids.push(row??.id);
+            page.push(row??);
         }
-        Ok(ids)
+        Ok(page.into_iter().map(|d| d.id).collect())
     }
 
     async fn walk_page(
