@@ -29,8 +29,9 @@
 //!   ([`docstore::request`]: versions, timestamps, merges, conditions, the quota, a repeated
 //!   caller identity), then the document writes, the counter updates, the write identities,
 //!   the change rows and `COMMIT` in one pipeline (a single update's three writes as one
-//!   statement: see the `fused` module). Statements are prepared once per connection and
-//!   planned once (generic plans). A `create` on a free key is one statement committed on
+//!   statement: see the `fused` module). Every statement, reads included, is prepared once
+//!   per connection and planned once, generically (the store's sessions start with
+//!   `plan_cache_mode = force_generic_plan`, before the URL's own `options`). A `create` on a free key is one statement committed on
 //!   its own, in one round trip; a taken key makes it the transaction above (see the
 //!   `create` module).
 //!   Counters are therefore exact; a write racing another (a key inserted meanwhile, a

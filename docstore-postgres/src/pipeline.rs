@@ -50,16 +50,14 @@ pub(crate) struct Open<'c> {
 }
 
 impl<'c> Open<'c> {
-    /// Sends `BEGIN`. Writes plan their few statements once (`plan_cache_mode`): PostgreSQL
-    /// would plan `unnest` of parameter arrays anew at every execution.
+    /// Sends `BEGIN`.
     pub(crate) async fn begin(
         client: &'c tokio_postgres::Client,
     ) -> (
         Self,
         Sent<impl Future<Output = Result<(), tokio_postgres::Error>> + 'c>,
     ) {
-        let begin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
-        let sent = Sent::now(client.batch_execute(begin)).await;
+        let sent = Sent::now(client.batch_execute("BEGIN")).await;
         let open = Open {
             client,
             committed: false,

@@ -80,24 +80,18 @@ impl Statement {
             .collect()
     }
 
-    /// PostgreSQL's plan of the statement as this store runs it — a prepared statement, whose
-    /// plan becomes the generic one after a few executions — in one line: `EXPLAIN EXECUTE`
-    /// of it prepared anew under `plan_cache_mode = force_generic_plan`. A generic plan does
-    /// not depend on the parameters' values, so they are all `NULL` there.
+    /// PostgreSQL's plan of the statement as this store runs it — a prepared statement,
+    /// planned generically (the store's connections plan that way: `SESSION_OPTIONS` in
+    /// `store.rs`) — in one line: `EXPLAIN EXECUTE` of it prepared anew. A generic plan
+    /// does not depend on the parameters' values, so they are all `NULL` there.
     async fn plan(&self, client: &Client) -> Result<String, Fail> {
         let nulls = vec!["NULL"; self.params.len()].join(", ");
-        // The setting only once the statement is prepared: a failed batch leaves nothing.
-        let prepare = format!(
-            "PREPARE docstore_explain AS {}; SET plan_cache_mode = force_generic_plan",
-            self.text
-        );
+        let prepare = format!("PREPARE docstore_explain AS {}", self.text);
         client.batch_execute(&prepare).await?;
         let rows = client
             .query(&format!("EXPLAIN EXECUTE docstore_explain({nulls})"), &[])
             .await;
-        client
-            .batch_execute("DEALLOCATE docstore_explain; RESET plan_cache_mode")
-            .await?;
+        client.batch_execute("DEALLOCATE docstore_explain").await?;
         let lines: Vec<String> = rows?
             .iter()
             .map(|row| row.try_get::<_, String>(0))

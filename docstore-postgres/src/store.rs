@@ -45,6 +45,27 @@ impl Inner {
     }
 }
 
+/// The server settings of every connection of the store, before the URL's own `options`
+/// (which a URL may use to override them): each statement is planned once per connection,
+/// generically. The store writes its statements for one plan — a read of a key range, a
+/// key's row — and PostgreSQL's default would otherwise plan a statement anew at every
+/// execution whenever its generic plan's estimate looks worse than the custom plans', as a
+/// query's range read did once writes to other collections had moved the table's
+/// statistics (twice the server's time per query, `docs/benchmarks.md`).
+const SESSION_OPTIONS: &str = "-c plan_cache_mode=force_generic_plan";
+
+/// `url`'s connection settings with [`SESSION_OPTIONS`].
+fn connection_config(url: &str) -> Result<tokio_postgres::Config> {
+    let mut config = tokio_postgres::Config::from_str(url)
+        .map_err(|err| Error::invalid(format!("PostgreSQL URL: {err}")))?;
+    let options = match config.get_options() {
+        Some(theirs) => format!("{SESSION_OPTIONS} {theirs}"),
+        None => SESSION_OPTIONS.to_owned(),
+    };
+    config.options(&options);
+    Ok(config)
+}
+
 /// What a URL says beside libpq's parameters.
 struct Settings {
     /// The URL without docstore's parameters.
@@ -97,8 +118,7 @@ impl PostgresStore {
             retention,
         } = settings(url)?;
         crate::schema::check_name(&schema)?;
-        let config = tokio_postgres::Config::from_str(&url)
-            .map_err(|err| Error::invalid(format!("PostgreSQL URL: {err}")))?;
+        let config = connection_config(&url)?;
         let manager = deadpool_postgres::Manager::new(config.clone(), tokio_postgres::NoTls);
         // Last in, first out: a call takes the connection the previous one returned, whose
         // server process is awake and warm, instead of cycling through all 16 (deadpool's
@@ -360,5 +380,24 @@ impl Driver for PostgresStore {
         };
         let poll = crate::feed::POLL_INTERVAL;
         feed.commits.wait_past(position as u64, poll, head).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_plan_generically_unless_the_url_says_otherwise() {
+        let plain = connection_config("postgres://app@127.0.0.1:5432/app").unwrap();
+        assert_eq!(plain.get_options(), Some(SESSION_OPTIONS));
+        let theirs = "postgres://app@127.0.0.1/app?options=-c%20plan_cache_mode%3Dauto";
+        let config = connection_config(theirs).unwrap();
+        // Later settings win on the server: the URL's own come after ours.
+        assert_eq!(
+            config.get_options(),
+            Some("-c plan_cache_mode=force_generic_plan -c plan_cache_mode=auto")
+        );
+        assert!(connection_config("postgres://app@host:notaport/app").is_err());
     }
 }
