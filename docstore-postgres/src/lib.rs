@@ -14,6 +14,8 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Needs PostgreSQL 12 or later (`plan_cache_mode`, below).
+//!
 //! ## Design
 //!
 //! - **Schema**: every store lives in a schema of its own (`?schema=`, default `docstore`),
