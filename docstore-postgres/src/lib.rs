@@ -33,9 +33,9 @@
 //!   the change rows and `COMMIT` in one pipeline (a single update's three writes as one
 //!   statement: see the `fused` module). Every statement, reads included, is prepared once
 //!   per connection and planned once, generically (the store's sessions start with
-//!   `plan_cache_mode = force_generic_plan`, before the URL's own `options`). A `create` on a free key is one statement committed on
-//!   its own, in one round trip; a taken key makes it the transaction above (see the
-//!   `create` module).
+//!   `plan_cache_mode = force_generic_plan`, before the URL's own `options`). A `create` on
+//!   a free key is one statement committed on its own, in one round trip; a taken key makes
+//!   it the transaction above (see the `create` module).
 //!   Counters are therefore exact; a write racing another (a key inserted meanwhile, a
 //!   deadlock) runs again, up to 32 times. Connection failures, an overloaded server and
 //!   cancelled statements are [`Error::Unavailable`](docstore::Error::Unavailable) — a

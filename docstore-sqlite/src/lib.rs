@@ -54,9 +54,9 @@
 //!     its size, goes as with `Full`), except that a waiter spins for up to 100 µs before
 //!     it sleeps, so it takes the connection the moment the holder releases it instead of
 //!     leaving it idle while it is woken. Under concurrent writers at most as many writes as
-//!     the runtime has threads are in progress, so each waits for a few others at most (queueing would make
-//!     it wait for every queued one, and a group commit saves little when commits cost no
-//!     fsync). When another process holds the database's write lock, the call does not
+//!     the runtime has threads are in progress, so each waits for a few others at most
+//!     (queueing would make it wait for every queued one, and a group commit saves little
+//!     when commits cost no fsync). When another process holds the database's write lock, the call does not
 //!     block the runtime's thread for the busy timeout: it waits off the runtime (as with
 //!     `Full`).
 //!

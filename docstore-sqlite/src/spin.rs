@@ -2,8 +2,7 @@
 //! sleeping.
 //!
 //! With `synchronous = NORMAL` a write holds the writer connection for tens of µs, on the
-//! calling thread (`Connections::write_on_this_thread`). A
-//! writer that finds it held and goes to sleep at once (`parking_lot`'s `lock` spins for a
+//! calling thread (`Connections::write_on_this_thread`). A writer that finds it held and goes to sleep at once (`parking_lot`'s `lock` spins for a
 //! few µs only) has to be woken by the holder's unlock — a `futex` wake-up on the holder's
 //! side and a reschedule on its own, during which the connection sits idle while the
 //! holder's thread goes on to its next call's work outside the lock. Measured with 16
@@ -20,7 +19,7 @@ use std::time::{Duration, Instant};
 /// How long a writer spins for a held connection before it sleeps: a few short writes'
 /// worth, so a waiter behind one write never sleeps, and one behind a long write (a group
 /// commit, a checkpoint by the writer) stops burning its core soon.
-pub(crate) const SPIN_BEFORE_SLEEPING: Duration = Duration::from_micros(100);
+const SPIN_BEFORE_SLEEPING: Duration = Duration::from_micros(100);
 
 /// Tries between two looks at the clock.
 const TRIES_PER_CLOCK_READ: usize = 64;
