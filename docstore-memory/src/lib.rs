@@ -1352,7 +1352,7 @@ fn evaluate_by_index(
         }
     }
     match plan.keeps_order() {
-        true => query.page_in_order(kept.into_iter().cloned().collect()),
+        true => page_in_order(query, kept),
         false => query.evaluate(kept),
     }
 }
@@ -1396,7 +1396,15 @@ fn evaluate_in_id_order(
             wanted,
         ),
     };
-    query.page_in_order(candidates.into_iter().cloned().collect())
+    page_in_order(query, candidates)
+}
+
+/// The page of matches in the query's order: only the page's documents are copied out.
+fn page_in_order(query: &CompiledQuery, matches: Vec<&Document>) -> Page {
+    let limit = query.limit().unwrap_or(usize::MAX);
+    let more = matches.len() > limit;
+    let page = matches.into_iter().take(limit).cloned().collect();
+    query.page_in_order(page, more)
 }
 
 fn walk<'a>(

@@ -26,6 +26,7 @@ use docstore::{Document, Explain, Page};
 use serde_json::Value;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 type Params = Vec<Box<dyn ToSql + Sync + Send>>;
@@ -57,7 +58,7 @@ struct Statement {
 
 impl Statement {
     /// The rows, through the connection's cache of prepared statements.
-    async fn rows(&self, client: &Client) -> Result<Vec<tokio_postgres::Row>, Fail> {
+    async fn rows(&self, client: &Client) -> Result<Vec<Row>, Fail> {
         let prepared = client.prepare_cached(&self.text).await?;
         let params: Vec<&(dyn ToSql + Sync)> =
             self.params.iter().map(|p| p.as_ref() as _).collect();
@@ -71,12 +72,12 @@ impl Statement {
             .collect()
     }
 
-    /// The rows of a statement selecting [`crate::rows::DOC_COLUMNS`] and a key: each
-    /// document with its key.
-    async fn entries(&self, client: &Client) -> Result<Vec<(Vec<u8>, Document)>, Fail> {
+    /// The rows of a statement selecting [`crate::rows::DOC_COLUMNS`] and a key: each row
+    /// with its key (the document is read from the row when the page needs it).
+    async fn entries(&self, client: &Client) -> Result<Vec<(Vec<u8>, Row)>, Fail> {
         let rows = self.rows(client).await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get(KEY_COLUMN)?, crate::rows::document(row, 0)?)))
+        rows.into_iter()
+            .map(|row| Ok((row.try_get(KEY_COLUMN)?, row)))
             .collect()
     }
 
@@ -133,6 +134,7 @@ impl Target<'_> {
                     documents,
                     read,
                     in_order: false,
+                    more_unread: false,
                 }
             }
         };
@@ -318,21 +320,30 @@ impl Target<'_> {
                 unkeyed
                     .lock()
                     .expect("not poisoned")
-                    .extend(none.into_iter().map(|(_, doc)| doc));
+                    .extend(none.into_iter().map(|(_, row)| row));
                 Ok::<_, Fail>(keyed)
             }
         };
-        let mut kept = chunks::read_plan(plan, index, query, filtered, fetch).await?;
+        let document = |row: Row| crate::rows::document(&row, 0);
+        let mut kept = chunks::read_plan(plan, index, query, filtered, fetch, document).await?;
         let unkeyed = unkeyed.into_inner().expect("not poisoned");
         kept.read += unkeyed.len() as u64;
-        let before = kept.documents.len();
-        kept.documents.extend(unkeyed.into_iter().filter(|doc| {
-            let key = index.key(doc);
-            plan.ranges.iter().any(|r| r.contains(&key))
-                && query.matches(doc)
-                && query.is_after_cursor(doc)
-        }));
-        kept.in_order &= kept.documents.len() == before;
+        let mut found = Vec::new();
+        for row in unkeyed {
+            let doc = document(row)?;
+            let key = index.key(&doc);
+            if plan.ranges.iter().any(|r| r.contains(&key))
+                && query.matches(&doc)
+                && query.is_after_cursor(&doc)
+            {
+                found.push(doc);
+            }
+        }
+        if !found.is_empty() {
+            // Out of the ranges' order: the page is sorted again, from every match kept.
+            kept.in_order = false;
+            kept.documents.extend(found);
+        }
         Ok(kept)
     }
 

@@ -453,8 +453,12 @@ pub(crate) fn run(
     let id = indexes
         .id(collection, &plan.index)
         .ok_or_else(|| missing("has no id"))?;
-    let mut kept: Vec<Document> = Vec::new();
-    let mut read = 0u64;
+    let (mut kept, mut read, mut more_unread) = (Vec::new(), 0u64, false);
+    // With nothing left to check and the page complete in order, the next entry the walk
+    // keeps only says that more follow: its document is not read.
+    let page_complete = |kept: &Vec<Document>| {
+        plan.residual.is_none() && plan.keeps_order() && query.limit() == Some(kept.len())
+    };
     for range in &plan.ranges {
         let sql = range_sql(
             id,
@@ -470,8 +474,12 @@ pub(crate) fn run(
         let mut walk = plan.walk(query);
         while let Some(row) = rows.next()? {
             read += 1;
-            let doc = rows::document(row)?;
             let key: Vec<u8> = row.get(8)?;
+            if page_complete(&kept) {
+                more_unread = walk.offer(def, &key, true) == Step::Keep;
+                break;
+            }
+            let doc = rows::document(row)?;
             let matches = query.matches(&doc) && query.is_after_cursor(&doc);
             match walk.offer(def, &key, matches) {
                 Step::Keep => kept.push(doc),
@@ -484,6 +492,7 @@ pub(crate) fn run(
         documents: kept,
         read,
         in_order: plan.keeps_order(),
+        more_unread,
     };
     Ok((kept.page(query), read))
 }

@@ -32,6 +32,10 @@ pub struct Kept {
     pub read: u64,
     /// Whether [`documents`](Self::documents) are in the query's order already.
     pub in_order: bool,
+    /// Whether a match follows [`documents`](Self::documents) in the query's order that the
+    /// read found but did not make a document of: with the page complete and in order, the
+    /// page only needs to know it is there.
+    pub more_unread: bool,
 }
 
 impl Kept {
@@ -40,7 +44,7 @@ impl Kept {
     /// [`documents`](Self::documents) must clear [`in_order`](Self::in_order).
     pub fn page(self, query: &CompiledQuery) -> Page {
         match self.in_order {
-            true => query.page_in_order(self.documents),
+            true => query.page_in_order(self.documents, self.more_unread),
             false => query.evaluate_owned(self.documents),
         }
     }
@@ -62,22 +66,30 @@ pub struct Chunk {
 
 /// Reads `plan` over `index` with `fetch` (one [`Chunk`] a call: its entries in the chunk's
 /// order, each a document's key in `index` — the backend's stored key, which must be
-/// [`CompiledIndex::key`] of the document — and the document), walking each range with the
-/// plan's [`RangeWalk`](super::RangeWalk) until it has what the page needs. With
-/// `filtered`, `fetch` returns only documents matching the plan's residual filter (pushed
-/// down whole), which are then not checked again.
-pub async fn read_plan<F, Fut, E>(
+/// [`CompiledIndex::key`] of the document — and the row `document` makes the document of),
+/// walking each range with the plan's [`RangeWalk`](super::RangeWalk) until it has what the
+/// page needs. With `filtered`, `fetch` returns only documents matching the plan's residual
+/// filter (pushed down whole), which are then not checked again; and when the plan also
+/// keeps the query's order, the row after a complete page is not made a document
+/// ([`Kept::more_unread`]).
+pub async fn read_plan<F, Fut, R, E>(
     plan: &IndexPlan,
     index: &CompiledIndex,
     query: &CompiledQuery,
     filtered: bool,
     mut fetch: F,
+    document: impl Fn(R) -> Result<Document, E>,
 ) -> Result<Kept, E>
 where
     F: FnMut(Chunk) -> Fut,
-    Fut: Future<Output = Result<Vec<(Vec<u8>, Document)>, E>>,
+    Fut: Future<Output = Result<Vec<(Vec<u8>, R)>, E>>,
 {
-    let (mut kept, mut read) = (Vec::new(), 0u64);
+    let (mut kept, mut read, mut more_unread) = (Vec::new(), 0u64, false);
+    // Past a complete page read in order, a filtered row is a match after the cursor (it
+    // follows the page's last, which is one): the next one kept only says more follow.
+    let page_complete = |kept: &Vec<Document>| {
+        filtered && plan.keeps_order() && query.limit().is_some_and(|l| kept.len() == l)
+    };
     for range in &plan.ranges {
         let mut walk = plan.walk(query);
         let (mut start, mut end) = (range.start.clone(), range.end.clone());
@@ -94,7 +106,12 @@ where
             read += docs.len() as u64;
             let full = docs.len() == limit;
             let mut last = None;
-            for (key, doc) in docs {
+            for (key, row) in docs {
+                if page_complete(&kept) {
+                    more_unread = walk.offer(index, &key, true) == Step::Keep;
+                    break 'chunks;
+                }
+                let doc = document(row)?;
                 debug_assert!(!filtered || query.matches(&doc), "{} fetched", doc.id);
                 let matches = (filtered || query.matches(&doc)) && query.is_after_cursor(&doc);
                 match walk.offer(index, &key, matches) {
@@ -121,6 +138,7 @@ where
         documents: kept,
         read,
         in_order: plan.keeps_order(),
+        more_unread,
     })
 }
 
@@ -153,6 +171,7 @@ where
                 documents: matched,
                 read,
                 in_order: true,
+                more_unread: false,
             });
         }
         limit = limit.saturating_mul(2).min(MAX_CHUNK);
@@ -217,7 +236,7 @@ mod tests {
             loop {
                 let compiled = query.clone().after(cursor.clone()).compile().unwrap();
                 let plan = crate::index::plan(&indexes, "c", &compiled).expect("served");
-                let kept = read_plan(&plan, index, &compiled, false, fetch).await;
+                let kept = read_plan(&plan, index, &compiled, false, fetch, Ok).await;
                 let kept = kept.unwrap();
                 assert!(
                     kept.read < docs.len() as u64,
@@ -234,6 +253,44 @@ mod tests {
             }
             assert!(pages > 3, "{query:?}: {pages} pages");
         }
+    }
+
+    /// A plan read in the query's order with nothing left to check makes documents of the
+    /// page only: the row after it just says that more follow.
+    #[tokio::test]
+    async fn the_row_after_a_complete_page_in_order_is_not_read() {
+        let indexes = IndexSet::new([Index::parse("c", "by_n", ["-n"]).unwrap()]).unwrap();
+        let index = &indexes.for_collection("c")[0];
+        let mut docs: Vec<Document> = (0..40).map(doc).collect();
+        docs.sort_by_key(|d| index.key(d));
+        let fetch = |chunk: Chunk| {
+            let rows: Vec<(Vec<u8>, Document)> = docs
+                .iter()
+                .map(|d| (index.key(d), d.clone()))
+                .filter(|(key, _)| *key >= chunk.start)
+                .take(chunk.limit)
+                .collect();
+            async move { Ok::<_, ()>(rows) }
+        };
+        let made = std::cell::Cell::new(0);
+        let document = |doc: Document| {
+            made.set(made.get() + 1);
+            Ok(doc)
+        };
+        let query = Query::new().order_by_desc("n").limit(3).compile().unwrap();
+        let plan = crate::index::plan(&indexes, "c", &query).expect("served");
+        assert!(plan.keeps_order() && plan.residual.is_none());
+        let kept = read_plan(&plan, index, &query, true, fetch, document).await;
+        let kept = kept.unwrap();
+        assert_eq!(
+            (made.get(), kept.read),
+            (3, 4),
+            "three documents of four rows"
+        );
+        assert!(kept.more_unread);
+        let page = kept.page(&query);
+        assert_eq!(page, query.evaluate(&docs));
+        assert!(page.next.is_some());
     }
 
     #[tokio::test]

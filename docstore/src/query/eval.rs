@@ -1,7 +1,7 @@
 //! The reference evaluator: the answer every backend must give.
 
 use super::cursor::{CursorPosition, fingerprint};
-use super::ordering::{canonical_json, compare_values, range_ordering, values_equal};
+use super::ordering::{compare_values, range_ordering, values_equal};
 use super::{Cursor, FieldPath, Filter, Query};
 use crate::document::Document;
 use crate::driver::Page;
@@ -163,12 +163,9 @@ impl CompiledQuery {
         }
         // Canonical text, so that the fingerprint does not depend on the key order of object
         // values in the filter (serde_json keeps insertion order under `preserve_order`).
-        let shape = match scope {
-            None => serde_json::to_value((&query.filter, &query.order)),
-            Some(scope) => serde_json::to_value((scope, &query.filter, &query.order)),
-        }
-        .expect("a query always serializes");
-        let fingerprint = fingerprint(canonical_json(&shape).as_bytes());
+        let shape = super::shape::shape_text(scope, query.filter.as_ref(), &query.order)
+            .expect("a filter compiled above has a JSON form");
+        let fingerprint = fingerprint(shape.as_bytes());
         let after = match &query.cursor {
             None => None,
             Some(cursor) => {
@@ -320,8 +317,9 @@ impl CompiledQuery {
 
     /// The page over `docs` that are already matches after the cursor, in result order (as
     /// an index read in the query's order keeps them): [`evaluate_owned`](Self::evaluate_owned)
-    /// without checking or sorting again, only the cut at the limit.
-    pub fn page_in_order(&self, mut docs: Vec<Document>) -> Page {
+    /// without checking or sorting again, only the cut at the limit. `more_unread`: a match
+    /// follows `docs` that the caller did not make a document of.
+    pub fn page_in_order(&self, mut docs: Vec<Document>, more_unread: bool) -> Page {
         debug_assert!(
             docs.iter()
                 .all(|doc| self.matches(doc) && self.is_after_cursor(doc)),
@@ -334,7 +332,7 @@ impl CompiledQuery {
             }),
             "documents given as in order are not in the query's order"
         );
-        let more = self.limit.is_some_and(|limit| docs.len() > limit);
+        let more = more_unread || self.limit.is_some_and(|limit| docs.len() > limit);
         if let Some(limit) = self.limit {
             docs.truncate(limit);
         }
@@ -593,11 +591,25 @@ mod tests {
             let mut sorted = compiled.clone();
             sorted.limit = None;
             let in_order = sorted.evaluate(&docs).documents;
-            assert_eq!(compiled.page_in_order(in_order), reference, "{query:?}");
+            assert_eq!(
+                compiled.page_in_order(in_order.clone(), false),
+                reference,
+                "{query:?}"
+            );
+            if let Some(limit) = compiled.limit.filter(|l| *l < in_order.len()) {
+                // The page alone, with word that a match follows it: the same page.
+                let page_only = in_order[..limit].to_vec();
+                assert_eq!(
+                    compiled.page_in_order(page_only, true),
+                    reference,
+                    "{query:?}"
+                );
+            }
         }
         if cfg!(debug_assertions) {
             let compiled = Query::new().order_by("k").compile().unwrap();
-            let out_of_order = std::panic::catch_unwind(|| compiled.page_in_order(docs.clone()));
+            let out_of_order =
+                std::panic::catch_unwind(|| compiled.page_in_order(docs.clone(), false));
             assert!(out_of_order.is_err(), "documents out of order were taken");
         }
     }

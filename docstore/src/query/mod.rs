@@ -20,6 +20,7 @@ mod cursor;
 mod eval;
 mod ordering;
 mod path;
+mod shape;
 pub mod sql;
 mod text;
 

@@ -135,7 +135,7 @@ pub fn canonical_json(value: &Value) -> String {
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
-fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+pub(super) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Array(items) => {
             out.push(b'[');
