@@ -137,16 +137,7 @@ pub fn canonical_json(value: &Value) -> String {
 
 pub(super) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
-        }
+        Value::Array(items) => write_list(items, out, write_canonical),
         Value::Object(map) => {
             let mut entries: Vec<_> = map.iter().collect();
             entries.sort_by(|x, y| x.0.cmp(y.0));
@@ -163,6 +154,22 @@ pub(super) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
         }
         scalar => serde_json::to_writer(&mut *out, scalar).expect("a scalar serializes"),
     }
+}
+
+/// `[a,b,…]`, each item written by `write`.
+pub(super) fn write_list<T>(
+    items: &[T],
+    out: &mut Vec<u8>,
+    mut write: impl FnMut(&T, &mut Vec<u8>),
+) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(item, out);
+    }
+    out.push(b']');
 }
 
 /// How a range operator (`Lt`, `Lte`, `Gt`, `Gte`) sees `value` against `bound`: their order

@@ -4,7 +4,7 @@
 //! written straight from the query, without building the JSON value first: every query pays
 //! for it.
 
-use super::ordering::write_canonical;
+use super::ordering::{write_canonical, write_list};
 use super::{Filter, Order};
 use serde_json::Value;
 
@@ -29,21 +29,18 @@ pub(crate) fn shape_text(
         Some(filter) => write_filter(filter, &mut out)?,
         None => out.extend_from_slice(b"null"),
     }
-    out.extend_from_slice(b",[");
-    for (i, key) in order.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    out.push(b',');
+    write_list(order, &mut out, |key, out| {
         // Keys sorted: "descending" before "field".
         out.extend_from_slice(if key.descending {
             b"{\"descending\":true,\"field\":"
         } else {
             b"{\"descending\":false,\"field\":"
         });
-        string(&key.field, &mut out);
+        string(&key.field, out);
         out.push(b'}');
-    }
-    out.extend_from_slice(b"]]");
+    });
+    out.push(b']');
     Some(String::from_utf8(out).expect("JSON text is UTF-8"))
 }
 
@@ -70,27 +67,17 @@ fn write_filter(filter: &Filter, out: &mut Vec<u8>) -> Option<()> {
     out.extend_from_slice(b"\":");
     match operands {
         Operands::Filters(filters) => {
-            out.push(b'[');
-            for (i, inner) in filters.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_filter(inner, out)?;
-            }
-            out.push(b']');
+            let mut written = Some(());
+            write_list(filters, out, |inner, out| {
+                written = written.and(write_filter(inner, out));
+            });
+            written?;
         }
         Operands::Filter(inner) => write_filter(inner, out)?,
         Operands::Value(path, value) => pair(path, out, |out| write_canonical(value, out)),
-        Operands::Values(path, values) => pair(path, out, |out| {
-            out.push(b'[');
-            for (i, value) in values.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(value, out);
-            }
-            out.push(b']');
-        }),
+        Operands::Values(path, values) => {
+            pair(path, out, |out| write_list(values, out, write_canonical))
+        }
         Operands::Path(path) => string(path, out),
         Operands::Prefix(path, prefix) => pair(path, out, |out| string(prefix, out)),
     }
