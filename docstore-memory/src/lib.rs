@@ -1352,7 +1352,7 @@ fn evaluate_by_index(
         }
     }
     match plan.keeps_order() {
-        true => page_in_order(query, kept),
+        true => page_of_matches(query, kept),
         false => query.evaluate(kept),
     }
 }
@@ -1396,11 +1396,11 @@ fn evaluate_in_id_order(
             wanted,
         ),
     };
-    page_in_order(query, candidates)
+    page_of_matches(query, candidates)
 }
 
 /// The page of matches in the query's order: only the page's documents are copied out.
-fn page_in_order(query: &CompiledQuery, matches: Vec<&Document>) -> Page {
+fn page_of_matches(query: &CompiledQuery, matches: Vec<&Document>) -> Page {
     let limit = query.limit().unwrap_or(usize::MAX);
     let more = matches.len() > limit;
     let page = matches.into_iter().take(limit).cloned().collect();
@@ -1408,7 +1408,7 @@ fn page_in_order(query: &CompiledQuery, matches: Vec<&Document>) -> Page {
 }
 
 /// The most matches a walk makes room for before it finds them: a page's worth in one
-/// allocation, where growing from empty took seven for a page of 100.
+/// allocation, capped so that a walk without a limit does not reserve for the collection.
 const WALK_ROOM: usize = 1024;
 
 fn walk<'a>(

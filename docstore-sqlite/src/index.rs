@@ -16,7 +16,7 @@ use crate::sql::Sql;
 use docstore::index::chunks::Kept;
 use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, KeyRange, Statistics, Step};
 use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
-use docstore::{Document, Error, Index, Page};
+use docstore::{Error, Index, Page};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::collections::HashMap;
@@ -454,11 +454,8 @@ pub(crate) fn run(
         .id(collection, &plan.index)
         .ok_or_else(|| missing("has no id"))?;
     let (mut kept, mut read, mut more_unread) = (Vec::new(), 0u64, false);
-    // With nothing left to check and the page complete in order, the next entry the walk
-    // keeps only says that more follow: its document is not read.
-    let page_complete = |kept: &Vec<Document>| {
-        plan.residual.is_none() && plan.keeps_order() && query.limit() == Some(kept.len())
-    };
+    // With no residual filter, the ranges decide the whole filter.
+    let filter_applied = plan.residual.is_none();
     for range in &plan.ranges {
         let sql = range_sql(
             id,
@@ -475,8 +472,8 @@ pub(crate) fn run(
         while let Some(row) = rows.next()? {
             read += 1;
             let key: Vec<u8> = row.get(8)?;
-            if page_complete(&kept) {
-                more_unread = walk.offer(def, &key, true) == Step::Keep;
+            if plan.page_is_complete(query, filter_applied, kept.len()) {
+                more_unread = true;
                 break;
             }
             let doc = rows::document(row)?;

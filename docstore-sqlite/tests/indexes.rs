@@ -448,3 +448,57 @@ async fn recount_reports_documents_sharing_a_unique_value() {
         []
     );
 }
+
+/// A document of the next test, created through `store`.
+async fn ticket(store: &Store, id: &str, status: &str, score: i64) -> Document {
+    let data = docstore::object(json!({"status": status, "score": score})).unwrap();
+    let key = Key::new("s", "c", id).unwrap();
+    store.create(&key, data, "a").await.unwrap()
+}
+
+/// A page read from an index in the query's order with no filter left over: a page that
+/// ends the matches has no next; one more match gives it a next (its row read, not parsed),
+/// and the page after it holds that match alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_in_index_order_has_a_next_exactly_when_a_match_follows() {
+    let index = Index::parse("c", "by_status_score", ["status", "-score"]).unwrap();
+    let sqlite = SqliteStore::in_memory_with_options(options(vec![index])).unwrap();
+    let store = Store::new(sqlite.clone());
+    let mut stored = Vec::new();
+    for (i, score) in [5, 9, 7].into_iter().enumerate() {
+        stored.push(ticket(&store, &format!("open{i}"), "open", score).await);
+        stored.push(ticket(&store, &format!("closed{i}"), "closed", score).await);
+    }
+    let query = Query::new()
+        .filter(Filter::eq("status", "open"))
+        .order_by_desc("score")
+        .limit(3);
+    let plan = store.explain("s", "c", &query).await.unwrap();
+    assert_eq!(plan.index.as_deref(), Some("by_status_score"), "{plan}");
+    let page = store.query("s", "c", &query).await.unwrap();
+    let scores: Vec<_> = page
+        .documents
+        .iter()
+        .map(|d| d.data["score"].clone())
+        .collect();
+    assert_eq!(scores, [json!(9), json!(7), json!(5)]);
+    assert_eq!(page.next, None, "three matches, a page of three");
+    stored.push(ticket(&store, "open3", "open", 1).await);
+    let before = sqlite.documents_read();
+    let page = store.query("s", "c", &query).await.unwrap();
+    assert_eq!(page.documents.len(), 3);
+    assert_eq!(
+        sqlite.documents_read() - before,
+        4,
+        "the page and the row after it"
+    );
+    let next = page.next.expect("a fourth match follows the page");
+    let rest = store
+        .query("s", "c", &query.clone().after(Some(next)))
+        .await;
+    let rest = rest.unwrap();
+    assert_eq!(rest.documents.len(), 1);
+    assert_eq!(rest.documents[0].id, "open3");
+    assert_eq!(rest.next, None);
+    walk(&store, &stored, &query).await;
+}

@@ -41,7 +41,9 @@ pub struct Kept {
 impl Kept {
     /// The page: cut at the limit when the documents are in the query's order, else sorted
     /// and cut by [`CompiledQuery::evaluate_owned`]. Documents a backend adds to
-    /// [`documents`](Self::documents) must clear [`in_order`](Self::in_order).
+    /// [`documents`](Self::documents) must clear [`in_order`](Self::in_order). (Sorting
+    /// needs no word of the unread match: it comes with a complete page, so any document
+    /// added makes more than a page, and it follows every document of that page.)
     pub fn page(self, query: &CompiledQuery) -> Page {
         match self.in_order {
             true => query.page_in_order(self.documents, self.more_unread),
@@ -85,11 +87,6 @@ where
     Fut: Future<Output = Result<Vec<(Vec<u8>, R)>, E>>,
 {
     let (mut kept, mut read, mut more_unread) = (Vec::new(), 0u64, false);
-    // Past a complete page read in order, a filtered row is a match after the cursor (it
-    // follows the page's last, which is one): the next one kept only says more follow.
-    let page_complete = |kept: &Vec<Document>| {
-        filtered && plan.keeps_order() && query.limit().is_some_and(|l| kept.len() == l)
-    };
     for range in &plan.ranges {
         let mut walk = plan.walk(query);
         let (mut start, mut end) = (range.start.clone(), range.end.clone());
@@ -107,8 +104,8 @@ where
             let full = docs.len() == limit;
             let mut last = None;
             for (key, row) in docs {
-                if page_complete(&kept) {
-                    more_unread = walk.offer(index, &key, true) == Step::Keep;
+                if plan.page_is_complete(query, filtered, kept.len()) {
+                    more_unread = true;
                     break 'chunks;
                 }
                 let doc = document(row)?;

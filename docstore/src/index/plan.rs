@@ -153,6 +153,19 @@ impl IndexPlan {
         self.exact_order && self.ranges.len() <= 1
     }
 
+    /// Whether a read of this plan that kept `kept` matches has the page, so that the next
+    /// entry it would keep only says that more follow: the read applied the whole filter
+    /// itself (`filter_applied`: no entry it offers can fail it) and reads in the query's
+    /// order, so that entry follows a kept match, itself after the cursor.
+    pub fn page_is_complete(
+        &self,
+        query: &CompiledQuery,
+        filter_applied: bool,
+        kept: usize,
+    ) -> bool {
+        filter_applied && self.keeps_order() && query.limit() == Some(kept)
+    }
+
     /// A fresh reading rule for one of the plan's ranges.
     pub fn walk(&self, query: &CompiledQuery) -> RangeWalk {
         RangeWalk {

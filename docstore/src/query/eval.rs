@@ -317,9 +317,14 @@ impl CompiledQuery {
 
     /// The page over `docs` that are already matches after the cursor, in result order (as
     /// an index read in the query's order keeps them): [`evaluate_owned`](Self::evaluate_owned)
-    /// without checking or sorting again, only the cut at the limit. `more_unread`: a match
-    /// follows `docs` that the caller did not make a document of.
-    pub fn page_in_order(&self, mut docs: Vec<Document>, more_unread: bool) -> Page {
+    /// without checking or sorting again, only the cut at the limit. `more_follow`: a
+    /// match follows `docs` beyond them (one the caller did not hand over), so the page,
+    /// which `docs` must then fill, has a next.
+    pub fn page_in_order(&self, mut docs: Vec<Document>, more_follow: bool) -> Page {
+        debug_assert!(
+            !more_follow || self.limit.is_some_and(|limit| docs.len() >= limit),
+            "more matches follow a page that is not full"
+        );
         debug_assert!(
             docs.iter()
                 .all(|doc| self.matches(doc) && self.is_after_cursor(doc)),
@@ -332,7 +337,7 @@ impl CompiledQuery {
             }),
             "documents given as in order are not in the query's order"
         );
-        let more = more_unread || self.limit.is_some_and(|limit| docs.len() > limit);
+        let more = more_follow || self.limit.is_some_and(|limit| docs.len() > limit);
         if let Some(limit) = self.limit {
             docs.truncate(limit);
         }

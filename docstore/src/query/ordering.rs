@@ -157,19 +157,29 @@ pub(super) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
 }
 
 /// `[a,b,…]`, each item written by `write`.
-pub(super) fn write_list<T>(
+pub(super) fn write_list<T>(items: &[T], out: &mut Vec<u8>, write: impl Fn(&T, &mut Vec<u8>)) {
+    let written = try_write_list(items, out, |item, out| {
+        write(item, out);
+        Some(())
+    });
+    debug_assert!(written.is_some());
+}
+
+/// [`write_list`] with a `write` that may refuse an item: `None` as soon as one does.
+pub(super) fn try_write_list<T>(
     items: &[T],
     out: &mut Vec<u8>,
-    mut write: impl FnMut(&T, &mut Vec<u8>),
-) {
+    write: impl Fn(&T, &mut Vec<u8>) -> Option<()>,
+) -> Option<()> {
     out.push(b'[');
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        write(item, out);
+        write(item, out)?;
     }
     out.push(b']');
+    Some(())
 }
 
 /// How a range operator (`Lt`, `Lte`, `Gt`, `Gte`) sees `value` against `bound`: their order

@@ -4,7 +4,7 @@
 //! written straight from the query, without building the JSON value first: every query pays
 //! for it.
 
-use super::ordering::{write_canonical, write_list};
+use super::ordering::{try_write_list, write_canonical, write_list};
 use super::{Filter, Order};
 use serde_json::Value;
 
@@ -66,13 +66,7 @@ fn write_filter(filter: &Filter, out: &mut Vec<u8>) -> Option<()> {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\":");
     match operands {
-        Operands::Filters(filters) => {
-            let mut written = Some(());
-            write_list(filters, out, |inner, out| {
-                written = written.and(write_filter(inner, out));
-            });
-            written?;
-        }
+        Operands::Filters(filters) => try_write_list(filters, out, write_filter)?,
         Operands::Filter(inner) => write_filter(inner, out)?,
         Operands::Value(path, value) => pair(path, out, |out| write_canonical(value, out)),
         Operands::Values(path, values) => {
