@@ -43,7 +43,7 @@ use docstore::batch::{self, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::driver::{Driver, Origin};
 use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::index::unique::{self, Claim};
-use docstore::index::{CompiledIndex, Reading, Step};
+use docstore::index::{CompiledIndex, IndexPlan, KeyRange, Reading, Step};
 use docstore::query::CompiledQuery;
 use docstore::request::{Answer, Call, QuotaCount, Request};
 use docstore::{
@@ -51,6 +51,7 @@ use docstore::{
 };
 pub use feed::DEFAULT_FEED_RETENTION;
 use feed::{Before, Evicted, Feed, Logged};
+use futures_util::FutureExt;
 use identities::Identities;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -1259,9 +1260,10 @@ impl Driver for MemoryStore {
 }
 
 /// The planner's choice for `compiled` over `collection` (`None`: no document yet), with the
-/// collection's size and, when the cost rule asks for them, the entries of the contested
-/// indexes' key ranges counted up to its small-range limit (counting stops there, so it never
-/// costs more than the plan it rejects).
+/// collection's size, always (it is free), and the entries of the contested indexes' key
+/// ranges counted when the cost rule asks ([`Candidates::choose_measured`]).
+///
+/// [`Candidates::choose_measured`]: docstore::index::Candidates::choose_measured
 fn choose(
     indexes: &docstore::index::IndexSet,
     collection: &str,
@@ -1269,48 +1271,22 @@ fn choose(
     docs: Option<&Collection>,
 ) -> docstore::index::Choice {
     let candidates = docstore::index::candidates(indexes, collection, compiled);
-    let size = docs.map_or(0, Collection::len) as u64;
-    let at_most = candidates.small_range_limit(size).saturating_add(1);
-    let range_entries = candidates
-        .to_count()
-        .into_iter()
-        .map(|plan| {
-            let counted = docs.map_or(0, |docs| {
-                count_entries(indexes.for_collection(collection), docs, plan, at_most)
-            });
-            (plan.index.clone(), counted)
-        })
-        .collect();
-    candidates.choose(&docstore::index::Statistics {
-        collection_size: Some(size),
-        range_entries,
-    })
-}
-
-/// The entries in `plan`'s key ranges, counted up to `at_most`.
-fn count_entries(
-    defs: &[CompiledIndex],
-    collection: &Collection,
-    plan: &docstore::index::IndexPlan,
-    at_most: u64,
-) -> u64 {
-    let Some(position) = defs.iter().position(|d| d.name() == plan.index) else {
-        return 0;
-    };
-    let map = &collection.indexes[position];
-    let mut counted = 0u64;
-    for range in &plan.ranges {
+    let size = std::future::ready(Ok(docs.map_or(0, Collection::len) as u64));
+    let defs = indexes.for_collection(collection);
+    let count = |plan: &IndexPlan, range: &KeyRange, at_most: u64| {
+        let position = defs.iter().position(|d| d.name() == plan.index);
+        let map = docs.zip(position).map(|(docs, p)| &docs.indexes[p]);
         let bounds = (
             Bound::Included(range.start.clone()),
             range.end.clone().map_or(Bound::Unbounded, Bound::Excluded),
         );
-        let left = usize::try_from(at_most - counted).unwrap_or(usize::MAX);
-        counted += map.range::<Vec<u8>, _>(bounds).take(left).count() as u64;
-        if counted >= at_most {
-            break;
-        }
-    }
-    counted
+        let left = usize::try_from(at_most).unwrap_or(usize::MAX);
+        let counted = map.map_or(0, |map| map.range::<Vec<u8>, _>(bounds).take(left).count());
+        std::future::ready(Ok::<_, std::convert::Infallible>(counted as u64))
+    };
+    let choice = candidates.choose_measured(true, size, count).now_or_never();
+    let Ok(choice) = choice.expect("counting in memory never waits");
+    choice
 }
 
 /// Reads the plan's key ranges of the index's ordered map, each only as far as its

@@ -19,7 +19,7 @@ use crate::json::Body;
 use crate::keys::Columns;
 use crate::sql::Statements;
 use docstore::index::chunks::{self, Chunk, Kept};
-use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, Reading, Statistics};
+use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, KeyRange, Reading};
 use docstore::query::sql::{ConditionSql, filter_sql};
 use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
 use docstore::{Document, Explain, Page};
@@ -186,56 +186,41 @@ impl Target<'_> {
         Ok(explain.with_choice(&choice))
     }
 
-    /// The planner's choice, counting the contested ranges (up to the cost rule's small-range
-    /// limit, so counting never costs what the rejected plan would) with the collection's
-    /// counter when the rule asks, and always for `explain`.
+    /// The planner's choice, with the collection's counter and the contested ranges counted
+    /// when the cost rule asks ([`Candidates::choose_measured`]), and always for `explain`.
+    ///
+    /// [`Candidates::choose_measured`]: docstore::index::Candidates::choose_measured
     async fn choose(&self, query: &CompiledQuery, explain: bool) -> Result<Choice, Fail> {
         let candidates = docstore::index::candidates(self.indexes, self.collection, query);
-        let to_count = candidates.to_count();
-        let mut stats = Statistics::default();
-        if explain || !to_count.is_empty() {
+        let size = async {
             let sizes = Statement {
                 text: self.sql.size.clone(),
                 params: self.params(),
             };
-            let size = match sizes.rows(self.client).await?.first() {
+            Ok(match sizes.rows(self.client).await?.first() {
                 Some(row) => u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0),
                 None => 0,
-            };
-            let at_most = candidates.small_range_limit(size).saturating_add(1);
-            for plan in to_count {
-                let counted = self.count(plan, at_most).await?;
-                stats.range_entries.push((plan.index.clone(), counted));
-            }
-            stats.collection_size = Some(size);
-        }
-        Ok(candidates.choose(&stats))
-    }
-
-    /// The entries of `plan`'s ranges, counted up to `at_most`.
-    async fn count(&self, plan: &IndexPlan, at_most: u64) -> Result<u64, Fail> {
-        let (_, key) = self.index(plan)?;
-        let mut counted = 0;
-        for range in &plan.ranges {
+            })
+        };
+        let count = |plan: &IndexPlan, range: &KeyRange, at_most: u64| {
             let mut params = self.params();
-            let within = self.within(
-                "1",
-                key,
-                (range.start.clone(), range.end.clone()),
-                &mut params,
-            );
-            let limit = bind(
-                &mut params,
-                Box::new(i64::try_from(at_most - counted).unwrap_or(i64::MAX)),
-            );
-            let text = format!("SELECT count(*) FROM ({within} LIMIT {limit}) AS entries");
-            let rows = Statement { text, params }.rows(self.client).await?;
-            counted += rows.first().map_or(Ok(0), |r| r.try_get::<_, i64>(0))? as u64;
-            if counted >= at_most {
-                break;
+            let statement = self.index(plan).map(|(_, key)| {
+                let bounds = (range.start.clone(), range.end.clone());
+                let within = self.within("1", key, bounds, &mut params);
+                let limit = bind(
+                    &mut params,
+                    Box::new(i64::try_from(at_most).unwrap_or(i64::MAX)),
+                );
+                let text = format!("SELECT count(*) FROM ({within} LIMIT {limit}) AS entries");
+                Statement { text, params }
+            });
+            async move {
+                let rows = statement?.rows(self.client).await?;
+                let counted = rows.first().map_or(Ok(0), |r| r.try_get::<_, i64>(0))?;
+                Ok(u64::try_from(counted).unwrap_or(0))
             }
-        }
-        Ok(counted)
+        };
+        candidates.choose_measured(explain, size, count).await
     }
 
     /// `SELECT columns` of the collection's rows whose `key` is in `start..end`, above the

@@ -14,9 +14,10 @@ use crate::error::Fail;
 use crate::rows::{self, COLUMNS};
 use crate::sql::Sql;
 use docstore::index::chunks::Kept;
-use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, KeyRange, Statistics, Step};
+use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, KeyRange, Step};
 use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
 use docstore::{Error, Index, Page};
+use futures_util::FutureExt;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::collections::HashMap;
@@ -344,11 +345,12 @@ fn range_sql(
     sql
 }
 
-/// The planner's choice for `query` (`docs/contract.md`, "Indexes"): when the cost rule
-/// depends on the size of index ranges, each contested range is counted in `index_entries`
-/// (index-only, at most the rule's small-range limit plus one entry, so counting never costs
-/// more than the plan it rejects) together with the collection's counter. `explain` reads
-/// the counter anyway, for the estimates it prints.
+/// The planner's choice for `query` (`docs/contract.md`, "Indexes"), with the collection's
+/// counter and each contested range counted in `index_entries` (index-only) when the cost
+/// rule asks ([`Candidates::choose_measured`]). `explain` reads the counter anyway, for the
+/// estimates it prints.
+///
+/// [`Candidates::choose_measured`]: docstore::index::Candidates::choose_measured
 pub(crate) fn choose(
     conn: &Connection,
     indexes: &Indexes,
@@ -358,22 +360,17 @@ pub(crate) fn choose(
     explain: bool,
 ) -> Result<Choice, Fail> {
     let candidates = docstore::index::candidates(&indexes.usable, collection, query);
-    let to_count = candidates.to_count();
-    let mut stats = Statistics::default();
-    if explain || !to_count.is_empty() {
-        let size = collection_size(conn, site, collection)?;
-        let at_most = candidates.small_range_limit(size).saturating_add(1);
-        for plan in to_count {
-            let id = indexes.id(collection, &plan.index);
-            let counted = match id {
-                Some(id) => count_entries(conn, id, site, plan, at_most)?,
-                None => at_most,
-            };
-            stats.range_entries.push((plan.index.clone(), counted));
-        }
-        stats.collection_size = Some(size);
-    }
-    Ok(candidates.choose(&stats))
+    let size = std::future::ready(collection_size(conn, site, collection));
+    let count = |plan: &IndexPlan, range: &KeyRange, at_most: u64| {
+        std::future::ready(match indexes.id(collection, &plan.index) {
+            Some(id) => count_entries(conn, id, site, range, at_most),
+            None => Ok(at_most),
+        })
+    };
+    candidates
+        .choose_measured(explain, size, count)
+        .now_or_never()
+        .expect("SQLite's counting never waits")
 }
 
 /// The collection's size, from its counter.
@@ -390,40 +387,32 @@ pub(crate) fn collection_size(
     Ok(count.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
 }
 
-/// The entries of `plan`'s key ranges, counted up to `at_most` (index-only: no document row
-/// is read).
+/// The entries of `range`, counted up to `at_most` (index-only: no document row is read).
 fn count_entries(
     conn: &Connection,
     id: i64,
     site: &str,
-    plan: &IndexPlan,
+    range: &KeyRange,
     at_most: u64,
 ) -> Result<u64, Fail> {
-    let mut counted = 0u64;
-    for range in &plan.ranges {
-        let mut sql = Sql::default();
-        let i = sql.bind(SqlValue::Integer(id));
-        let s = sql.bind(SqlValue::Text(site.to_owned()));
-        let start = sql.bind(SqlValue::Blob(range.start.clone()));
-        let mut conditions =
-            format!("index_id = {i} AND entry_site = {s} AND entry_key >= {start}");
-        if let Some(end) = &range.end {
-            let end = sql.bind(SqlValue::Blob(end.clone()));
-            conditions.push_str(&format!(" AND entry_key < {end}"));
-        }
-        let left = i64::try_from(at_most - counted).unwrap_or(i64::MAX);
-        let limit = sql.bind(SqlValue::Integer(left));
-        let text = format!(
-            "SELECT count(*) FROM (SELECT 1 FROM index_entries WHERE {conditions} LIMIT {limit})"
-        );
-        let mut stmt = conn.prepare_cached(&text)?;
-        let n: i64 = stmt.query_row(rusqlite::params_from_iter(&sql.params), |row| row.get(0))?;
-        counted += u64::try_from(n).unwrap_or(0);
-        if counted >= at_most {
-            break;
-        }
+    let mut sql = Sql::default();
+    let i = sql.bind(SqlValue::Integer(id));
+    let s = sql.bind(SqlValue::Text(site.to_owned()));
+    let start = sql.bind(SqlValue::Blob(range.start.clone()));
+    let mut conditions = format!("index_id = {i} AND entry_site = {s} AND entry_key >= {start}");
+    if let Some(end) = &range.end {
+        let end = sql.bind(SqlValue::Blob(end.clone()));
+        conditions.push_str(&format!(" AND entry_key < {end}"));
     }
-    Ok(counted)
+    let limit = sql.bind(SqlValue::Integer(
+        i64::try_from(at_most).unwrap_or(i64::MAX),
+    ));
+    let text = format!(
+        "SELECT count(*) FROM (SELECT 1 FROM index_entries WHERE {conditions} LIMIT {limit})"
+    );
+    let mut stmt = conn.prepare_cached(&text)?;
+    let n: i64 = stmt.query_row(rusqlite::params_from_iter(&sql.params), |row| row.get(0))?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// Runs a query the planner gave to an index: each range read in the plan's direction only

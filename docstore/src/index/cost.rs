@@ -4,7 +4,7 @@
 //!
 //! The rule itself is documented on [`Candidates`].
 
-use super::IndexPlan;
+use super::{IndexPlan, KeyRange};
 use crate::query::CompiledQuery;
 use std::cmp::Reverse;
 use std::fmt;
@@ -265,6 +265,45 @@ impl Candidates {
             },
             _ => size,
         }
+    }
+
+    /// Applies the cost rule with what it needs measured: when it asks ([`to_count`]
+    /// non-empty), or `always`, the collection's size (`size`, awaited only then), and the
+    /// entries of each contested plan's ranges, `count_range(plan, range, at_most)` counting
+    /// at most `at_most` of them: a plan's ranges are counted together only up to the
+    /// [`small_range_limit`] plus one, so counting never costs what the plan it rejects
+    /// would. `always` serves `explain`, whose estimates print the size, and backends whose
+    /// size is free. A backend that never waits gives ready futures and polls this once.
+    ///
+    /// [`to_count`]: Self::to_count
+    /// [`small_range_limit`]: Self::small_range_limit
+    pub async fn choose_measured<E, Count>(
+        self,
+        always: bool,
+        size: impl Future<Output = Result<u64, E>>,
+        mut count_range: impl FnMut(&IndexPlan, &KeyRange, u64) -> Count,
+    ) -> Result<Choice, E>
+    where
+        Count: Future<Output = Result<u64, E>>,
+    {
+        let mut stats = Statistics::default();
+        let to_count = self.to_count();
+        if always || !to_count.is_empty() {
+            let size = size.await?;
+            let at_most = self.small_range_limit(size).saturating_add(1);
+            for plan in to_count {
+                let mut counted = 0;
+                for range in &plan.ranges {
+                    counted += count_range(plan, range, at_most - counted).await?;
+                    if counted >= at_most {
+                        break;
+                    }
+                }
+                stats.range_entries.push((plan.index.clone(), counted));
+            }
+            stats.collection_size = Some(size);
+        }
+        Ok(self.choose(&stats))
     }
 
     /// Applies the cost rule (see [`Candidates`]) with what the backend knows.

@@ -748,6 +748,61 @@ mod tests {
             .collect()
     }
 
+    /// The measured choice counts a contested plan's ranges together, each with what the
+    /// small-range limit leaves, and chooses as the counted statistics say; with nothing
+    /// contested it reads neither the size nor a range.
+    #[test]
+    fn a_measured_choice_counts_a_plans_ranges_together_up_to_the_limit() {
+        use futures_util::FutureExt;
+        let set = set(&["status", "-score"]);
+        let index = &set.for_collection("c")[0];
+        let mut docs = open_tickets(4_000);
+        docs.extend((0..3).map(|i| doc(&format!("a{i}"), json!({"status": "archived"}))));
+        let statuses = vec![json!("archived"), json!("open")];
+        let by_id = Query::new()
+            .filter(Filter::In("status".into(), statuses))
+            .limit(100)
+            .compile()
+            .unwrap();
+        let found = candidates(&set, "c", &by_id);
+        let limit = found.small_range_limit(docs.len() as u64);
+        let mut asked = Vec::new();
+        let count = |_: &IndexPlan, range: &KeyRange, at_most: u64| {
+            asked.push(at_most);
+            let inside = docs
+                .iter()
+                .filter(|d| range.contains(&index.key(d)))
+                .count();
+            std::future::ready(Ok::<_, ()>((inside as u64).min(at_most)))
+        };
+        let size = std::future::ready(Ok(docs.len() as u64));
+        let measured = found.clone().choose_measured(false, size, count);
+        let measured = measured.now_or_never().unwrap().unwrap();
+        // "archived" (3 entries) first, then "open" with what is left of limit + 1.
+        assert_eq!(asked, [limit + 1, limit + 1 - 3]);
+        let counted = found
+            .clone()
+            .choose(&statistics(&set, &docs, &found, false));
+        assert_eq!(measured.plan, counted.plan);
+        assert_eq!(measured.reason, counted.reason);
+        let by_score = Query::new()
+            .filter(Filter::eq("status", "open"))
+            .order_by_desc("score")
+            .limit(100)
+            .compile()
+            .unwrap();
+        let read = std::cell::Cell::new(false);
+        let size = async {
+            read.set(true);
+            Ok(0)
+        };
+        let count = |_: &IndexPlan, _: &KeyRange, _: u64| async { Err(()) };
+        let found = candidates(&set, "c", &by_score);
+        let choice = found.choose_measured(false, size, count).now_or_never();
+        assert_eq!(choice.unwrap().unwrap().plan.unwrap().index, "i");
+        assert!(!read.get(), "the size was read for an uncontested choice");
+    }
+
     #[test]
     fn a_range_sorted_whole_loses_to_the_scan_in_id_order_unless_small() {
         let set = set(&["status", "-score"]);
