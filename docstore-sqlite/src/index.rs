@@ -460,11 +460,11 @@ pub(crate) fn run(
         let mut walk = plan.walk(query);
         while let Some(row) = rows.next()? {
             read += 1;
-            let key: Vec<u8> = row.get(8)?;
             if plan.page_is_complete(query, filter_applied, kept.len()) {
                 more_unread = true;
                 break;
             }
+            let key: Vec<u8> = row.get(8)?;
             let doc = rows::document(row)?;
             let matches = query.matches(&doc) && query.is_after_cursor(&doc);
             match walk.offer(def, &key, matches) {

@@ -785,19 +785,13 @@ mod tests {
             .choose(&statistics(&set, &docs, &found, false));
         assert_eq!(measured.plan, counted.plan);
         assert_eq!(measured.reason, counted.reason);
-        let by_score = Query::new()
-            .filter(Filter::eq("status", "open"))
-            .order_by_desc("score")
-            .limit(100)
-            .compile()
-            .unwrap();
         let read = std::cell::Cell::new(false);
         let size = async {
             read.set(true);
             Ok(0)
         };
         let count = |_: &IndexPlan, _: &KeyRange, _: u64| async { Err(()) };
-        let found = candidates(&set, "c", &by_score);
+        let found = by_score_candidates(&set);
         let choice = found.choose_measured(false, size, count).now_or_never();
         assert_eq!(choice.unwrap().unwrap().plan.unwrap().index, "i");
         assert!(!read.get(), "the size was read for an uncontested choice");
