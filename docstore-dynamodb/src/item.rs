@@ -106,14 +106,9 @@ pub(crate) const fn item_overhead(
 
 /// The shard, in `0..shards`, that a document with this id belongs to wherever the layout
 /// spreads a collection over several items or partitions (counter shards, index partitions):
-/// FNV-1a of the id's bytes. Part of the table layout: it must never change.
+/// [`stable_hash`](docstore::driver::stable_hash) (FNV-1a) of the id's bytes. Part of the table layout: it must never change.
 pub(crate) fn shard_of(id: &str, shards: u32) -> u32 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let hash = id.bytes().fold(OFFSET, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
-    });
-    (hash % u64::from(shards.max(1))) as u32
+    (docstore::driver::stable_hash(id.as_bytes()) % u64::from(shards.max(1))) as u32
 }
 
 /// The primary key of a document in a table of `layout`.

@@ -43,7 +43,7 @@ use docstore::batch::{self, CheckedBatch, Decision, Write, WriteOutcome};
 use docstore::driver::{Driver, Origin};
 use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::index::unique::{self, Claim};
-use docstore::index::{CompiledIndex, IndexPlan, KeyRange, Reading, Step};
+use docstore::index::{CompiledIndex, IndexPlan, KeyRange, Step};
 use docstore::query::CompiledQuery;
 use docstore::request::{Answer, Call, QuotaCount, Request};
 use docstore::{
@@ -1119,38 +1119,23 @@ impl Driver for MemoryStore {
         let sites = self.sites.read();
         let docs = sites.get(site).and_then(|s| s.get(collection));
         let choice = choose(&self.options.indexes, collection, compiled, docs);
-        let reads = choice.estimates.first().and_then(|e| e.reads);
-        if let Some(plan) = &choice.plan {
-            let reading = choice.estimates[0].reading;
-            return Ok(Explain::index(plan, reading, reads, true).with_choice(&choice));
-        }
-        let explain = match compiled.id_order() {
-            Some(descending) => Explain::scan(
-                format!(
-                    "the collection in {} id order{}, until the page is full",
-                    if descending {
-                        "descending"
-                    } else {
-                        "ascending"
-                    },
-                    if compiled.after().is_some() {
-                        " from the cursor"
-                    } else {
-                        ""
-                    }
-                ),
-                Reading::StopsAtPage,
-                reads,
-                true,
+        let how = || match compiled.id_order() {
+            Some(descending) => format!(
+                "the collection in {} id order{}, until the page is full",
+                if descending {
+                    "descending"
+                } else {
+                    "ascending"
+                },
+                if compiled.after().is_some() {
+                    " from the cursor"
+                } else {
+                    ""
+                }
             ),
-            None => Explain::scan(
-                "the whole collection, sorted in memory",
-                Reading::SortsCollection,
-                reads,
-                true,
-            ),
+            None => "the whole collection, sorted in memory".to_owned(),
         };
-        Ok(explain.with_choice(&choice))
+        Ok(choice.explain(compiled, how, true))
     }
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {

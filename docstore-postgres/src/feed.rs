@@ -37,13 +37,11 @@ const DRIVER: &str = "postgres";
 /// How often a watcher reads the head when no notification came.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
-/// An advisory lock key of the store: `what` for the schema, as a stable 64-bit hash (FNV-1a).
+/// An advisory lock key of the store: `what` for the schema ([`stable_hash`]).
+///
+/// [`stable_hash`]: docstore::driver::stable_hash
 pub(crate) fn lock_key(what: &str, schema: &str) -> i64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in format!("docstore:{what}:{schema}").bytes() {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-    }
-    hash as i64
+    docstore::driver::stable_hash(format!("docstore:{what}:{schema}").as_bytes()) as i64
 }
 
 /// One store's feed: its id, lock, channel, and the wake-up of this process's watchers.

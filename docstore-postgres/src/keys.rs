@@ -39,16 +39,12 @@ const ARGS: &str =
     "collection, data, raw, id, created_at, updated_at, created_by, updated_by, version";
 
 /// The name of the SQL function, key column and B-tree that keep declared index `index` in
-/// the store's schema: `ix_` and a 64-bit FNV-1a hash of the declaration (collection, name,
+/// the store's schema: `ix_` and the [`stable_hash`](docstore::driver::stable_hash) of the declaration (collection, name,
 /// fields), so a declaration with other fields gets its own.
 pub fn name(index: &Index) -> String {
     let fields = serde_json::to_value(index).expect("an index serializes")["fields"].to_string();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in [&index.collection, &index.name, &fields] {
-        for byte in part.bytes().chain([0]) {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
+    let declaration = format!("{}\0{}\0{fields}\0", index.collection, index.name);
+    let hash = docstore::driver::stable_hash(declaration.as_bytes());
     format!("ix_{hash:016x}")
 }
 

@@ -19,7 +19,7 @@ use crate::json::Body;
 use crate::keys::Columns;
 use crate::sql::Statements;
 use docstore::index::chunks::{self, Chunk, Kept};
-use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, KeyRange, Reading};
+use docstore::index::{Choice, CompiledIndex, IndexPlan, IndexSet, KeyRange};
 use docstore::query::sql::{ConditionSql, filter_sql};
 use docstore::query::{CompiledFilter, CompiledQuery, FieldPath};
 use docstore::{Document, Explain, Page};
@@ -145,45 +145,29 @@ impl Target<'_> {
     /// How `compiled` is read: the planner's choice and PostgreSQL's plan of its statement.
     pub(crate) async fn explain(&self, compiled: &CompiledQuery) -> Result<Explain, Fail> {
         let choice = self.choose(compiled, true).await?;
-        let reads = choice.estimates.first().and_then(|e| e.reads);
-        let explain = match &choice.plan {
-            Some(plan) => {
-                let range = plan.ranges.first();
+        let (statement, how) = match (&choice.plan, compiled.id_order()) {
+            (Some(plan), _) => {
+                let range = plan.first_range();
                 let chunk = Chunk {
-                    start: range.map(|r| r.start.clone()).unwrap_or_default(),
-                    end: range.and_then(|r| r.end.clone()),
+                    start: range.start,
+                    end: range.end,
                     reverse: plan.reverse,
                     limit: 1,
                 };
-                let pg = self
-                    .range(self.index(plan)?.1, plan, chunk, false)
-                    .plan(self.client)
-                    .await?;
-                let mut explain = Explain::index(plan, choice.estimates[0].reading, reads, true);
-                explain.key_range = format!("{} (PostgreSQL: {pg})", explain.key_range);
-                explain
+                (self.range(self.index(plan)?.1, plan, chunk, false), "")
             }
-            None => {
-                let (statement, how) = match compiled.id_order() {
-                    Some(_) => (
-                        self.id_chunk(compiled, None, 1),
-                        "primary key (site, collection, id) from the cursor, filter pushed down where exact",
-                    ),
-                    None => (
-                        self.candidates(compiled),
-                        "the collection's rows, sorted in memory",
-                    ),
-                };
-                let pg = statement.plan(self.client).await?;
-                Explain::scan(
-                    format!("{how} (PostgreSQL: {pg})"),
-                    Reading::of_scan(compiled),
-                    reads,
-                    true,
-                )
-            }
+            (None, Some(_)) => (
+                self.id_chunk(compiled, None, 1),
+                "primary key (site, collection, id) from the cursor, filter pushed down where exact",
+            ),
+            (None, None) => (
+                self.candidates(compiled),
+                "the collection's rows, sorted in memory",
+            ),
         };
-        Ok(explain.with_choice(&choice))
+        let postgres = statement.plan(self.client).await?;
+        let explain = choice.explain(compiled, || how.to_owned(), true);
+        Ok(explain.with_database_plan("PostgreSQL", &postgres))
     }
 
     /// The planner's choice, with the collection's counter and the contested ranges counted

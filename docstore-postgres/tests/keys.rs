@@ -18,6 +18,19 @@ fn url(schema: &str) -> String {
     format!("{}?schema={schema}", common::server())
 }
 
+/// The name is part of every store's schema (its key column and B-tree): a change to it
+/// would build every declared index again under another name.
+#[test]
+fn an_index_keeps_its_name() {
+    use docstore::Order;
+    let index = Index::new(
+        "tickets",
+        "by_status",
+        [Order::asc("status"), Order::desc("score")],
+    );
+    assert_eq!(docstore_postgres::index_name(&index), "ix_aa81de405f1c7ef7");
+}
+
 /// Values of every kind, numbers at the encoding's edges.
 fn values() -> Vec<Value> {
     let mut values = vec![

@@ -490,10 +490,7 @@ pub(crate) fn query_plan(
     site: &str,
     collection: &str,
 ) -> Result<String, Fail> {
-    let range = plan.ranges.first().cloned().unwrap_or(KeyRange {
-        start: Vec::new(),
-        end: Some(Vec::new()),
-    });
+    let range = plan.first_range();
     let sql = range_sql(
         0,
         site,

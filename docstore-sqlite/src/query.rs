@@ -121,9 +121,9 @@ impl Plan {
         }
     }
 
-    /// How the statement reads, for `explain`, with the planner's estimate of its reads.
-    pub(crate) fn explain(&self, reads: Option<u64>) -> docstore::Explain {
-        let how = match (
+    /// How the statement reads, for `explain`.
+    pub(crate) fn how(&self) -> String {
+        match (
             self.cursor_pushed,
             self.compiled.id_order(),
             self.compiled.limit(),
@@ -147,9 +147,7 @@ impl Plan {
                     .to_owned()
             }
             _ => "the whole collection, sorted in memory".to_owned(),
-        };
-        let reading = docstore::index::Reading::of_scan(&self.compiled);
-        docstore::Explain::scan(how, reading, reads, true)
+        }
     }
 
     /// Runs the statement and lets the reference evaluator sort and cut the page.

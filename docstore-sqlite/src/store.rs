@@ -656,21 +656,15 @@ impl Driver for SqliteStore {
         self.read(move |conn| {
             let choice =
                 crate::index::choose(conn, &inner.indexes, &site, &collection, &compiled, true)?;
-            let reads = choice.estimates.first().and_then(|e| e.reads);
-            let explain = match &choice.plan {
-                Some(index_plan) => {
-                    let reading = choice.estimates[0].reading;
-                    let mut explain = Explain::index(index_plan, reading, reads, true);
-                    explain.key_range = format!(
-                        "{} (SQLite: {})",
-                        explain.key_range,
-                        crate::index::query_plan(conn, index_plan, &site, &collection)?
-                    );
-                    explain
+            let scan = || query::Plan::new(&site, &collection, &compiled, 0).how();
+            let explain = choice.explain(&compiled, scan, true);
+            Ok(match &choice.plan {
+                Some(plan) => {
+                    let sqlite = crate::index::query_plan(conn, plan, &site, &collection)?;
+                    explain.with_database_plan("SQLite", &sqlite)
                 }
-                None => query::Plan::new(&site, &collection, &compiled, 0).explain(reads),
-            };
-            Ok(explain.with_choice(&choice))
+                None => explain,
+            })
         })
         .await
     }

@@ -115,6 +115,22 @@ impl Explain {
         }
     }
 
+    /// Adds the database's own plan of the statement that reads the query — `database` names
+    /// it, `plan` is its words — to the [`key_range`](Self::key_range):
+    ///
+    /// ```
+    /// use docstore::Explain;
+    /// use docstore::index::Reading;
+    ///
+    /// let explain = Explain::scan("the collection", Reading::SortsCollection, None, true)
+    ///     .with_database_plan("SQLite", "SCAN documents");
+    /// assert_eq!(explain.key_range, "the collection (SQLite: SCAN documents)");
+    /// ```
+    pub fn with_database_plan(mut self, database: &str, plan: &str) -> Self {
+        self.key_range = format!("{} ({database}: {plan})", self.key_range);
+        self
+    }
+
     /// Adds the planner's weighing ([`candidates`](Self::candidates) and
     /// [`why`](Self::why)) when it had a choice to make.
     pub fn with_choice(mut self, choice: &crate::index::Choice) -> Self {
@@ -227,6 +243,25 @@ pub fn estimated_id_order_reads(query: &CompiledQuery, collection_size: u64) -> 
         (Some(limit), None) => collection_size.min((limit as u64).saturating_add(1)),
         _ => collection_size,
     }
+}
+
+/// A stable 64-bit hash of `bytes` (FNV-1a): the same in every process, release and
+/// platform, unlike `std`'s hasher, for what a backend writes down and must find again —
+/// query fingerprints, shard numbers, generated names, lock keys. Changing it changes
+/// every stored layout that uses it: it never changes.
+///
+/// ```
+/// use docstore::driver::stable_hash;
+///
+/// assert_eq!(stable_hash(b""), 0xcbf2_9ce4_8422_2325);
+/// assert_eq!(stable_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+/// ```
+pub fn stable_hash(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(PRIME)
+    })
 }
 
 /// What a delete ([`Call::Delete`](crate::request::Call::Delete)) answers once the driver knows whether it `deleted` the document at

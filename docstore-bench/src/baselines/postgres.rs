@@ -320,13 +320,9 @@ impl PostgresBaseline {
     }
 }
 
-/// The baseline's feed lock: a key of its own schema (FNV-1a of its name).
+/// The baseline's feed lock: a key of its own schema (the stable hash of its name).
 fn lock_key(schema: &str) -> i64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in format!("baseline feed {schema}").bytes() {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-    }
-    hash as i64
+    docstore::driver::stable_hash(format!("baseline feed {schema}").as_bytes()) as i64
 }
 
 /// Runs `statement` in the transaction's pipeline: how many rows it touched.

@@ -454,11 +454,9 @@ fn shard(id: &str, shards: u32) -> u64 {
     fnv1a(id) % u64::from(shards)
 }
 
-/// FNV-1a of `text`: the layout's hash.
+/// The layout's hash of `text` ([`docstore::driver::stable_hash`]).
 fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+    docstore::driver::stable_hash(text.as_bytes())
 }
 
 /// The store's item of the first document of the "after" run on `table`.

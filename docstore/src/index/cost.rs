@@ -136,6 +136,38 @@ pub struct Choice {
     pub reason: String,
 }
 
+impl Choice {
+    /// About how many entries the chosen plan reads ([`Explain::estimated_reads`]).
+    ///
+    /// [`Explain::estimated_reads`]: crate::Explain::estimated_reads
+    pub fn estimated_reads(&self) -> Option<u64> {
+        self.estimates.first().and_then(|e| e.reads)
+    }
+
+    /// What [`Store::explain`](crate::Store::explain) answers for this choice: the chosen
+    /// index plan ([`Explain::index`](crate::Explain::index)) or, when the backend scans,
+    /// the scan `how` describes, reading as [`Reading::of_scan`] says of `query`; with the
+    /// weighing ([`Explain::with_choice`](crate::Explain::with_choice)). A backend adds its
+    /// database's own plan with [`Explain::with_database_plan`](crate::Explain::with_database_plan).
+    pub fn explain(
+        &self,
+        query: &CompiledQuery,
+        how: impl FnOnce() -> String,
+        strongly_consistent: bool,
+    ) -> crate::Explain {
+        let reads = self.estimated_reads();
+        let explain = match &self.plan {
+            Some(plan) => {
+                crate::Explain::index(plan, self.estimates[0].reading, reads, strongly_consistent)
+            }
+            None => {
+                crate::Explain::scan(how(), Reading::of_scan(query), reads, strongly_consistent)
+            }
+        };
+        explain.with_choice(self)
+    }
+}
+
 /// The candidate indexes of one query ([`candidates`](super::candidates)) and what the cost
 /// rule needs to know about the query; [`choose`](Self::choose) applies the rule
 /// (`docs/contract.md`, "Indexes").

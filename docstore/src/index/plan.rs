@@ -166,6 +166,15 @@ impl IndexPlan {
         filter_applied && self.keeps_order() && query.limit() == Some(kept)
     }
 
+    /// The plan's first range, or an empty one when it reads nothing: the statement a
+    /// backend asks its database to plan for [`Explain`](crate::Explain).
+    pub fn first_range(&self) -> KeyRange {
+        self.ranges.first().cloned().unwrap_or(KeyRange {
+            start: Vec::new(),
+            end: Some(Vec::new()),
+        })
+    }
+
     /// A fresh reading rule for one of the plan's ranges.
     pub fn walk(&self, query: &CompiledQuery) -> RangeWalk {
         RangeWalk {

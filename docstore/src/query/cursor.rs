@@ -114,15 +114,10 @@ impl CursorPosition {
     }
 }
 
-/// A stable 64-bit FNV-1a hash, used to fingerprint queries; the same in every process and
-/// release, unlike `std`'s hasher.
+/// A query's fingerprint: the [`stable_hash`](crate::driver::stable_hash) of its shape, in
+/// hex.
 pub(crate) fn fingerprint(bytes: &[u8]) -> String {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let hash = bytes
-        .iter()
-        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME));
-    format!("{hash:016x}")
+    format!("{:016x}", crate::driver::stable_hash(bytes))
 }
 
 #[cfg(test)]
