@@ -552,7 +552,7 @@ impl MemoryStore {
             expected: expected_version,
         };
         self.write_once(key, origin, |sites, retired| {
-            self.patch_locked(sites, call, by, retired)
+            self.patch_locked(sites, call, (by, self.now()), retired)
         })
     }
 
@@ -857,7 +857,12 @@ impl MemoryStore {
     ) -> Result<BatchDone> {
         let (writes, actor, now) = (checked.writes(), origin.actor, self.now());
         let request = Request::batch(checked, origin);
-        let plan = self.plan_batch(&request, writes, now);
+        // A batch of updates is decided under the lock, merging in place; another, before it.
+        let only_patches = self.only_patches(writes);
+        let plan = match only_patches {
+            true => None,
+            false => self.plan_batch(&request, writes, now),
+        };
         let mut sites = self.sites.write();
         if let Some(id) = origin.write_id
             && self.batch_repeated(writes, id, now)
@@ -869,23 +874,14 @@ impl MemoryStore {
             self.expire_due(&mut sites, write.key(), &mut expired);
             retired.push(expired);
         }
-        let decisions = match plan {
-            Some(plan) if Self::batch_unchanged(&sites, writes, &plan.base) => {
-                // Every write was decided without failing: a quota refusal is the first.
-                let mut quota = self.quota_count(&sites);
-                for (index, (write, decision)) in writes.iter().zip(&plan.decisions).enumerate() {
-                    quota.count(index, write.key().site(), decision)?;
-                }
-                plan.decisions
-            }
-            // Another write got in between (or a write fails): decide under the lock.
-            _ => {
-                let base = Self::batch_base(&sites, writes);
-                self.decide_batch(&request, &base, now, Some(&sites))?
-            }
+        let in_place = match only_patches {
+            true => self.patch_all_locked(&mut sites, checked, (actor, now), retired),
+            false => None,
         };
-        self.check_batch_unique(&sites, writes, &decisions)?;
-        let applied = self.apply_batch(&mut sites, writes, decisions, (actor, now), retired)?;
+        let applied = match in_place {
+            Some(applied) => applied,
+            None => self.decide_and_apply(&mut sites, (&request, checked), plan, now, retired)?,
+        };
         if let Some(id) = origin.write_id {
             let mut identities = self.identities.lock();
             for (write, outcome) in writes.iter().zip(&applied) {
@@ -897,6 +893,37 @@ impl MemoryStore {
             }
         }
         Ok(BatchDone::Applied(applied))
+    }
+
+    /// Decides a batch whole, from `plan` when its documents still stand, and applies it
+    /// under the write lock.
+    fn decide_and_apply(
+        &self,
+        sites: &mut HashMap<String, Site>,
+        (request, checked): (&Request<'_>, &CheckedBatch<'_>),
+        plan: Option<BatchPlan>,
+        now: i64,
+        retired: &mut Vec<Retired>,
+    ) -> Result<Vec<Applied>> {
+        let writes = checked.writes();
+        let decisions = match plan {
+            Some(plan) if Self::batch_unchanged(sites, writes, &plan.base) => {
+                // Every write was decided without failing: a quota refusal is the first.
+                let mut quota = self.quota_count(sites);
+                for (index, (write, decision)) in writes.iter().zip(&plan.decisions).enumerate() {
+                    quota.count(index, write.key().site(), decision)?;
+                }
+                plan.decisions
+            }
+            // Another write got in between (or a write fails): decide under the lock.
+            _ => {
+                let base = Self::batch_base(sites, writes);
+                self.decide_batch(request, &base, now, Some(sites))?
+            }
+        };
+        self.check_batch_unique(sites, writes, &decisions)?;
+        let actor = request.actor();
+        self.apply_batch(sites, writes, decisions, (actor, now), retired)
     }
 }
 

@@ -10,7 +10,10 @@
 //! value another document holds — moves what it displaced back, so it changes nothing.
 
 use crate::feed::{Before, KEYFRAME_EVERY, Logged, Reversal};
-use crate::{By, Collection, MemoryStore, Placement, Retired, Shared, Site, Slot, reverse};
+use crate::{
+    Applied, By, Collection, MemoryStore, Placement, Retired, Shared, Site, Slot, reverse,
+};
+use docstore::batch::{CheckedBatch, Write};
 use docstore::document::{check_size, data_size_bound};
 use docstore::feed::ChangeKind;
 use docstore::index::CompiledIndex;
@@ -52,7 +55,7 @@ impl MemoryStore {
         &self,
         sites: &mut HashMap<String, Site>,
         call: Patch<'_>,
-        by: By<'_>,
+        (by, now): (By<'_>, i64),
         retired: &mut Retired,
     ) -> Result<Shared> {
         let Patch {
@@ -70,7 +73,7 @@ impl MemoryStore {
             patch,
             patch_bound,
             by,
-            now: self.now(),
+            now,
             limit: self.options.max_doc_bytes,
         };
         let slot = collection
@@ -101,6 +104,87 @@ impl MemoryStore {
         slot.last_change = appended.position;
         slot.size_bound = merged.size_bound;
         Ok(Arc::clone(&slot.doc))
+    }
+}
+
+/// A batch of updates merged in place, as single updates are, when nothing can refuse one
+/// of them: then no write of the batch needs undoing, and none is copied first (a batch
+/// decided whole merges a copy of every document: `docstore::batch::decide`).
+impl MemoryStore {
+    /// Whether every write of the batch is an `Update` or `UpdateIf` in a collection without
+    /// unique indexes, so that [`MemoryStore::patch_all_locked`] may apply it.
+    pub(crate) fn only_patches(&self, writes: &[Write]) -> bool {
+        writes.iter().all(|write| {
+            matches!(write, Write::Update { .. } | Write::UpdateIf { .. })
+                && !(self.defs(write.key().collection()).iter()).any(CompiledIndex::is_unique)
+        })
+    }
+
+    /// Applies a batch of [`only_patches`](Self::only_patches) under the write lock, each
+    /// write merged in place as a single update is, at `now`, when every one certainly
+    /// applies; `None`, having changed nothing, when one might not (the caller then decides
+    /// the batch whole, which names the refusal).
+    pub(crate) fn patch_all_locked(
+        &self,
+        sites: &mut HashMap<String, Site>,
+        checked: &CheckedBatch<'_>,
+        (actor, now): (&str, i64),
+        retired: &mut Vec<Retired>,
+    ) -> Option<Vec<Applied>> {
+        let calls = self.certain_patches(sites, checked)?;
+        let applied = calls.into_iter().enumerate().map(|(index, call)| {
+            let mut gone = Retired::default();
+            let by = (actor, checked.expiry(index));
+            let doc = self.patch_locked(sites, call, (by, now), &mut gone);
+            retired.push(gone);
+            Applied::Written(doc.expect("checked by certain_patches: nothing refuses it"))
+        });
+        Some(applied.collect())
+    }
+
+    /// The batch's updates when every one certainly applies: its document is there, at the
+    /// version an `UpdateIf` expects, the merge's size bound (the stored data's plus the
+    /// patch's) within the document limit, and the batch's bytes counted with those bounds
+    /// within [`MAX_BATCH_BYTES`](docstore::batch::MAX_BATCH_BYTES) (bounds are never
+    /// below the sizes the batch decided whole would count). No unique index is involved
+    /// ([`only_patches`](Self::only_patches)), and the write lock keeps it all true until
+    /// applied.
+    fn certain_patches<'b>(
+        &self,
+        sites: &HashMap<String, Site>,
+        checked: &CheckedBatch<'b>,
+    ) -> Option<Vec<Patch<'b>>> {
+        let mut bytes = checked.bytes();
+        let mut calls = Vec::with_capacity(checked.writes().len());
+        for (index, write) in checked.writes().iter().enumerate() {
+            let (key, patch, expected) = match write {
+                Write::Update { key, patch } => (key, patch, None),
+                Write::UpdateIf {
+                    key,
+                    patch,
+                    expected_version,
+                } => (key, patch, Some(*expected_version)),
+                _ => return None,
+            };
+            let slot = Self::lookup_slot(sites, key)?;
+            if expected.is_some_and(|version| version != slot.doc.version) {
+                return None;
+            }
+            let patch_bound = data_size_bound(patch);
+            let stored = (slot.size_bound).unwrap_or_else(|| data_size_bound(&slot.doc.data));
+            let bound = stored.saturating_add(patch_bound);
+            if bound > self.options.max_doc_bytes {
+                return None;
+            }
+            bytes.add(index, bound).ok()?;
+            calls.push(Patch {
+                key,
+                patch,
+                patch_bound,
+                expected,
+            });
+        }
+        Some(calls)
     }
 }
 

@@ -284,6 +284,64 @@ async fn an_update_merges_in_place() {
     );
 }
 
+/// A batch of updates merges each into its stored map, as a single update does; a batch
+/// one of whose writes is refused changes nothing and names that write.
+#[tokio::test]
+async fn a_batch_of_updates_merges_in_place() {
+    use docstore::{Error, Write};
+    let (store, _, memory) = store_with(crate::DEFAULT_FEED_RETENTION);
+    let keys = ["a", "b"].map(|id| Key::new("s", "c", id).unwrap());
+    for key in &keys {
+        store
+            .create(key, data(json!({"n": 1})), "ann")
+            .await
+            .unwrap();
+    }
+    let stored_maps = || {
+        let sites = memory.sites.read();
+        keys.clone().map(|key| {
+            let doc = MemoryStore::lookup(&sites, &key).unwrap();
+            std::ptr::from_ref::<serde_json::Map<_, _>>(&doc.data) as usize
+        })
+    };
+    let before = stored_maps();
+    let [a, b] = keys.clone();
+    let both = |n: i64, expected: u64| {
+        let update = Write::update(a.clone(), data(json!({"n": n})));
+        [
+            update,
+            Write::update_if(b.clone(), data(json!({"n": n})), expected),
+        ]
+    };
+    let written = store.write_all(&both(2, 1), "bob").await.unwrap();
+    assert_eq!(written.len(), 2);
+    drop(written); // the answers share the maps: an update would copy them first
+    assert_eq!(stored_maps(), before, "merged in place");
+    assert_eq!(memory.feed.kept_whole()[2..], [Some(false), Some(false)]);
+
+    match store.write_all(&both(3, 1), "bob").await {
+        Err(Error::Batch { index: 1, source }) => {
+            assert!(
+                matches!(*source, Error::Conflict { current: 2 }),
+                "{source}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    for key in &keys {
+        let doc = store.get(key).await.unwrap().unwrap();
+        assert_eq!((doc.version, doc.data["n"].clone()), (2, json!(2)));
+    }
+    let changes = read_all(&store, &FeedScope::whole_store(), 10).await;
+    let n = |doc: &Option<Document>| doc.as_ref().map(|doc| doc.data["n"].clone());
+    let read: Vec<_> = changes[2..]
+        .iter()
+        .map(|c| (n(&c.previous), n(&c.document), c.actor.as_str()))
+        .collect();
+    let updated = (Some(json!(1)), Some(json!(2)), "bob");
+    assert_eq!(read, [updated.clone(), updated]);
+}
+
 /// An update refused after its merge (a unique value another document holds; the result
 /// over the size limit) leaves the document, its index entries and the feed as they were.
 #[tokio::test]
