@@ -18,6 +18,10 @@
 //!
 //! `write_all` holds the one write lock for the whole batch: every write is decided against
 //! the current state first, then all are applied, so a failing write leaves nothing behind.
+//! A batch of updates that nothing can refuse (its documents there at the versions expected,
+//! every merge within the size limits by the size bounds, no unique index involved) is
+//! checked first and then merged in place write by write, as single updates are; any other
+//! batch merges copies of its documents while it is decided.
 //! `get_many` reads under one read lock: its answer is one snapshot.
 //!
 //! Building one costs about as much as an empty `HashMap`, so property tests can make a fresh
