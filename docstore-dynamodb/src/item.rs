@@ -106,7 +106,8 @@ pub(crate) const fn item_overhead(
 
 /// The shard, in `0..shards`, that a document with this id belongs to wherever the layout
 /// spreads a collection over several items or partitions (counter shards, index partitions):
-/// [`stable_hash`](docstore::driver::stable_hash) (FNV-1a) of the id's bytes. Part of the table layout: it must never change.
+/// [`stable_hash`](docstore::driver::stable_hash) (FNV-1a) of the id's bytes. Part of the
+/// table layout: it must never change.
 pub(crate) fn shard_of(id: &str, shards: u32) -> u32 {
     (docstore::driver::stable_hash(id.as_bytes()) % u64::from(shards.max(1))) as u32
 }

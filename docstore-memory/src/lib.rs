@@ -862,10 +862,10 @@ impl MemoryStore {
         let (writes, actor, now) = (checked.writes(), origin.actor, self.now());
         let request = Request::batch(checked, origin);
         // A batch of updates is decided under the lock, merging in place; another, before it.
-        let only_patches = self.only_patches(writes);
-        let plan = match only_patches {
-            true => None,
-            false => self.plan_batch(&request, writes, now),
+        let patches = self.batch_patches(writes);
+        let plan = match patches {
+            Some(_) => None,
+            None => self.plan_batch(&request, writes, now),
         };
         let mut sites = self.sites.write();
         if let Some(id) = origin.write_id
@@ -878,10 +878,9 @@ impl MemoryStore {
             self.expire_due(&mut sites, write.key(), &mut expired);
             retired.push(expired);
         }
-        let in_place = match only_patches {
-            true => self.patch_all_locked(&mut sites, checked, (actor, now), retired),
-            false => None,
-        };
+        let in_place = patches.and_then(|calls| {
+            self.patch_all_locked(&mut sites, (calls, checked), (actor, now), retired)
+        });
         let applied = match in_place {
             Some(applied) => applied,
             None => self.decide_and_apply(&mut sites, (&request, checked), plan, now, retired)?,

@@ -111,52 +111,11 @@ impl MemoryStore {
 /// of them: then no write of the batch needs undoing, and none is copied first (a batch
 /// decided whole merges a copy of every document: `docstore::batch::decide`).
 impl MemoryStore {
-    /// Whether every write of the batch is an `Update` or `UpdateIf` in a collection without
-    /// unique indexes, so that [`MemoryStore::patch_all_locked`] may apply it.
-    pub(crate) fn only_patches(&self, writes: &[Write]) -> bool {
-        writes.iter().all(|write| {
-            matches!(write, Write::Update { .. } | Write::UpdateIf { .. })
-                && !(self.defs(write.key().collection()).iter()).any(CompiledIndex::is_unique)
-        })
-    }
-
-    /// Applies a batch of [`only_patches`](Self::only_patches) under the write lock, each
-    /// write merged in place as a single update is, at `now`, when every one certainly
-    /// applies; `None`, having changed nothing, when one might not (the caller then decides
-    /// the batch whole, which names the refusal).
-    pub(crate) fn patch_all_locked(
-        &self,
-        sites: &mut HashMap<String, Site>,
-        checked: &CheckedBatch<'_>,
-        (actor, now): (&str, i64),
-        retired: &mut Vec<Retired>,
-    ) -> Option<Vec<Applied>> {
-        let calls = self.certain_patches(sites, checked)?;
-        let applied = calls.into_iter().enumerate().map(|(index, call)| {
-            let mut gone = Retired::default();
-            let by = (actor, checked.expiry(index));
-            let doc = self.patch_locked(sites, call, (by, now), &mut gone);
-            retired.push(gone);
-            Applied::Written(doc.expect("checked by certain_patches: nothing refuses it"))
-        });
-        Some(applied.collect())
-    }
-
-    /// The batch's updates when every one certainly applies: its document is there, at the
-    /// version an `UpdateIf` expects, the merge's size bound (the stored data's plus the
-    /// patch's) within the document limit, and the batch's bytes counted with those bounds
-    /// within [`MAX_BATCH_BYTES`](docstore::batch::MAX_BATCH_BYTES) (bounds are never
-    /// below the sizes the batch decided whole would count). No unique index is involved
-    /// ([`only_patches`](Self::only_patches)), and the write lock keeps it all true until
-    /// applied.
-    fn certain_patches<'b>(
-        &self,
-        sites: &HashMap<String, Site>,
-        checked: &CheckedBatch<'b>,
-    ) -> Option<Vec<Patch<'b>>> {
-        let mut bytes = checked.bytes();
-        let mut calls = Vec::with_capacity(checked.writes().len());
-        for (index, write) in checked.writes().iter().enumerate() {
+    /// The batch's calls when every write is an `Update` or `UpdateIf` in a collection
+    /// without unique indexes, so that [`MemoryStore::patch_all_locked`] may apply it: each
+    /// patch's size bound found here, before the write lock, as a single update's is.
+    pub(crate) fn batch_patches<'b>(&self, writes: &'b [Write]) -> Option<Vec<Patch<'b>>> {
+        let call = |write: &'b Write| {
             let (key, patch, expected) = match write {
                 Write::Update { key, patch } => (key, patch, None),
                 Write::UpdateIf {
@@ -166,25 +125,66 @@ impl MemoryStore {
                 } => (key, patch, Some(*expected_version)),
                 _ => return None,
             };
-            let slot = Self::lookup_slot(sites, key)?;
-            if expected.is_some_and(|version| version != slot.doc.version) {
-                return None;
-            }
-            let patch_bound = data_size_bound(patch);
-            let stored = (slot.size_bound).unwrap_or_else(|| data_size_bound(&slot.doc.data));
-            let bound = stored.saturating_add(patch_bound);
-            if bound > self.options.max_doc_bytes {
-                return None;
-            }
-            bytes.add(index, bound).ok()?;
-            calls.push(Patch {
+            let defs = self.defs(key.collection());
+            (!defs.iter().any(CompiledIndex::is_unique)).then(|| Patch {
                 key,
                 patch,
-                patch_bound,
+                patch_bound: data_size_bound(patch),
                 expected,
-            });
+            })
+        };
+        writes.iter().map(call).collect()
+    }
+
+    /// Applies the [`batch_patches`](Self::batch_patches) of `checked` under the write
+    /// lock, each merged in place as a single update is, at `now`, when every one certainly
+    /// applies ([`certain`](Self::certain)); `None`, having changed nothing, when one might
+    /// not (the caller then decides the batch whole, which names the refusal).
+    pub(crate) fn patch_all_locked(
+        &self,
+        sites: &mut HashMap<String, Site>,
+        (calls, checked): (Vec<Patch<'_>>, &CheckedBatch<'_>),
+        (actor, now): (&str, i64),
+        retired: &mut Vec<Retired>,
+    ) -> Option<Vec<Applied>> {
+        if !self.certain(sites, &calls, checked) {
+            return None;
         }
-        Some(calls)
+        let applied = calls.into_iter().enumerate().map(|(index, call)| {
+            let mut gone = Retired::default();
+            let by = (actor, checked.expiry(index));
+            let doc = self.patch_locked(sites, call, (by, now), &mut gone);
+            retired.push(gone);
+            Applied::Written(doc.expect("checked by `certain`: nothing refuses it"))
+        });
+        Some(applied.collect())
+    }
+
+    /// Whether every call certainly applies: its document is there, at the version an
+    /// `UpdateIf` expects, the merge's size bound (the stored data's plus the patch's)
+    /// within the document limit, and the batch's bytes counted with those bounds within
+    /// [`MAX_BATCH_BYTES`](docstore::batch::MAX_BATCH_BYTES) (bounds are never below the
+    /// sizes the batch decided whole would count). No unique index is involved
+    /// ([`batch_patches`](Self::batch_patches)), and the write lock keeps it all true until
+    /// applied.
+    fn certain(
+        &self,
+        sites: &HashMap<String, Site>,
+        calls: &[Patch<'_>],
+        checked: &CheckedBatch<'_>,
+    ) -> bool {
+        let mut bytes = checked.bytes();
+        calls.iter().enumerate().all(|(index, call)| {
+            let Some(slot) = Self::lookup_slot(sites, call.key) else {
+                return false;
+            };
+            let stored = (slot.size_bound).unwrap_or_else(|| data_size_bound(&slot.doc.data));
+            let bound = stored.saturating_add(call.patch_bound);
+            call.expected
+                .is_none_or(|version| version == slot.doc.version)
+                && bound <= self.options.max_doc_bytes
+                && bytes.add(index, bound).is_ok()
+        })
     }
 }
 

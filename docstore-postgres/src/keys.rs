@@ -39,8 +39,8 @@ const ARGS: &str =
     "collection, data, raw, id, created_at, updated_at, created_by, updated_by, version";
 
 /// The name of the SQL function, key column and B-tree that keep declared index `index` in
-/// the store's schema: `ix_` and the [`stable_hash`](docstore::driver::stable_hash) of the declaration (collection, name,
-/// fields), so a declaration with other fields gets its own.
+/// the store's schema: `ix_` and the [`stable_hash`](docstore::driver::stable_hash) of the
+/// declaration (collection, name, fields), so a declaration with other fields gets its own.
 pub fn name(index: &Index) -> String {
     let fields = serde_json::to_value(index).expect("an index serializes")["fields"].to_string();
     let declaration = format!("{}\0{}\0{fields}\0", index.collection, index.name);

@@ -308,7 +308,7 @@ async fn raw_put(
     use aws_sdk_dynamodb::error::ProvideErrorMetadata;
     let started = Instant::now();
     let sk = match item.get("sk") {
-        Some(AttributeValue::S(sk)) => fnv1a(sk),
+        Some(AttributeValue::S(sk)) => docstore::driver::stable_hash(sk.as_bytes()),
         _ => 0,
     };
     let mut jitter = docstore_bench::data::Rng::new(sk);
@@ -451,12 +451,7 @@ fn raw_item(
 
 /// The shard in `0..shards` of `id` (docstore-dynamodb's crate docs).
 fn shard(id: &str, shards: u32) -> u64 {
-    fnv1a(id) % u64::from(shards)
-}
-
-/// The layout's hash of `text` ([`docstore::driver::stable_hash`]).
-fn fnv1a(text: &str) -> u64 {
-    docstore::driver::stable_hash(text.as_bytes())
+    docstore::driver::stable_hash(id.as_bytes()) % u64::from(shards)
 }
 
 /// The store's item of the first document of the "after" run on `table`.
