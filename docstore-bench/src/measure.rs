@@ -117,8 +117,23 @@ pub async fn timed(
             break;
         }
     }
+    settle_allocator();
     let elapsed = started.elapsed();
     Ok(Figures::new(latencies, elapsed, window.growth_kib()))
+}
+
+/// A request glibc's allocator serves as a large block: above its 1 KiB small-block range,
+/// below its 128 KiB threshold for mapping memory of its own.
+const LARGE_REQUEST: usize = 64 * 1024;
+
+/// Has the allocator do now the work the workload's frees left pending, so that the
+/// workload's time includes it. glibc keeps small freed blocks in fast bins and merges them
+/// all, in one pass, at the next large request or large free — whoever makes it. A side that
+/// freed many small blocks would otherwise hand that pass to the next workload or to the
+/// other side (tens of milliseconds after 50 000 memory-store deletes), and which one got
+/// it would depend on which made the first large request, not on what each side freed.
+pub fn settle_allocator() {
+    std::hint::black_box(Vec::<u8>::with_capacity(LARGE_REQUEST));
 }
 
 #[cfg(test)]

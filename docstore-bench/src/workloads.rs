@@ -453,6 +453,7 @@ async fn concurrent_updates(
                 subject.update(&coll, &id, &patch).await?;
                 latencies.record(op.elapsed());
             }
+            crate::measure::settle_allocator();
             Ok::<_, BenchError>(latencies)
         }));
     }
@@ -566,6 +567,7 @@ async fn walk(
             _ => break,
         }
     }
+    crate::measure::settle_allocator();
     let elapsed = started.elapsed();
     let mut figures = Figures::new(latencies, elapsed, window.growth_kib());
     figures.ops = *total as u64;
