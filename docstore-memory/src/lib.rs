@@ -57,6 +57,7 @@ pub use feed::DEFAULT_FEED_RETENTION;
 use feed::{Before, Evicted, Feed, Logged};
 use futures_util::FutureExt;
 use identities::Identities;
+use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
@@ -131,13 +132,24 @@ impl Placement {
     }
 }
 
-/// One collection's documents by id, and one ordered map per declared index of the
-/// collection (in declaration order): index key -> id. Every write goes through
+/// One collection's documents by id, their ids in order, and one ordered map per declared
+/// index of the collection (in declaration order): index key -> id. Every write goes through
 /// [`Collection::set`] and [`Collection::remove`], under the store's one write lock, so the
 /// maps always hold exactly one key per document.
+///
+/// The documents are hashed by id, not kept in an ordered map: every keyed read and write
+/// finds its document with one hash and one comparison, where a B-tree of 50 000 ids took
+/// five levels of cache misses (`docs/benchmarks.md`, "Memory: documents hashed by id"). Only
+/// walks and id-order queries need the order, and read it from `ids`. The map keeps its
+/// entries in one vector in the order they were added (a removal moves the last into the
+/// hole), so a scan reads them about in the order their documents were allocated, as the
+/// ordered map did, instead of jumping around the heap in hash order.
 #[derive(Debug, Default)]
 struct Collection {
-    docs: BTreeMap<String, Slot>,
+    docs: IndexMap<Arc<str>, Slot>,
+    /// Each id of `docs` (sharing its key's allocation), in id order, with its entry's
+    /// position there: a walk reaches each document without hashing its id again.
+    ids: BTreeMap<Arc<str>, usize>,
     indexes: Vec<BTreeMap<Vec<u8>, String>>,
     /// The documents that expire, by `(expires_at, id)`: what a read at a given time leaves
     /// out of counts, and what a sweep removes.
@@ -147,7 +159,8 @@ struct Collection {
 impl Collection {
     fn new(defs: &[CompiledIndex]) -> Self {
         Collection {
-            docs: BTreeMap::new(),
+            docs: IndexMap::new(),
+            ids: BTreeMap::new(),
             indexes: vec![BTreeMap::new(); defs.len()],
             expiring: BTreeSet::new(),
         }
@@ -185,9 +198,32 @@ impl Collection {
         self.docs.get(id)
     }
 
-    /// The documents in id order.
-    fn documents(&self) -> impl DoubleEndedIterator<Item = &Document> {
+    /// The documents, in no particular order.
+    fn documents(&self) -> impl Iterator<Item = &Document> {
         self.docs.values().map(|slot| slot.doc.as_ref())
+    }
+
+    /// The documents after the id `after` (from the first without one) in id order,
+    /// or before it in descending order.
+    fn in_id_order<'c>(
+        &'c self,
+        after: Option<&str>,
+        descending: bool,
+    ) -> Box<dyn Iterator<Item = &'c Document> + 'c> {
+        let ids = match (after, descending) {
+            (None, _) => self.ids.range::<str, _>(..),
+            (Some(id), false) => self
+                .ids
+                .range::<str, _>((Bound::Excluded(id), Bound::Unbounded)),
+            (Some(id), true) => self
+                .ids
+                .range::<str, _>((Bound::Unbounded, Bound::Excluded(id))),
+        };
+        let document = |(_, &position): (_, &usize)| self.docs[position].doc.as_ref();
+        match descending {
+            false => Box::new(ids.map(document)),
+            true => Box::new(ids.rev().map(document)),
+        }
     }
 
     fn contains_key(&self, id: &str) -> bool {
@@ -195,14 +231,16 @@ impl Collection {
     }
 
     /// Stores `slot`'s document (new or replacing the one with its id, whose slot is
-    /// returned), moving its index keys. One search of the id map when the id is stored
-    /// already (every replacing write), two for a new one.
+    /// returned), moving its index keys. One hash lookup when the id is stored already
+    /// (every replacing write); a new one is also filed in the id order.
     fn set(&mut self, defs: &[CompiledIndex], slot: Slot) -> Option<Slot> {
         let stored = Arc::clone(&slot.doc);
-        let old = match self.docs.get_mut(&stored.id) {
+        let old = match self.docs.get_mut(stored.id.as_str()) {
             Some(current) => Some(std::mem::replace(current, slot)),
             None => {
-                self.docs.insert(stored.id.clone(), slot);
+                let id: Arc<str> = Arc::from(stored.id.as_str());
+                let (position, _) = self.docs.insert_full(Arc::clone(&id), slot);
+                self.ids.insert(id, position);
                 None
             }
         };
@@ -259,7 +297,12 @@ impl Collection {
     }
 
     fn remove(&mut self, defs: &[CompiledIndex], id: &str) -> Option<Slot> {
-        let slot = self.docs.remove(id)?;
+        let (position, _, slot) = self.docs.swap_remove_full(id)?;
+        self.ids.remove(id);
+        // The last entry moved into the hole.
+        if let Some((moved, _)) = self.docs.get_index(position) {
+            *self.ids.get_mut(moved).expect("every id is ordered") = position;
+        }
         if let Some(at) = slot.doc.expires_at {
             self.expiring.remove(&(at, slot.doc.id.clone()));
         }
@@ -271,12 +314,15 @@ impl Collection {
 }
 
 /// What a write took out of the store under the write lock — the log entry the retention
-/// pushed out, with the document or the displaced values it kept — to be dropped once the
-/// lock is released, so that freeing them never holds up the other writers. (What a write
-/// replaces or removes goes into the log, not here.)
+/// pushed out, with the document or the displaced values it kept, and a collection it
+/// emptied — to be dropped once the lock is released, so that freeing them never holds up
+/// the other writers. (What a write replaces or removes goes into the log, not here.)
 #[derive(Debug, Default)]
 struct Retired {
     entry: Option<Evicted>,
+    /// Its maps' buffers are large blocks: freeing one makes glibc's allocator first sort
+    /// every small block freed since, which after many deletes took tens of milliseconds.
+    collection: Option<Collection>,
 }
 
 /// A document about to be stored whole and, when known, its data's size bound: data the
@@ -592,7 +638,7 @@ impl MemoryStore {
         if !Self::lookup(sites, key).is_some_and(|doc| doc.is_expired(now)) {
             return;
         }
-        if let Some(removed) = self.remove_unchecked(sites, key) {
+        if let Some(removed) = self.remove_unchecked(sites, key, retired) {
             let time = removed.doc.expires_at.unwrap_or(removed.doc.updated_at);
             let chain = (key, ChangeKind::Expired, removed.last_change);
             retired.entry = self.feed.removed(chain, removed.doc, time, "").evicted;
@@ -667,7 +713,7 @@ impl MemoryStore {
         }
         let removed = collection.remove(self.defs(key.collection()), key.id());
         if collection.is_empty() {
-            site.remove(key.collection());
+            retired.collection = site.remove(key.collection());
         }
         if let Some(removed) = removed {
             let chain = (key, ChangeKind::Deleted, removed.last_change);
@@ -814,7 +860,7 @@ impl MemoryStore {
                     Applied::Written(document)
                 }
                 Decision::Remove => {
-                    if let Some(removed) = self.remove_unchecked(sites, key) {
+                    if let Some(removed) = self.remove_unchecked(sites, key, &mut gone) {
                         let chain = (key, ChangeKind::Deleted, removed.last_change);
                         let appended = self.feed.removed(chain, removed.doc, now, actor);
                         gone.entry = appended.evicted;
@@ -837,13 +883,18 @@ impl MemoryStore {
     }
 
     /// Removes the document at `key` without checks; the removed document's slot.
-    fn remove_unchecked(&self, sites: &mut HashMap<String, Site>, key: &Key) -> Option<Slot> {
+    fn remove_unchecked(
+        &self,
+        sites: &mut HashMap<String, Site>,
+        key: &Key,
+        retired: &mut Retired,
+    ) -> Option<Slot> {
         self.identities.lock().forget(key);
         let site = sites.get_mut(key.site())?;
         let collection = site.get_mut(key.collection())?;
         let removed = collection.remove(self.defs(key.collection()), key.id());
         if collection.is_empty() {
-            site.remove(key.collection());
+            retired.collection = site.remove(key.collection());
         }
         if site.is_empty() {
             sites.remove(key.site());
@@ -1135,7 +1186,7 @@ impl Driver for MemoryStore {
             return Ok(evaluate_by_index(compiled, &plan, defs, (docs, now)));
         }
         Ok(match compiled.id_order() {
-            Some(descending) => evaluate_in_id_order(compiled, (&docs.docs, now), descending),
+            Some(descending) => evaluate_in_id_order(compiled, (docs, now), descending),
             None => compiled.evaluate(docs.documents().filter(|doc| !doc.is_expired(now))),
         })
     }
@@ -1352,42 +1403,16 @@ fn evaluate_by_index(
 /// page holds was seen, so a page costs what it returns plus what the filter skipped.
 fn evaluate_in_id_order(
     query: &CompiledQuery,
-    (docs, now): (&BTreeMap<String, Slot>, i64),
+    (docs, now): (&Collection, i64),
     descending: bool,
 ) -> Page {
-    let start = query.after().map(|position| position.id.as_str());
+    let after = query.after().map(|position| position.id.as_str());
     let wanted = query
         .limit()
         .map_or(usize::MAX, |limit| limit.saturating_add(1));
     let live = |doc: &&Document| !doc.is_expired(now);
-    let candidates: Vec<&Document> = match (descending, start) {
-        (false, Some(id)) => walk(
-            docs.range::<str, _>((Bound::Excluded(id), Bound::Unbounded))
-                .map(|e| e.1.doc.as_ref())
-                .filter(live),
-            query,
-            wanted,
-        ),
-        (false, None) => walk(
-            docs.values().map(|s| s.doc.as_ref()).filter(live),
-            query,
-            wanted,
-        ),
-        (true, Some(id)) => walk(
-            docs.range::<str, _>((Bound::Unbounded, Bound::Excluded(id)))
-                .rev()
-                .map(|e| e.1.doc.as_ref())
-                .filter(live),
-            query,
-            wanted,
-        ),
-        (true, None) => walk(
-            docs.values().rev().map(|s| s.doc.as_ref()).filter(live),
-            query,
-            wanted,
-        ),
-    };
-    page_of_matches(query, candidates)
+    let in_order = docs.in_id_order(after, descending).filter(live);
+    page_of_matches(query, walk(in_order, query, wanted))
 }
 
 /// The page of matches in the query's order: only the page's documents are copied out.
@@ -1422,6 +1447,53 @@ mod tests {
     mod indexed {
         use super::*;
         conformance_tests::index_suite!(MemoryHarness);
+    }
+
+    /// A collection's id order survives removals, which move the last document into the
+    /// hole: every walk from every position, both ways, gives the ids left in order.
+    #[test]
+    fn removals_keep_the_id_order() {
+        let doc = |id: String| Document {
+            id,
+            data: docstore::Data::default(),
+            created_at: 0,
+            updated_at: 0,
+            created_by: String::new(),
+            updated_by: String::new(),
+            version: 1,
+            expires_at: None,
+        };
+        let mut collection = Collection::new(&[]);
+        let mut left = BTreeSet::new();
+        // 37 is coprime with 100: the ids go in out of order.
+        for n in (0..100).map(|n| n * 37 % 100) {
+            let id = format!("d{n:03}");
+            collection.set(&[], Slot::whole(Arc::new(doc(id.clone())), None, 0));
+            left.insert(id);
+        }
+        for n in (0..100).filter(|n| n % 3 != 1).map(|n| n * 7 % 100) {
+            let id = format!("d{n:03}");
+            assert!(collection.remove(&[], &id).is_some());
+            left.remove(&id);
+            let walked = |after: Option<&str>, descending| -> Vec<String> {
+                let docs = collection.in_id_order(after, descending);
+                docs.map(|d| d.id.clone()).collect()
+            };
+            let ascending: Vec<String> = left.iter().cloned().collect();
+            assert_eq!(walked(None, false), ascending);
+            let from: Vec<String> = left
+                .range::<str, _>((Bound::Excluded(id.as_str()), Bound::Unbounded))
+                .cloned()
+                .collect();
+            assert_eq!(walked(Some(&id), false), from);
+            let before: Vec<String> = left
+                .range::<str, _>((Bound::Unbounded, Bound::Excluded(id.as_str())))
+                .rev()
+                .cloned()
+                .collect();
+            assert_eq!(walked(Some(&id), true), before);
+        }
+        assert_eq!(collection.len(), left.len());
     }
 
     /// The store's background task removes an expired document by itself, recording its
