@@ -350,20 +350,29 @@ impl CompiledQuery {
         &self,
         docs: impl Iterator<Item = (usize, &'a Document)>,
     ) -> (Vec<(usize, &'a Document)>, bool) {
-        type Entry<'a> = (SortKey<'a>, (usize, &'a Document));
-        let mut selected: Vec<Entry<'a>> = docs
-            .filter(|(_, doc)| self.matches(doc) && self.is_after_cursor(doc))
-            .map(|(i, doc)| (self.sort_key(doc), (i, doc)))
-            .collect();
-        let by_order =
-            |a: &Entry<'a>, b: &Entry<'a>| self.compare_keys(&a.0, &(a.1).1.id, &b.0, &(b.1).1.id);
+        let width = self.order.len();
+        // Every match's sort values in one vector, `width` each in match order: a scan
+        // matching thousands of documents allocates no key per match.
+        let mut values: Vec<Option<Cow<'a, Value>>> = Vec::new();
+        let mut found: Vec<(usize, &'a Document)> = Vec::new();
+        for (i, doc) in docs {
+            if self.matches(doc) && self.is_after_cursor(doc) {
+                values.extend(self.order.iter().map(|(path, _)| path.resolve(doc)));
+                found.push((i, doc));
+            }
+        }
+        let key = |m: usize| &values[m * width..(m + 1) * width];
+        let by_order = |a: &usize, b: &usize| {
+            self.compare_keys(key(*a), &found[*a].1.id, key(*b), &found[*b].1.id)
+        };
+        let mut selected: Vec<usize> = (0..found.len()).collect();
         let more = self.limit.is_some_and(|limit| selected.len() > limit);
         if let (true, Some(limit)) = (more, self.limit) {
             selected.select_nth_unstable_by(limit, by_order);
             selected.truncate(limit);
         }
         selected.sort_unstable_by(by_order);
-        (selected.into_iter().map(|(_, entry)| entry).collect(), more)
+        (selected.into_iter().map(|m| found[m]).collect(), more)
     }
 
     fn page(&self, documents: Vec<Document>, more: bool) -> Page {
@@ -386,7 +395,13 @@ impl CompiledQuery {
             .collect()
     }
 
-    fn compare_keys(&self, a: &SortKey<'_>, a_id: &str, b: &SortKey<'_>, b_id: &str) -> Ordering {
+    fn compare_keys(
+        &self,
+        a: &[Option<Cow<'_, Value>>],
+        a_id: &str,
+        b: &[Option<Cow<'_, Value>>],
+        b_id: &str,
+    ) -> Ordering {
         self.compare_in_order(
             a.iter().map(|x| x.as_deref()),
             a_id,
