@@ -1453,16 +1453,7 @@ mod tests {
     /// hole: every walk from every position, both ways, gives the ids left in order.
     #[test]
     fn removals_keep_the_id_order() {
-        let doc = |id: String| Document {
-            id,
-            data: docstore::Data::default(),
-            created_at: 0,
-            updated_at: 0,
-            created_by: String::new(),
-            updated_by: String::new(),
-            version: 1,
-            expires_at: None,
-        };
+        let doc = |id: String| Document::first(id, docstore::Data::default(), "", 0);
         let mut collection = Collection::new(&[]);
         let mut left = BTreeSet::new();
         // 37 is coprime with 100: the ids go in out of order.

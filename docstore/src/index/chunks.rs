@@ -185,16 +185,7 @@ mod tests {
 
     fn doc(i: usize) -> Document {
         let data = object(json!({"n": (i * 7) % 10, "odd": i % 2 == 1})).unwrap();
-        Document {
-            id: format!("d{i:02}"),
-            data,
-            created_at: 0,
-            updated_at: 0,
-            created_by: String::new(),
-            updated_by: String::new(),
-            version: 1,
-            expires_at: None,
-        }
+        Document::first(format!("d{i:02}"), data, "", 0)
     }
 
     /// Chunked reads over a sorted list give the reference pages, page after page, reading

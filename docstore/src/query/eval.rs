@@ -357,7 +357,7 @@ impl CompiledQuery {
         let mut found: Vec<(usize, &'a Document)> = Vec::new();
         for (i, doc) in docs {
             if self.matches(doc) && self.is_after_cursor(doc) {
-                values.extend(self.order.iter().map(|(path, _)| path.resolve(doc)));
+                values.extend(self.sort_values(doc));
                 found.push((i, doc));
             }
         }
@@ -389,10 +389,15 @@ impl CompiledQuery {
     }
 
     fn sort_key<'a>(&self, doc: &'a Document) -> SortKey<'a> {
-        self.order
-            .iter()
-            .map(|(path, _)| path.resolve(doc))
-            .collect()
+        self.sort_values(doc).collect()
+    }
+
+    /// `doc`'s values of the order's fields, in order.
+    fn sort_values<'a>(
+        &self,
+        doc: &'a Document,
+    ) -> impl Iterator<Item = Option<Cow<'a, Value>>> + use<'a, '_> {
+        self.order.iter().map(move |(path, _)| path.resolve(doc))
     }
 
     fn compare_keys(
