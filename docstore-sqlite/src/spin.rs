@@ -53,7 +53,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     #[test]
     fn a_free_mutex_is_taken_at_once() {
@@ -65,19 +65,23 @@ mod tests {
     #[test]
     fn a_mutex_held_past_the_spin_is_waited_for_and_excludes() {
         let mutex = Arc::new(Mutex::new(0usize));
+        let released = Arc::new(AtomicBool::new(false));
         let held = mutex.lock();
         let waiter = {
-            let mutex = Arc::clone(&mutex);
+            let (mutex, released) = (Arc::clone(&mutex), Arc::clone(&released));
             std::thread::spawn(move || {
-                let started = Instant::now();
-                *lock(&mutex) += 1;
-                started.elapsed()
+                let mut guard = lock(&mutex);
+                // Taken only once the holder let go: the flag is set before the release.
+                let after_release = released.load(Ordering::SeqCst);
+                *guard += 1;
+                after_release
             })
         };
+        // Held well past the spin, so the waiter goes to sleep on it.
         std::thread::sleep(SPIN_BEFORE_SLEEPING * 20);
+        released.store(true, Ordering::SeqCst);
         drop(held);
-        let waited = waiter.join().unwrap();
-        assert!(waited >= SPIN_BEFORE_SLEEPING * 20, "{waited:?}");
+        assert!(waiter.join().unwrap(), "the waiter took a held mutex");
         assert_eq!(*mutex.lock(), 1);
     }
 
