@@ -99,8 +99,12 @@ pub(crate) fn text(data: &Data) -> Result<String, Error> {
 
 /// A document from a row holding [`COLUMNS`].
 pub(crate) fn document(row: &Row<'_>) -> Result<Document, Fail> {
-    let text: String = row.get(1)?;
-    let data: Data = serde_json::from_str(&text).map_err(|err| corrupt(format!("data: {err}")))?;
+    // Parsed where SQLite holds it: no copy of the text.
+    let text = row
+        .get_ref(1)?
+        .as_str()
+        .map_err(|err| corrupt(format!("data: {err}")))?;
+    let data: Data = serde_json::from_str(text).map_err(|err| corrupt(format!("data: {err}")))?;
     let version: i64 = row.get(6)?;
     Ok(Document {
         expires_at: row.get(7)?,
