@@ -2,7 +2,7 @@
 
 use crate::error::{Fail, corrupt};
 use docstore::identity::{KeptIds, WriteIds};
-use docstore::{Document, Key};
+use docstore::{Document, Key, Versioned};
 use tokio_postgres::Row;
 
 /// The columns of a document, in the order [`document`] reads them from `offset`.
@@ -15,6 +15,21 @@ pub(crate) fn document(row: &Row, offset: usize) -> Result<Document, Fail> {
     Ok(Document {
         id: row.try_get(offset)?,
         data: crate::json::parse(row.try_get(offset + 1)?)?,
+        created_at: row.try_get(offset + 2)?,
+        updated_at: row.try_get(offset + 3)?,
+        created_by: row.try_get(offset + 4)?,
+        updated_by: row.try_get(offset + 5)?,
+        version: u64::try_from(version).map_err(|_| corrupt("negative version"))?,
+        expires_at: row.try_get(offset + 7)?,
+    })
+}
+
+/// [`document`] with its data left as the JSON text the row holds.
+pub(crate) fn document_text(row: &Row, offset: usize) -> Result<Versioned<String>, Fail> {
+    let version: i64 = row.try_get(offset + 6)?;
+    Ok(Versioned {
+        id: row.try_get(offset)?,
+        value: row.try_get(offset + 1)?,
         created_at: row.try_get(offset + 2)?,
         updated_at: row.try_get(offset + 3)?,
         created_by: row.try_get(offset + 4)?,

@@ -5,7 +5,7 @@ use crate::error::{Fail, pool};
 use crate::feed::Feed;
 use crate::sql::Statements;
 use async_trait::async_trait;
-use docstore::driver::Driver;
+use docstore::driver::{Driver, Fetched};
 use docstore::feed::{ChangeCursor, ChangePage, FeedScope, FeedStart};
 use docstore::query::CompiledQuery;
 use docstore::request::{Answer, Request};
@@ -240,6 +240,19 @@ impl Driver for PostgresStore {
             })
             .await?;
         Ok(found.pop())
+    }
+
+    /// The data as the JSON text of the row: a typed read parses it once, into its type.
+    async fn get_text(&self, key: &Key) -> Result<Option<Fetched>> {
+        let now = self.inner.now();
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&key.site(), &key.collection(), &key.id(), &now];
+        let mut found = self
+            .query_rows(&self.inner.sql.get, &params, |row| {
+                crate::rows::document_text(row, 0)
+            })
+            .await?;
+        Ok(found.pop().map(Fetched::Text))
     }
 
     /// One statement: one snapshot.

@@ -1,8 +1,8 @@
 //! Documents to and from rows.
 
 use crate::error::{Fail, corrupt};
-use docstore::driver::Expiry;
-use docstore::{Data, Document, Error, Key};
+use docstore::driver::{Expiry, Fetched};
+use docstore::{Data, Document, Error, Key, Versioned};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::sync::LazyLock;
 
@@ -268,6 +268,35 @@ pub(crate) fn load(conn: &Connection, key: &Key, now: i64) -> Result<Option<Docu
         )
         .optional()?;
     row.transpose()
+}
+
+/// [`load`], the data left as the JSON text SQLite gives ([`Driver::get_text`]).
+///
+/// [`Driver::get_text`]: docstore::driver::Driver::get_text
+pub(crate) fn load_text(conn: &Connection, key: &Key, now: i64) -> Result<Option<Fetched>, Fail> {
+    let mut stmt = conn.prepare_cached(&LOAD)?;
+    let row = stmt
+        .query_row(
+            params![key.site(), key.collection(), key.id(), now],
+            |row| Ok(document_text(row)),
+        )
+        .optional()?;
+    Ok(row.transpose()?.map(Fetched::Text))
+}
+
+/// A row holding [`COLUMNS`] with its data as text, the rest as [`document`] reads it.
+fn document_text(row: &Row<'_>) -> Result<Versioned<String>, Fail> {
+    let version: i64 = row.get(6)?;
+    Ok(Versioned {
+        id: row.get(0)?,
+        value: row.get(1)?,
+        created_at: row.get(2)?,
+        updated_at: row.get(3)?,
+        created_by: row.get(4)?,
+        updated_by: row.get(5)?,
+        version: u64::try_from(version).map_err(|_| corrupt("negative version"))?,
+        expires_at: row.get(7)?,
+    })
 }
 
 /// [`load_metadata`]'s statement.

@@ -9,7 +9,7 @@ use crate::unique::Claims;
 use crate::{query, rows, write_ids};
 use async_trait::async_trait;
 use docstore::batch::{CheckedBatch, WriteOutcome};
-use docstore::driver::{Driver, Expiry, Origin, Swept, sweep_in_chunks};
+use docstore::driver::{Driver, Expiry, Fetched, Origin, Swept, sweep_in_chunks};
 use docstore::feed::{ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::identity::KeptIds;
 use docstore::query::CompiledQuery;
@@ -605,6 +605,13 @@ impl Driver for SqliteStore {
         self.read(move |conn| rows::load(conn, &key, now)).await
     }
 
+    /// The data as the JSON text SQLite gives: a typed read parses it once, into its type.
+    async fn get_text(&self, key: &Key) -> Result<Option<Fetched>> {
+        let (key, now) = (key.clone(), self.inner.now());
+        self.read(move |conn| rows::load_text(conn, &key, now))
+            .await
+    }
+
     /// One read transaction on one connection: the answer is one snapshot.
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Document>>> {
         let (keys, now) = (keys.to_vec(), self.inner.now());
@@ -829,5 +836,27 @@ mod tests {
         let kept = changes(&store).await.changes;
         assert_eq!(kept[0].key, write(1), "the expired change is pruned");
         assert_eq!(kept.len() as u64, last);
+    }
+
+    /// A typed read gets the stored JSON text, and it holds exactly the data `get` parses.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn get_text_hands_over_the_stored_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("t.db")).unwrap();
+        let key = Key::new("s", "c", "d").unwrap();
+        let data = docstore::object(serde_json::json!({"n": 1.5, "big": u64::MAX, "s": "é"}));
+        Store::new(store.clone())
+            .create(&key, data.unwrap(), "a")
+            .await
+            .unwrap();
+        let document = store.get(&key).await.unwrap().unwrap();
+        let Some(Fetched::Text(text)) = store.get_text(&key).await.unwrap() else {
+            panic!("no text");
+        };
+        let parsed: Data = serde_json::from_str(&text.value).unwrap();
+        assert_eq!(parsed, document.data);
+        assert_eq!((text.id, text.version), (document.id, document.version));
+        let missing = Key::new("s", "c", "none").unwrap();
+        assert_eq!(store.get_text(&missing).await.unwrap(), None);
     }
 }

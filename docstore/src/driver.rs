@@ -23,6 +23,16 @@ pub struct Page {
     pub exhausted_scan: bool,
 }
 
+/// A document as [`Driver::get_text`] reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fetched {
+    /// The document, its data parsed.
+    Document(Document),
+    /// The document with its data as the JSON text of an object, as the database keeps it
+    /// (in [`Versioned::value`](crate::Versioned::value)): valid, since the store wrote it.
+    Text(crate::Versioned<String>),
+}
+
 /// How a backend would run a query: the answer of [`Store::explain`](crate::Store::explain).
 ///
 /// ```
@@ -607,6 +617,14 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
 
     /// Reads a document.
     async fn get(&self, key: &Key) -> Result<Option<Document>>;
+
+    /// Reads a document for a typed read ([`Collection::get`](crate::Collection::get)): a
+    /// driver that keeps documents as JSON text may hand its data over as that text, so that
+    /// it is parsed once, straight into the caller's type, instead of into a map first.
+    /// The same read as [`get`](Self::get) otherwise; by default, `get` itself.
+    async fn get_text(&self, key: &Key) -> Result<Option<Fetched>> {
+        Ok(self.get(key).await?.map(Fetched::Document))
+    }
 
     /// Reads several distinct keys: one `Option` per key, in the keys' order, strongly
     /// consistent; a driver with a per-request limit splits them. Its docs say whether the

@@ -4,7 +4,7 @@ use super::dispatch::CallIdentity;
 use super::feed::{ChangeStream, TypedChange, TypedChangePage};
 use super::{Site, WriteCall};
 use crate::driver::{Expiry, Origin};
-use crate::driver::{Explain, Page};
+use crate::driver::{Explain, Fetched, Page};
 use crate::feed::{FeedScope, FeedStart};
 use crate::key::{Key, validate_collection};
 use crate::query::{Cursor, Filter, Query};
@@ -52,6 +52,20 @@ impl<T> Versioned<T> {
     /// The value, without the metadata.
     pub fn into_value(self) -> T {
         self.value
+    }
+
+    /// The same metadata with another value.
+    fn with_value<U>(self, value: U) -> Versioned<U> {
+        Versioned {
+            id: self.id,
+            value,
+            version: self.version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            created_by: self.created_by,
+            updated_by: self.updated_by,
+            expires_at: self.expires_at,
+        }
     }
 }
 
@@ -203,6 +217,16 @@ fn decode<T: DeserializeOwned + 'static>(key: KeyText<'_>, data: Data) -> Result
     })
 }
 
+/// JSON text the store wrote (an object) as a `T`, parsed once. Its depth is bounded by the
+/// writes ([`MAX_DEPTH`](crate::document::MAX_DEPTH)), within serde_json's recursion limit
+/// (`text_as_deep_as_a_document_may_be_decodes`).
+fn decode_text<T: DeserializeOwned>(key: KeyText<'_>, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|err| Error::Decode {
+        key: key.to_string(),
+        message: err.to_string(),
+    })
+}
+
 /// The document of `site`/`collection` as a `Versioned<T>`, its data decoded.
 pub(super) fn versioned<T: DeserializeOwned + 'static>(
     site: &str,
@@ -277,9 +301,18 @@ where
     /// Reads the document `id` (`None` when there is none).
     pub async fn get(&self, id: &str) -> Result<Option<Versioned<T>>> {
         let key = self.key(id)?;
-        match self.store().get(&key).await? {
+        match self.store().get_text(&key).await? {
             None => Ok(None),
-            Some(doc) => self.versioned(doc).map(Some),
+            Some(Fetched::Document(doc)) => self.versioned(doc).map(Some),
+            Some(Fetched::Text(text)) => {
+                let key = KeyText {
+                    site: self.site.name(),
+                    collection: &self.name,
+                    id: &text.id,
+                };
+                let value = decode_text(key, &text.value)?;
+                Ok(Some(text.with_value(value)))
+            }
         }
     }
 
@@ -603,5 +636,60 @@ where
             .stream(self.site.name(), &self.name, &query)
             .try_fold(0u64, |n, _| async move { Ok(n + 1) })
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    const KEY: KeyText<'static> = KeyText {
+        site: "s",
+        collection: "c",
+        id: "d",
+    };
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Ticket {
+        title: String,
+        score: f64,
+    }
+
+    #[test]
+    fn text_decodes_as_the_parsed_data_does() {
+        let text = r#"{"title":"hello","score":1.5,"extra":[1,{"x":null}]}"#;
+        let data: Data = serde_json::from_str(text).unwrap();
+        let via_map: Ticket = decode(KEY, data.clone()).unwrap();
+        assert_eq!(decode_text::<Ticket>(KEY, text).unwrap(), via_map);
+        assert_eq!(decode_text::<Data>(KEY, text).unwrap(), data);
+    }
+
+    #[test]
+    fn text_that_does_not_fit_names_the_key() {
+        let err = decode_text::<Ticket>(KEY, r#"{"title":5,"score":1}"#).unwrap_err();
+        assert!(
+            matches!(&err, Error::Decode { key, .. } if key == "s/c/d"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn text_as_deep_as_a_document_may_be_decodes() {
+        let wrap = |inner: Value| crate::object(serde_json::json!({ "a": inner })).unwrap();
+        let mut deepest = wrap(Value::from(1));
+        loop {
+            let deeper = wrap(Value::Object((*deepest).clone()));
+            if crate::document::check_depth(&deeper).is_err() {
+                break;
+            }
+            deepest = deeper;
+        }
+        let text = serde_json::to_string(&deepest).unwrap();
+        assert!(
+            text.matches('{').count() >= crate::document::MAX_DEPTH,
+            "{text}"
+        );
+        assert_eq!(decode_text::<Data>(KEY, &text).unwrap(), deepest);
     }
 }

@@ -199,6 +199,12 @@ impl Store {
         self.driver.read(|driver| driver.get(key)).await
     }
 
+    /// [`get`](Self::get) for a typed read: the data may come as JSON text
+    /// ([`Driver::get_text`](crate::driver::Driver::get_text)).
+    pub(crate) async fn get_text(&self, key: &Key) -> Result<Option<crate::driver::Fetched>> {
+        self.driver.read(|driver| driver.get_text(key)).await
+    }
+
     /// Creates or replaces a document; a replaced document keeps its `created_*` fields and
     /// its version grows by one.
     pub fn put<'a>(&'a self, key: &'a Key, data: Data, actor: &'a str) -> WriteCall<'a, Document> {
