@@ -197,6 +197,21 @@ impl PostgresStore {
         self.inner.documents_read.fetch_add(rows, Ordering::Relaxed);
     }
 
+    /// The row at `key` not expired now, if any, as `row` makes it.
+    async fn get_row<T>(
+        &self,
+        key: &Key,
+        row: impl Fn(&tokio_postgres::Row) -> std::result::Result<T, Fail>,
+    ) -> Result<Option<T>> {
+        let now = self.inner.now();
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&key.site(), &key.collection(), &key.id(), &now];
+        Ok(self
+            .query_rows(&self.inner.sql.get, &params, row)
+            .await?
+            .pop())
+    }
+
     async fn query_rows<T>(
         &self,
         sql: &str,
@@ -231,28 +246,13 @@ impl Driver for PostgresStore {
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Document>> {
-        let now = self.inner.now();
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-            [&key.site(), &key.collection(), &key.id(), &now];
-        let mut found = self
-            .query_rows(&self.inner.sql.get, &params, |row| {
-                crate::rows::document(row, 0)
-            })
-            .await?;
-        Ok(found.pop())
+        self.get_row(key, |row| crate::rows::document(row, 0)).await
     }
 
     /// The data as the JSON text of the row: a typed read parses it once, into its type.
     async fn get_text(&self, key: &Key) -> Result<Option<Fetched>> {
-        let now = self.inner.now();
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-            [&key.site(), &key.collection(), &key.id(), &now];
-        let mut found = self
-            .query_rows(&self.inner.sql.get, &params, |row| {
-                crate::rows::document_text(row, 0)
-            })
-            .await?;
-        Ok(found.pop().map(Fetched::Text))
+        let found = self.get_row(key, |row| crate::rows::document_text(row, 0));
+        Ok(found.await?.map(Fetched::Text))
     }
 
     /// One statement: one snapshot.

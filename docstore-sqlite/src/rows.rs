@@ -260,28 +260,31 @@ static LOAD: LazyLock<String> = LazyLock::new(|| {
 
 /// The document at `key` at `now`, if any (an expired one is none).
 pub(crate) fn load(conn: &Connection, key: &Key, now: i64) -> Result<Option<Document>, Fail> {
-    let mut stmt = conn.prepare_cached(&LOAD)?;
-    let row = stmt
-        .query_row(
-            params![key.site(), key.collection(), key.id(), now],
-            |row| Ok(document(row)),
-        )
-        .optional()?;
-    row.transpose()
+    load_row(conn, key, now, document)
 }
 
 /// [`load`], the data left as the JSON text SQLite gives ([`Driver::get_text`]).
 ///
 /// [`Driver::get_text`]: docstore::driver::Driver::get_text
 pub(crate) fn load_text(conn: &Connection, key: &Key, now: i64) -> Result<Option<Fetched>, Fail> {
+    Ok(load_row(conn, key, now, document_text)?.map(Fetched::Text))
+}
+
+/// The row of [`LOAD`] at `key` at `now`, if any, as `read` makes it.
+fn load_row<T>(
+    conn: &Connection,
+    key: &Key,
+    now: i64,
+    read: impl FnOnce(&Row<'_>) -> Result<T, Fail>,
+) -> Result<Option<T>, Fail> {
     let mut stmt = conn.prepare_cached(&LOAD)?;
     let row = stmt
         .query_row(
             params![key.site(), key.collection(), key.id(), now],
-            |row| Ok(document_text(row)),
+            |row| Ok(read(row)),
         )
         .optional()?;
-    Ok(row.transpose()?.map(Fetched::Text))
+    row.transpose()
 }
 
 /// A row holding [`COLUMNS`] with its data as text, the rest as [`document`] reads it.
