@@ -211,20 +211,22 @@ fn decode<T: DeserializeOwned + 'static>(key: KeyText<'_>, data: Data) -> Result
         Ok(map) => serde_json::from_value(Value::Object(map)),
         Err(shared) => T::deserialize(&*shared),
     };
-    decoded.map_err(|err| Error::Decode {
-        key: key.to_string(),
-        message: err.to_string(),
-    })
+    decoded.map_err(|err| decode_error(key, err))
 }
 
 /// JSON text the store wrote (an object) as a `T`, parsed once. Its depth is bounded by the
 /// writes ([`MAX_DEPTH`](crate::document::MAX_DEPTH)), within serde_json's recursion limit
 /// (`text_as_deep_as_a_document_may_be_decodes`).
 fn decode_text<T: DeserializeOwned>(key: KeyText<'_>, text: &str) -> Result<T> {
-    serde_json::from_str(text).map_err(|err| Error::Decode {
+    serde_json::from_str(text).map_err(|err| decode_error(key, err))
+}
+
+/// The [`Error::Decode`] of the document at `key`.
+fn decode_error(key: KeyText<'_>, err: serde_json::Error) -> Error {
+    Error::Decode {
         key: key.to_string(),
         message: err.to_string(),
-    })
+    }
 }
 
 /// The document of `site`/`collection` as a `Versioned<T>`, its data decoded.
@@ -248,6 +250,26 @@ pub(super) fn versioned<T: DeserializeOwned + 'static>(
         updated_by: doc.updated_by,
         expires_at: doc.expires_at,
     })
+}
+
+/// A typed read of `site`/`collection` ([`Driver::get_text`](crate::driver::Driver::get_text))
+/// as a `Versioned<T>`: [`versioned`] for a document, its text decoded once otherwise.
+fn fetched<T: DeserializeOwned + 'static>(
+    site: &str,
+    collection: &str,
+    fetched: Fetched,
+) -> Result<Versioned<T>> {
+    let text = match fetched {
+        Fetched::Document(doc) => return versioned(site, collection, doc),
+        Fetched::Text(text) => text,
+    };
+    let key = KeyText {
+        site,
+        collection,
+        id: &text.id,
+    };
+    let value = decode_text(key, &text.value)?;
+    Ok(text.with_value(value))
 }
 
 /// `site/collection/id`, as [`Key`] prints it, without building a key (only an error
@@ -301,19 +323,9 @@ where
     /// Reads the document `id` (`None` when there is none).
     pub async fn get(&self, id: &str) -> Result<Option<Versioned<T>>> {
         let key = self.key(id)?;
-        match self.store().get_text(&key).await? {
-            None => Ok(None),
-            Some(Fetched::Document(doc)) => self.versioned(doc).map(Some),
-            Some(Fetched::Text(text)) => {
-                let key = KeyText {
-                    site: self.site.name(),
-                    collection: &self.name,
-                    id: &text.id,
-                };
-                let value = decode_text(key, &text.value)?;
-                Ok(Some(text.with_value(value)))
-            }
-        }
+        let read = self.store().get_text(&key).await?;
+        read.map(|read| fetched(self.site.name(), &self.name, read))
+            .transpose()
     }
 
     /// Reads several documents, one `Option` per id in the ids' order (strongly consistent;
