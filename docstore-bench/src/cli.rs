@@ -21,6 +21,14 @@ pub struct Args {
     /// Operations per single-document workload, memory backend.
     #[arg(long, default_value_t = 50_000)]
     pub memory_ops: usize,
+    /// Changes the memory store's feed keeps in the bench (`with_feed_retention`). At 1 000,
+    /// well under a workload's operations, each workload frees the history it writes, as an
+    /// application writing one kind of change does in steady state. At the store's default
+    /// (100 000, two workloads' writes) the versions a workload replaces are freed by the
+    /// workload two after it: the puts' replaced documents by the updates, which then measure
+    /// the put's frees and the put none of its own.
+    #[arg(long, default_value_t = 1_000)]
+    pub memory_feed_retention: usize,
     /// Operations per single-document workload, SQLite backend.
     #[arg(long, default_value_t = 10_000)]
     pub sqlite_ops: usize,

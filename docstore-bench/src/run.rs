@@ -78,10 +78,11 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
                     args.query_runs,
                     args.task_ops,
                 );
-                eprintln!("memory: {spec:?}");
+                let retention = args.memory_feed_retention;
+                eprintln!("memory: {spec:?}, feed retention {retention} changes");
                 let mut rounds = Vec::new();
                 for _ in 0..args.repeat.max(1) {
-                    rounds.push(memory(&spec).await?);
+                    rounds.push(memory(&spec, retention).await?);
                 }
                 report.sections.push(median_round(rounds));
             }
@@ -251,8 +252,9 @@ async fn load_through(subject: &dyn Subject, count: usize) -> BenchResult<()> {
     Ok(())
 }
 
-async fn memory(spec: &Spec) -> BenchResult<Section> {
-    let store = docstore_side(&Store::new(MemoryStore::new()), None)?;
+async fn memory(spec: &Spec, feed_retention: usize) -> BenchResult<Section> {
+    let store = MemoryStore::new().with_feed_retention(feed_retention);
+    let store = docstore_side(&Store::new(store), None)?;
     let baseline = Arc::new(MemoryBaseline::new());
     load_through(store.subject.as_ref(), spec.query_docs).await?;
     load_through(baseline.as_ref(), spec.query_docs).await?;
@@ -260,7 +262,8 @@ async fn memory(spec: &Spec) -> BenchResult<Section> {
     Ok(Section {
         backend: "memory".to_owned(),
         description: format!(
-            "`MemoryStore` vs `RwLock<HashMap>` of the same `Document`s; {} ops per workload",
+            "`MemoryStore` (feed retention {feed_retention} changes) vs `RwLock<HashMap>` of the \
+             same `Document`s; {} ops per workload",
             spec.ops
         ),
         rows,
