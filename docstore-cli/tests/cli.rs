@@ -1,78 +1,48 @@
 //! The real `docstore` binary against SQLite files and memory.
 
+mod support;
+
 use assert_cmd::Command;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+use std::path::Path;
+use support::{Sandbox, expect};
 
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn url(&self, name: &str) -> String {
-        format!("sqlite:{}", self.path(name).display())
-    }
-
-    /// `docstore --store <db> --site s ARGS`, run in the sandbox directory.
+    /// `docstore --store <db> --site s --actor tester ARGS`, run in the sandbox directory.
     fn cmd(&self, db: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("docstore").unwrap();
-        cmd.current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .args(["--store", &self.url(db), "--site", "s", "--actor", "tester"])
-            .args(args);
-        cmd
+        let mut command = self.docstore(self.flags(db));
+        command.args(args);
+        command
     }
 
     /// The same command as [`Sandbox::cmd`], as a `std` command (to spawn it).
     fn spawnable(&self, db: &str, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("docstore"));
-        cmd.current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .args(["--store", &self.url(db), "--site", "s", "--actor", "tester"])
-            .args(args);
-        cmd
+        let mut command = self.std_docstore(self.flags(db));
+        command.args(args);
+        command
     }
 
-    /// Runs and parses standard output as JSON, asserting the exit code.
+    fn flags(&self, db: &str) -> [String; 6] {
+        [
+            "--store",
+            &self.sqlite(db),
+            "--site",
+            "s",
+            "--actor",
+            "tester",
+        ]
+        .map(str::to_owned)
+    }
+
+    /// Runs and parses standard output as JSON (null when it is not), asserting the exit
+    /// code.
     fn json(&self, db: &str, args: &[&str], code: i32) -> Value {
-        let output = self.cmd(db, args).output().unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(code),
-            "{args:?}: stderr {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let output = expect(self.cmd(db, args), code);
         serde_json::from_slice(&output.stdout).unwrap_or(Value::Null)
     }
 
     fn stderr(&self, db: &str, args: &[&str], code: i32) -> String {
-        let output = self.cmd(db, args).output().unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(code),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stderr).unwrap()
-    }
-
-    /// Writes `text` to a file in the sandbox and returns its path.
-    fn file(&self, name: &str, text: impl AsRef<[u8]>) -> String {
-        let path = self.path(name);
-        std::fs::write(&path, text).unwrap();
-        path.to_str().unwrap().to_owned()
+        String::from_utf8(expect(self.cmd(db, args), code).stderr).unwrap()
     }
 }
 
@@ -326,14 +296,14 @@ fn copy_moves_a_site_to_another_store() {
     let path = sb.path("gen.jsonl");
     std::fs::write(&path, lines.join("\n")).unwrap();
     sb.json("src.db", &["import", path.to_str().unwrap()], 0);
-    let summary = sb.json("src.db", &["copy", "--to", &sb.url("dst.db")], 0);
+    let summary = sb.json("src.db", &["copy", "--to", &sb.sqlite("dst.db")], 0);
     assert_eq!(summary["imported"], json!(1_200));
     let export =
         |db: &str| String::from_utf8(sb.cmd(db, &["export"]).output().unwrap().stdout).unwrap();
     assert_eq!(export("dst.db"), export("src.db"));
     let only = sb.json(
         "src.db",
-        &["copy", "--to", &sb.url("only.db"), "--collection", "odd"],
+        &["copy", "--to", &sb.sqlite("only.db"), "--collection", "odd"],
         0,
     );
     assert_eq!(only["imported"], json!(600));
@@ -418,7 +388,14 @@ fn import_never_writes_into_a_site_the_user_did_not_name() {
     let mut cmd = Command::cargo_bin("docstore").unwrap();
     let out = cmd
         .env_remove("DOCSTORE_URL")
-        .args(["--store", &sb.url("d.db"), "--site", "zzz", "import", &path])
+        .args([
+            "--store",
+            &sb.sqlite("d.db"),
+            "--site",
+            "zzz",
+            "import",
+            &path,
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(10));
@@ -433,7 +410,7 @@ fn import_never_writes_into_a_site_the_user_did_not_name() {
     for site in ["s", "other", "zzz"] {
         let mut cmd = Command::cargo_bin("docstore").unwrap();
         let count = cmd
-            .args(["--store", &sb.url("d.db"), "--site", site, "count"])
+            .args(["--store", &sb.sqlite("d.db"), "--site", site, "count"])
             .output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "0", "{site}");
@@ -443,7 +420,7 @@ fn import_never_writes_into_a_site_the_user_did_not_name() {
     let out = cmd
         .env_remove("DOCSTORE_URL")
         .env_remove("DOCSTORE_SITE")
-        .args(["--store", &sb.url("d.db"), "import", &path])
+        .args(["--store", &sb.sqlite("d.db"), "import", &path])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -459,7 +436,7 @@ fn import_never_writes_into_a_site_the_user_did_not_name() {
     let got = cmd
         .args([
             "--store",
-            &sb.url("all.db"),
+            &sb.sqlite("all.db"),
             "--site",
             "other",
             "get",
@@ -600,7 +577,7 @@ fn config_reads_the_database_table_of_an_app_file_and_beats_the_environment() {
     );
     let run = |args: &[&str]| {
         let mut cmd = Command::cargo_bin("docstore").unwrap();
-        cmd.env("DOCSTORE_URL", sb.url("env.db"))
+        cmd.env("DOCSTORE_URL", sb.sqlite("env.db"))
             .env_remove("DOCSTORE_SITE")
             .args(args);
         cmd.output().unwrap()
@@ -613,10 +590,10 @@ fn config_reads_the_database_table_of_an_app_file_and_beats_the_environment() {
     );
     assert!(sb.path("app.db").exists() && !sb.path("env.db").exists());
     // --store beats $DOCSTORE_URL too; both flags at once is a usage error.
-    let out = run(&["--store", &sb.url("flag.db"), "create", "c", "x", "{}"]);
+    let out = run(&["--store", &sb.sqlite("flag.db"), "create", "c", "x", "{}"]);
     assert!(out.status.success());
     assert!(sb.path("flag.db").exists() && !sb.path("env.db").exists());
-    let out = run(&["--store", &sb.url("flag.db"), "--config", &app, "count"]);
+    let out = run(&["--store", &sb.sqlite("flag.db"), "--config", &app, "count"]);
     assert_eq!(out.status.code(), Some(2));
     // Without flags the environment chooses.
     let out = run(&["create", "c", "x", "{}"]);
@@ -897,7 +874,7 @@ fn missing_data_on_a_terminal_is_a_usage_error_not_a_wait() {
     let command = format!(
         "timeout 10 {} --store {} create c x; echo \"rc=$?\"",
         bin.display(),
-        sb.url("d.db")
+        sb.sqlite("d.db")
     );
     let out = std::process::Command::new("script")
         .args(["-qec", &command, "/dev/null"])
@@ -1000,7 +977,14 @@ fn actors_with_control_characters_or_over_256_bytes_are_refused() {
     let as_actor = |actor: &str| {
         let mut cmd = Command::cargo_bin("docstore").unwrap();
         cmd.env_remove("DOCSTORE_URL")
-            .args(["--store", &sb.url("d.db"), "--site", "s", "--actor", actor])
+            .args([
+                "--store",
+                &sb.sqlite("d.db"),
+                "--site",
+                "s",
+                "--actor",
+                actor,
+            ])
             .args(["put", "c", "ok", "{}"]);
         cmd.output().unwrap()
     };
@@ -1070,7 +1054,7 @@ fn fsck_reports_and_repairs_drifted_counters_and_export_finds_every_collection()
     let exported = String::from_utf8(export.stdout).unwrap();
     assert_eq!(exported.lines().count(), 4);
     assert!(exported.contains("\"collection\":\"hidden\""));
-    let copied = sb.json("d.db", &["copy", "--to", &sb.url("copy.db")], 0);
+    let copied = sb.json("d.db", &["copy", "--to", &sb.sqlite("copy.db")], 0);
     assert_eq!(copied["imported"], json!(4));
 
     let out = sb.cmd("d.db", &["fsck"]).output().unwrap();

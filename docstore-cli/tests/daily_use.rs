@@ -3,57 +3,27 @@
 //! relative SQLite path, `index add`'s hint, subcommand help, batch positions, nothing said
 //! twice on a terminal.
 
+mod support;
+
 use assert_cmd::Command;
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Output;
-
-/// The exit code of an invalid argument (`docstore --help` lists them).
-const INVALID: i32 = 6;
-
-/// The exit code of a store that stayed busy or unavailable.
-const UNAVAILABLE: i32 = 9;
-
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+use support::exit::{INTERRUPTED, INVALID, UNAVAILABLE};
+use support::{Sandbox, expect};
 
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn sqlite(&self, name: &str) -> String {
-        format!("sqlite:{}", self.path(name).display())
-    }
-
-    /// `docstore ARGS` in the sandbox directory, no environment settings, site s.
+    /// `docstore --site s ARGS`.
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("docstore").unwrap();
-        cmd.current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .args(["--site", "s"])
-            .args(args);
-        cmd
+        let mut command = self.docstore(["--site", "s"]);
+        command.args(args);
+        command
     }
 
     /// Runs with `stdin` and asserts the exit code; returns the output.
     fn run_with(&self, args: &[&str], stdin: &str, code: i32) -> Output {
-        let output = self.cmd(args).write_stdin(stdin).output().unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(code),
-            "{args:?}: stderr {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
+        let mut command = self.cmd(args);
+        command.write_stdin(stdin);
+        expect(command, code)
     }
 
     fn run(&self, args: &[&str], code: i32) -> Output {
@@ -273,9 +243,6 @@ fn a_batch_names_a_write_by_its_position_and_line_both_from_1() {
     assert!(stderr.contains("batch write 2 (s/t/b)"), "{stderr}");
 }
 
-/// The exit code of an import or copy stopped by Ctrl-C.
-const INTERRUPTED: i32 = 130;
-
 #[cfg(unix)]
 #[test]
 fn ctrl_c_during_an_import_says_what_is_committed_and_how_to_resume() {
@@ -289,10 +256,8 @@ fn ctrl_c_during_an_import_says_what_is_committed_and_how_to_resume() {
              \"version\":1}}\n"
         )
     };
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("docstore"))
-        .current_dir(sandbox.path(""))
-        .env_remove("DOCSTORE_URL")
-        .args(["--store", &store, "--site", "s", "import"])
+    let mut child = sandbox
+        .std_docstore(["--store", &store, "--site", "s", "import"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -408,7 +373,7 @@ fn on_a_terminal(sandbox: &Sandbox, args: &[&str]) -> String {
             .map(|arg| format!("'{}'", arg.replace('\'', r"'\''"))),
     );
     let output = std::process::Command::new("script")
-        .current_dir(sandbox.dir.path())
+        .current_dir(sandbox.dir())
         .env_remove("DOCSTORE_URL")
         .env_remove("DOCSTORE_SITE")
         .args([

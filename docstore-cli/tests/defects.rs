@@ -3,95 +3,43 @@
 //! closed standard output that said it succeeded, batch writes numbered two ways, text that
 //! is not UTF-8 reported as an I/O failure, and empty environment variables read three ways.
 
+mod support;
+
 use assert_cmd::Command;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::process::Output;
-
-/// The exit code of a backend or I/O error (`docstore --help` lists them).
-const FAILURE: i32 = 1;
-/// The exit code of an invalid argument.
-const INVALID: i32 = 6;
-/// The exit code of an import that skipped lines.
-const SKIPPED: i32 = 10;
-/// The exit code of `fsck` finding counters that disagree with the documents.
-const COUNTERS_DIFFER: i32 = 12;
-
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+use support::exit::{COUNTERS_DIFFER, FAILURE, INVALID, SKIPPED};
+use support::{Sandbox, expect, stdout_json};
 
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
     fn store(&self) -> String {
-        format!("sqlite:{}", self.path("d.db").display())
+        self.sqlite("d.db")
     }
 
-    /// `docstore --store <the sandbox's store> ARGS` in the sandbox directory, with no
-    /// docstore environment variable set.
+    /// `docstore --store <the sandbox's store> ARGS`.
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("docstore").unwrap();
-        cmd.current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .env_remove("DOCSTORE_ACTOR")
-            .args(["--store", &self.store()])
-            .args(args);
-        cmd
+        let mut command = self.docstore(["--store", &self.store()]);
+        command.args(args);
+        command
     }
 
     /// [`Sandbox::command`] as a `std` command (to choose its standard output).
     fn std_command(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("docstore"));
-        cmd.current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .env_remove("DOCSTORE_ACTOR")
-            .args(["--store", &self.store()])
-            .args(args);
-        cmd
-    }
-
-    /// Runs `command` and asserts its exit code.
-    fn expect(&self, mut command: Command, code: i32) -> Output {
-        let output = command.output().unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(code),
-            "{command:?}: stderr {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
+        let mut command = self.std_docstore(["--store", &self.store()]);
+        command.args(args);
+        command
     }
 
     fn run(&self, args: &[&str], code: i32) -> Output {
-        self.expect(self.command(args), code)
+        expect(self.command(args), code)
     }
 
     fn json(&self, args: &[&str], code: i32) -> Value {
-        let output = self.run(args, code);
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-            panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&output.stdout))
-        })
+        stdout_json(&self.run(args, code))
     }
 
     fn stderr(&self, args: &[&str], code: i32) -> String {
         String::from_utf8(self.run(args, code).stderr).unwrap()
-    }
-
-    fn file(&self, name: &str, bytes: impl AsRef<[u8]>) -> String {
-        let path = self.path(name);
-        std::fs::write(&path, bytes).unwrap();
-        path.to_str().unwrap().to_owned()
     }
 
     /// Runs `docstore --store <store> ARGS` through `sh -c` with standard output closed
@@ -105,7 +53,7 @@ impl Sandbox {
                 binary.display(),
                 self.store()
             ))
-            .current_dir(self.dir.path())
+            .current_dir(self.dir())
             .env_remove("DOCSTORE_URL")
             .env_remove("DOCSTORE_SITE")
             .output()
@@ -303,7 +251,7 @@ fn text_that_is_not_utf8_is_invalid_input_naming_where() {
     }
     let mut piped = sb.command(&["--site", "s", "put", "t", "a", "-"]);
     piped.write_stdin(b"{\"a\":\n \"\xff\"}".to_vec());
-    let stderr = String::from_utf8(sb.expect(piped, INVALID).stderr).unwrap();
+    let stderr = String::from_utf8(expect(piped, INVALID).stderr).unwrap();
     assert!(stderr.contains("line 2"), "{stderr}");
     sb.run(&["--site", "s", "put", "t", "a", "{}"], 0);
     let patch = format!("@{}", sb.file("patch.json", b"{\"x\": \"\xc3\"}"));
@@ -373,17 +321,17 @@ fn an_empty_environment_variable_is_the_same_as_an_unset_one() {
     let sb = Sandbox::new();
     let mut create = sb.command(&["--site", "s", "create", "t", "a", "{}"]);
     create.env("DOCSTORE_ACTOR", "");
-    let output = sb.expect(create, 0);
+    let output = expect(create, 0);
     let document: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(document["created_by"], "docstore-cli", "the default actor");
 
     let mut count = sb.command(&["count"]);
     count.env("DOCSTORE_SITE", "");
-    let output = sb.expect(count, 0);
+    let output = expect(count, 0);
     assert_eq!(String::from_utf8(output.stdout).unwrap().trim(), "0");
     let mut fsck = sb.command(&["fsck"]);
     fsck.env("DOCSTORE_SITE", "");
-    let output = sb.expect(fsck, 0);
+    let output = expect(fsck, 0);
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("1 sites,"),
         "an empty $DOCSTORE_SITE checks every site: {output:?}"

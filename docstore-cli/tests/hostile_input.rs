@@ -1,33 +1,16 @@
 //! Input a stranger could send: nothing aborts the process, and bad input is exit 6 (invalid
 //! argument) with nothing written (docs/contract.md, "Hostile input").
 
-use assert_cmd::Command;
+mod support;
+
 use std::process::Output;
-
-/// Exit code for invalid input (docstore_cli::exit::INVALID_ARGUMENT; the number is the
-/// contract this file checks).
-const INVALID_ARGUMENT: i32 = 6;
-const NOT_FOUND: i32 = 3;
-
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+use support::Sandbox;
+use support::exit::{INVALID, NOT_FOUND, SKIPPED};
 
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
     /// `docstore --store sqlite:db.sqlite --site s ARGS` in the sandbox directory.
     fn run(&self, args: &[&str]) -> Output {
-        Command::cargo_bin("docstore")
-            .unwrap()
-            .current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .args(["--store", "sqlite:db.sqlite", "--site", "s"])
+        self.docstore(["--store", "sqlite:db.sqlite", "--site", "s"])
             .args(args)
             .output()
             .unwrap()
@@ -35,9 +18,7 @@ impl Sandbox {
 
     /// Writes `text` to a file in the sandbox; gives `@path` for a command's argument.
     fn at_file(&self, name: &str, text: &str) -> String {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        format!("@{}", path.display())
+        format!("@{}", self.file(name, text))
     }
 }
 
@@ -55,7 +36,7 @@ fn a_query_nested_beyond_the_limit_is_invalid_and_the_process_survives() {
     let nots = format!("{}exists a", "not ".repeat(100_000));
     for (name, text) in [("parens.txt", parens), ("nots.txt", nots)] {
         let query = sb.at_file(name, &text);
-        let stderr = assert_exit(&sb.run(&["query", "c", &query]), INVALID_ARGUMENT);
+        let stderr = assert_exit(&sb.run(&["query", "c", &query]), INVALID);
         assert!(stderr.contains("nested more than 64"), "{name}: {stderr}");
     }
 }
@@ -63,15 +44,12 @@ fn a_query_nested_beyond_the_limit_is_invalid_and_the_process_survives() {
 #[test]
 fn a_document_that_names_a_key_twice_is_invalid_and_nothing_is_written() {
     let sb = Sandbox::new();
-    let stderr = assert_exit(
-        &sb.run(&["create", "c", "d", r#"{"x":1,"x":2}"#]),
-        INVALID_ARGUMENT,
-    );
+    let stderr = assert_exit(&sb.run(&["create", "c", "d", r#"{"x":1,"x":2}"#]), INVALID);
     assert!(stderr.contains("appears twice"), "{stderr}");
     assert_exit(&sb.run(&["get", "c", "d"]), NOT_FOUND);
     let patch = sb.at_file("patch.json", r#"{"a": {"b": 1, "b": 2}}"#);
     assert_exit(&sb.run(&["put", "c", "d", r#"{"a": 0}"#]), 0);
-    let stderr = assert_exit(&sb.run(&["update", "c", "d", &patch]), INVALID_ARGUMENT);
+    let stderr = assert_exit(&sb.run(&["update", "c", "d", &patch]), INVALID);
     assert!(stderr.contains("appears twice"), "{stderr}");
     let got = sb.run(&["get", "c", "d"]);
     let doc: serde_json::Value = serde_json::from_slice(&assert_output(&got)).unwrap();
@@ -90,17 +68,13 @@ fn an_import_line_past_the_bound_is_skipped_and_the_next_one_imported() {
     let sb = Sandbox::new();
     let long = format!("{{\"_id\": \"a\", \"x\": \"{}\"}}\n", "y".repeat(17 << 20));
     let input = format!("{long}{{\"_id\": \"b\"}}\n");
-    let output = Command::cargo_bin("docstore")
-        .unwrap()
-        .current_dir(sb.dir.path())
-        .env_remove("DOCSTORE_URL")
-        .env_remove("DOCSTORE_SITE")
-        .args(["--store", "sqlite:db.sqlite", "--site", "s"])
+    let output = sb
+        .docstore(["--store", "sqlite:db.sqlite", "--site", "s"])
         .args(["import", "--id-field", "_id", "--collection", "c"])
         .write_stdin(input)
         .output()
         .unwrap();
-    let stderr = assert_exit(&output, 10);
+    let stderr = assert_exit(&output, SKIPPED);
     assert!(stderr.contains("longer than 16777216 bytes"), "{stderr}");
     assert_exit(&sb.run(&["get", "c", "b"]), 0);
     assert_exit(&sb.run(&["get", "c", "a"]), NOT_FOUND);

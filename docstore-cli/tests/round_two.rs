@@ -1,56 +1,25 @@
 //! The command line, round two (docs/contract.md, "The command line"): output that stays parseable on failure, `import
 //! --site` checked up front, read-only stores, honest hints and checks, plain JSON in.
 
+mod support;
+
 use assert_cmd::Command;
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Output;
-
-/// The exit code of an invalid argument (`docstore --help` lists them).
-const INVALID: i32 = 6;
-/// The exit code of a bad command line.
-const USAGE: i32 = 2;
-
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+use support::exit::{INVALID, USAGE};
+use support::{Sandbox, expect};
 
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// `docstore --store <store> ARGS` in the sandbox directory, no environment settings.
+    /// `docstore --store <store> ARGS`.
     fn cmd(&self, store: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("docstore").unwrap();
-        cmd.current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .args(["--store", store])
-            .args(args);
-        cmd
-    }
-
-    fn sqlite(&self, name: &str) -> String {
-        format!("sqlite:{}", self.path(name).display())
+        let mut command = self.docstore(["--store", store]);
+        command.args(args);
+        command
     }
 
     /// Runs and asserts the exit code; returns the output.
     fn run(&self, store: &str, args: &[&str], code: i32) -> Output {
-        let output = self.cmd(store, args).output().unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(code),
-            "{args:?}: stderr {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
+        expect(self.cmd(store, args), code)
     }
 
     /// A store at `name` with documents a, b, c in collection t of site s.
@@ -210,8 +179,8 @@ fn a_read_only_sqlite_file_can_be_exported_copied_and_checked() {
     // Both the file and its folder read-only: SQLite can write neither the file nor a journal.
     let read_only = std::fs::Permissions::from_mode(0o555);
     std::fs::set_permissions(sandbox.path("ro.db"), read_only.clone()).unwrap();
-    let as_root = writes_protected_files(sandbox.dir.path());
-    std::fs::set_permissions(sandbox.dir.path(), read_only).unwrap();
+    let as_root = writes_protected_files(sandbox.dir());
+    std::fs::set_permissions(sandbox.dir(), read_only).unwrap();
     let cases: [(&[&str], usize); 4] = [
         (&["export"], 4),
         (&["export", "--collection", "t"], 3),
@@ -229,7 +198,7 @@ fn a_read_only_sqlite_file_can_be_exported_copied_and_checked() {
             std::process::Command::new(binary)
         };
         let output = cmd
-            .current_dir(sandbox.dir.path())
+            .current_dir(sandbox.dir())
             .env_remove("DOCSTORE_URL")
             .args(["--store", &store, "--site", "s"])
             .args(args)

@@ -3,53 +3,26 @@
 //! is refused unless shared, lock waits that end well say nothing, the feed is pruned by
 //! the writing commands themselves, and a change cursor of another file is refused.
 
+mod support;
+
 use assert_cmd::Command;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
-
-/// The exit code of an invalid argument (`docstore --help` lists them).
-const INVALID: i32 = 6;
-
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+use support::exit::INVALID;
+use support::{Sandbox, expect};
 
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn sqlite(&self, name: &str) -> String {
-        format!("sqlite:{}", self.path(name).display())
-    }
-
-    /// `docstore ARGS` in the sandbox directory, no environment settings, site s.
+    /// `docstore --site s ARGS`.
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("docstore").unwrap();
-        cmd.current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .env_remove("RUST_LOG")
-            .args(["--site", "s"])
-            .args(args);
-        cmd
+        let mut command = self.docstore(["--site", "s"]);
+        command.args(args);
+        command
     }
 
-    /// `docstore ARGS` as [`Sandbox::cmd`], to spawn and wait for (its output piped).
+    /// `docstore --site s ARGS`, spawned to be waited for (its output piped).
     fn spawn(&self, args: &[&str]) -> std::process::Child {
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("docstore"))
-            .current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .env_remove("RUST_LOG")
-            .args(["--site", "s"])
+        self.std_docstore(["--site", "s"])
             .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
@@ -60,19 +33,12 @@ impl Sandbox {
 
     /// Runs and asserts the exit code; returns the output.
     fn run(&self, args: &[&str], code: i32) -> Output {
-        let output = self.cmd(args).output().unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(code),
-            "{args:?}: stderr {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
+        expect(self.cmd(args), code)
     }
 
     /// Every file of the sandbox directory with its bytes.
     fn files(&self) -> BTreeMap<String, Vec<u8>> {
-        files_of(self.dir.path())
+        files_of(self.dir())
     }
 }
 

@@ -1,62 +1,23 @@
 //! The whole store at once — `sites`, `export --all-sites | import --all-sites`, `fsck` of
 //! every site — and plain JSON in (`import --id-field`).
 
-use assert_cmd::Command;
+mod support;
+
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::process::Output;
-
-/// The exit code of an invalid argument (`docstore --help` lists them).
-const INVALID: i32 = 6;
-/// The exit code of an import that skipped lines.
-const SKIPPED: i32 = 10;
-
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+use support::exit::{INVALID, SKIPPED};
+use support::{Sandbox, expect, stdout_json};
 
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn sqlite(&self, name: &str) -> String {
-        format!("sqlite:{}", self.path(name).display())
-    }
-
-    /// `docstore --store <store> ARGS` in the sandbox directory, no environment settings;
-    /// asserts the exit code.
+    /// `docstore --store <store> ARGS`; asserts the exit code.
     fn run(&self, store: &str, args: &[&str], code: i32) -> Output {
-        let output = Command::cargo_bin("docstore")
-            .unwrap()
-            .current_dir(self.dir.path())
-            .env_remove("DOCSTORE_URL")
-            .env_remove("DOCSTORE_SITE")
-            .env_remove("DOCSTORE_ACTOR")
-            .args(["--store", store])
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(code),
-            "{args:?}: stderr {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
+        let mut command = self.docstore(["--store", store]);
+        command.args(args);
+        expect(command, code)
     }
 
     fn json(&self, store: &str, args: &[&str], code: i32) -> Value {
-        let output = self.run(store, args, code);
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-            panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&output.stdout))
-        })
+        stdout_json(&self.run(store, args, code))
     }
 
     /// A store with three sites: documents in two collections, some updated, by two actors.
