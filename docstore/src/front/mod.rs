@@ -137,11 +137,23 @@ impl Store {
         data: Data,
         origin: Origin<'_>,
     ) -> Result<Document> {
+        self.write_whole(Write::create, key, data, origin).await
+    }
+
+    /// A write storing `data` whole at `key` (`write`: [`Write::create`] or [`Write::put`]):
+    /// its checks, then the driver's call under the write's identity.
+    async fn write_whole(
+        &self,
+        write: fn(Key, Data) -> Write,
+        key: &Key,
+        data: Data,
+        origin: Origin<'_>,
+    ) -> Result<Document> {
         let bound = Some(self.check_written(&data, origin)?);
         let identity = self.driver.identity(origin.write_id);
         let origin = identity.origin(origin.actor).expiring(origin.expiry);
         let written = self.driver.write_data(&identity, data, |driver, data| {
-            requests::write(driver, Write::create(key.clone(), data), origin, bound)
+            requests::write(driver, write(key.clone(), data), origin, bound)
         });
         written.await
     }
@@ -220,13 +232,7 @@ impl Store {
         data: Data,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        let bound = Some(self.check_written(&data, origin)?);
-        let identity = self.driver.identity(origin.write_id);
-        let origin = identity.origin(origin.actor).expiring(origin.expiry);
-        let written = self.driver.write_data(&identity, data, |driver, data| {
-            requests::write(driver, Write::put(key.clone(), data), origin, bound)
-        });
-        written.await
+        self.write_whole(Write::put, key, data, origin).await
     }
 
     /// Applies an RFC 7386 merge patch (see [`merge_patch`](crate::merge_patch)), retrying
