@@ -75,6 +75,25 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         .map_err(|err| explain_missing_table(err, &config))
 }
 
+/// What every command runs with: the open store, its configuration, and the command line's
+/// site, actor and global flags.
+struct Session<'a> {
+    store: &'a Store,
+    config: &'a Config,
+    site: &'a str,
+    actor: &'a str,
+    /// `--site` as given (`fsck` checks every site without it).
+    site_flag: Option<&'a str>,
+    time: timefmt::TimeFormat,
+    busy_timeout: Option<u64>,
+}
+
+impl Session<'_> {
+    fn key(&self, collection: &str, id: &str) -> Result<Key, CliError> {
+        Ok(Key::new(self.site, collection, id)?)
+    }
+}
+
 async fn execute(
     cli: Cli,
     batch: Option<crate::batch::Batch>,
@@ -82,15 +101,65 @@ async fn execute(
     store: &Store,
     out: &mut Out,
 ) -> Result<(), CliError> {
-    let site = cli.site.as_deref().unwrap_or(DEFAULT_SITE);
-    let actor = cli.actor.as_str();
-    let key = |collection: &str, id: &str| Key::new(site, collection, id);
+    let session = Session {
+        store,
+        config,
+        site: cli.site.as_deref().unwrap_or(DEFAULT_SITE),
+        actor: cli.actor.as_str(),
+        site_flag: cli.site.as_deref(),
+        time: cli.time,
+        busy_timeout: cli.busy_timeout,
+    };
     match cli.command {
+        command @ (Command::Get { .. }
+        | Command::Create { .. }
+        | Command::Put { .. }
+        | Command::Update { .. }
+        | Command::UpdateIf { .. }
+        | Command::Delete { .. }
+        | Command::DeleteIf { .. }) => document_command(&session, command, out).await,
+        command @ (Command::Query { .. }
+        | Command::Explain { .. }
+        | Command::Collections
+        | Command::Sites
+        | Command::Count { .. }
+        | Command::GetMany { .. }) => read_command(&session, command, out).await,
+        command @ (Command::Export { .. } | Command::Import { .. } | Command::Copy { .. }) => {
+            transfer_command(&session, command, out).await
+        }
+        command @ Command::Watch { .. } => watch_command(&session, command, out).await,
+        Command::Fsck { repair } => {
+            crate::whole_store::fsck(store, session.site_flag, repair, out).await
+        }
+        Command::Batch { .. } => {
+            let batch = batch.expect("a batch is read before the store opens");
+            crate::batch::run(store, &batch, session.actor, out).await
+        }
+        Command::CreateTable
+        | Command::Index { .. }
+        | Command::Streams { .. }
+        | Command::Ttl { .. } => {
+            unreachable!("handled before opening the store")
+        }
+    }
+}
+
+/// A call on one document: get, create, put, update, update-if, delete, delete-if.
+async fn document_command(
+    session: &Session<'_>,
+    command: Command,
+    out: &mut Out,
+) -> Result<(), CliError> {
+    let (store, actor) = (session.store, session.actor);
+    let written = |key: &Key, document: docstore::Result<docstore::Document>, out: &mut Out| {
+        out.document(&document.map_err(|e| in_key(e, key))?)
+    };
+    match command {
         Command::Get { collection, id } => {
-            let key = key(&collection, &id)?;
+            let key = session.key(&collection, &id)?;
             match store.get(&key).await.map_err(|e| in_key(e, &key))? {
-                Some(document) => out.document(&document)?,
-                None => return Err(CliError::new(exit::NOT_FOUND, format!("no document {key}"))),
+                Some(document) => out.document(&document),
+                None => Err(CliError::new(exit::NOT_FOUND, format!("no document {key}"))),
             }
         }
         Command::Create {
@@ -99,12 +168,10 @@ async fn execute(
             data,
             expires_after,
         } => {
-            let key = key(&collection, &id)?;
+            let key = session.key(&collection, &id)?;
             let data = json_object(data, "DATA", "create")?;
-            let document = expiring(store.create(&key, data, actor), expires_after)
-                .await
-                .map_err(|e| in_key(e, &key))?;
-            out.document(&document)?;
+            let document = expiring(store.create(&key, data, actor), expires_after).await;
+            written(&key, document, out)
         }
         Command::Put {
             collection,
@@ -112,25 +179,19 @@ async fn execute(
             data,
             expires_after,
         } => {
-            let key = key(&collection, &id)?;
+            let key = session.key(&collection, &id)?;
             let data = json_object(data, "DATA", "put")?;
-            let document = expiring(store.put(&key, data, actor), expires_after)
-                .await
-                .map_err(|e| in_key(e, &key))?;
-            out.document(&document)?;
+            let document = expiring(store.put(&key, data, actor), expires_after).await;
+            written(&key, document, out)
         }
         Command::Update {
             collection,
             id,
             patch,
         } => {
-            let key = key(&collection, &id)?;
+            let key = session.key(&collection, &id)?;
             let patch = json_object(patch, "PATCH", "update")?;
-            let document = store
-                .update(&key, &patch, actor)
-                .await
-                .map_err(|e| in_key(e, &key))?;
-            out.document(&document)?;
+            written(&key, store.update(&key, &patch, actor).await, out)
         }
         Command::UpdateIf {
             collection,
@@ -138,36 +199,48 @@ async fn execute(
             version,
             patch,
         } => {
-            let key = key(&collection, &id)?;
+            let key = session.key(&collection, &id)?;
             check_version(version)?;
             let patch = json_object(patch, "PATCH", "update-if")?;
-            let document = store
-                .update_if(&key, &patch, version, actor)
-                .await
-                .map_err(|e| in_key(e, &key))?;
-            out.document(&document)?;
+            written(
+                &key,
+                store.update_if(&key, &patch, version, actor).await,
+                out,
+            )
         }
         Command::Delete { collection, id } => {
-            let key = key(&collection, &id)?;
+            let key = session.key(&collection, &id)?;
             let deleted = as_actor(store, &key, actor)?
                 .delete(key.id())
                 .await
                 .map_err(|e| in_key(e, &key))?;
-            out.value(&json!({ "deleted": deleted }))?;
+            out.value(&json!({ "deleted": deleted }))
         }
         Command::DeleteIf {
             collection,
             id,
             version,
         } => {
-            let key = key(&collection, &id)?;
+            let key = session.key(&collection, &id)?;
             check_version(version)?;
             as_actor(store, &key, actor)?
                 .delete_if(key.id(), version)
                 .await
                 .map_err(|e| in_key(e, &key))?;
-            out.value(&json!({ "deleted": true }))?;
+            out.value(&json!({ "deleted": true }))
         }
+        _ => unreachable!("dispatched by execute"),
+    }
+}
+
+/// A read of the site: query, explain, collections, sites, count, get-many.
+async fn read_command(
+    session: &Session<'_>,
+    command: Command,
+    out: &mut Out,
+) -> Result<(), CliError> {
+    let (store, site) = (session.store, session.site);
+    match command {
         Command::Query {
             collection,
             query,
@@ -190,161 +263,9 @@ async fn execute(
                 all,
                 jsonl,
                 allow_partial,
-                max_scan: max_scan(config),
+                max_scan: max_scan(session.config),
             };
-            run_query(store, site, &collection, query, shape, out).await?;
-        }
-        Command::Collections => {
-            let listing: Vec<Value> = store
-                .collections(site)
-                .await?
-                .into_iter()
-                .map(|(collection, count)| json!({ "collection": collection, "count": count }))
-                .collect();
-            out.value(&listing)?;
-        }
-        Command::Sites => crate::whole_store::list_sites(store, out).await?,
-        Command::Count { collection: None } => out.value(&store.count(site).await?)?,
-        Command::Count {
-            collection: Some(collection),
-        } => {
-            docstore::key::validate_collection(&collection)?;
-            let count = store
-                .collections(site)
-                .await?
-                .into_iter()
-                .find(|(name, _)| *name == collection)
-                .map_or(0, |(_, count)| count);
-            out.value(&count)?;
-        }
-        Command::Export {
-            collection,
-            all_sites,
-            output,
-        } => {
-            let mut writer: Box<dyn std::io::Write> = match output {
-                Some(path) => Box::new(std::io::BufWriter::new(
-                    std::fs::File::create(&path)
-                        .map_err(|e| CliError::io(&path.display().to_string(), e))?,
-                )),
-                None => Box::new(std::io::BufWriter::new(crate::output::stdout_writer())),
-            };
-            let written = if all_sites {
-                crate::whole_store::export_all_sites(store, &collection, cli.time, &mut writer)
-                    .await?
-            } else {
-                transfer::export(store, site, &collection, cli.time, &mut writer).await?
-            };
-            eprintln!("exported {written} documents");
-        }
-        Command::Import {
-            input,
-            all_sites,
-            on_existing,
-            id_field,
-            collection,
-            max_errors,
-        } => {
-            let mut reader = open_input(input.as_deref(), "import", "[INPUT]")?;
-            let options = ImportOptions {
-                site: (!all_sites).then(|| site.to_owned()),
-                on_existing,
-                in_flight: transfer::batches_in_flight(config.database.max_docs_per_site),
-                errors: std::sync::Arc::new(transfer::ErrorBudget::new(max_errors)),
-            };
-            crate::interrupt::explain_transfer("import");
-            let summary = match (id_field, collection) {
-                (Some(id_field), Some(collection)) => {
-                    let target = PlainTarget {
-                        site: site.to_owned(),
-                        collection,
-                        id_field,
-                        actor: actor.to_owned(),
-                    };
-                    import_plain(store, &mut reader, target, &options).await
-                }
-                _ => transfer::import(store, &mut reader, &options).await,
-            }
-            .map_err(|e| crate::interrupt::explain_disk_full(e, "import"))?;
-            finish(summary, out)?;
-        }
-        Command::Copy {
-            to,
-            collection,
-            follow,
-            until_idle,
-        } => {
-            if follow {
-                live_copy::explain_ctrl_c_while_copying();
-            } else {
-                crate::interrupt::explain_transfer("copy");
-            }
-            let mut to = docstore_any::parse_url(&to)?;
-            store_identity::set_busy_timeout(&mut to, cli.busy_timeout);
-            store_identity::refuse_copy_onto_itself(&config.database, &to)?;
-            if to.backend == Backend::Memory {
-                warn_memory("the --to store");
-            }
-            let destination = docstore_any::open(&to).await?;
-            let in_flight = transfer::batches_in_flight(to.max_docs_per_site);
-            if follow {
-                let until = if until_idle {
-                    Until::Idle
-                } else {
-                    Until::Interrupted
-                };
-                let live = live_copy::copy_and_follow(
-                    store,
-                    &destination,
-                    site,
-                    &collection,
-                    in_flight,
-                    until,
-                )
-                .await?;
-                finish_live_copy(live, out)?;
-            } else {
-                let summary = transfer::copy(store, &destination, site, &collection, in_flight)
-                    .await
-                    .map_err(|e| crate::interrupt::explain_disk_full(e, "copy"))?;
-                finish(summary, out)?;
-            }
-        }
-        Command::Watch {
-            collection,
-            after,
-            from,
-            all_sites,
-            jsonl,
-            until_idle,
-        } => {
-            let scope = match (&collection, all_sites) {
-                (_, true) => FeedScope::whole_store(),
-                (Some(collection), false) => FeedScope::collection(site, collection)?,
-                (None, false) => FeedScope::site(site)?,
-            };
-            let start = match (after, from) {
-                (Some(cursor), _) => FeedStart::After(ChangeCursor::parse(&cursor)?),
-                (None, FeedFrom::Start) => FeedStart::Oldest,
-                (None, FeedFrom::Now) => FeedStart::Now,
-                (None, FeedFrom::Snapshot) => FeedStart::Snapshot,
-            };
-            let until = if until_idle {
-                Until::Idle
-            } else {
-                Until::Interrupted
-            };
-            watch::watch(store, &scope, start, until, jsonl, out).await?;
-        }
-        Command::Fsck { repair } => {
-            crate::whole_store::fsck(store, cli.site.as_deref(), repair, out).await?;
-        }
-        Command::Batch { .. } => {
-            let batch = batch.expect("a batch is read before the store opens");
-            crate::batch::run(store, &batch, actor, out).await?;
-        }
-        Command::GetMany { collection, ids } => {
-            crate::batch::get_many(store, site, &collection, &ids, out).await?;
+            run_query(store, site, &collection, query, shape, out).await
         }
         Command::Explain {
             collection,
@@ -356,30 +277,217 @@ async fn execute(
             query.consistent |= consistent;
             let plan = store.explain(site, &collection, &query).await?;
             crate::output::say(&plan);
-            out.value(&json!({
-                "index": plan.index,
-                "key_range": plan.key_range,
-                "reading": plan.reading.name(),
-                "walk": if plan.walk_sorts_once() { "sorts_once" } else { "page_by_page" },
-                "estimated_reads": plan.estimated_reads,
-                "read_limit": plan.read_limit,
-                "strongly_consistent": plan.strongly_consistent,
-                "candidates": plan.candidates.iter().map(|c| json!({
-                    "index": c.index,
-                    "reading": c.reading.name(),
-                    "estimated_reads": c.reads,
-                })).collect::<Vec<_>>(),
-                "why": plan.why,
-            }))?;
+            out.value(&explained(&plan))
         }
-        Command::CreateTable
-        | Command::Index { .. }
-        | Command::Streams { .. }
-        | Command::Ttl { .. } => {
-            unreachable!("handled before opening the store")
+        Command::Collections => {
+            let listing: Vec<Value> = store
+                .collections(site)
+                .await?
+                .into_iter()
+                .map(|(collection, count)| json!({ "collection": collection, "count": count }))
+                .collect();
+            out.value(&listing)
         }
+        Command::Sites => crate::whole_store::list_sites(store, out).await,
+        Command::Count { collection: None } => out.value(&store.count(site).await?),
+        Command::Count {
+            collection: Some(collection),
+        } => {
+            docstore::key::validate_collection(&collection)?;
+            let count = store
+                .collections(site)
+                .await?
+                .into_iter()
+                .find(|(name, _)| *name == collection)
+                .map_or(0, |(_, count)| count);
+            out.value(&count)
+        }
+        Command::GetMany { collection, ids } => {
+            crate::batch::get_many(store, site, &collection, &ids, out).await
+        }
+        _ => unreachable!("dispatched by execute"),
     }
+}
+
+/// `explain`'s JSON: the plan chosen, the candidates weighed, and why.
+fn explained(plan: &docstore::Explain) -> Value {
+    json!({
+        "index": plan.index,
+        "key_range": plan.key_range,
+        "reading": plan.reading.name(),
+        "walk": if plan.walk_sorts_once() { "sorts_once" } else { "page_by_page" },
+        "estimated_reads": plan.estimated_reads,
+        "read_limit": plan.read_limit,
+        "strongly_consistent": plan.strongly_consistent,
+        "candidates": plan.candidates.iter().map(|c| json!({
+            "index": c.index,
+            "reading": c.reading.name(),
+            "estimated_reads": c.reads,
+        })).collect::<Vec<_>>(),
+        "why": plan.why,
+    })
+}
+
+/// Documents in and out: export, import, copy.
+async fn transfer_command(
+    session: &Session<'_>,
+    command: Command,
+    out: &mut Out,
+) -> Result<(), CliError> {
+    match command {
+        Command::Export {
+            collection,
+            all_sites,
+            output,
+        } => export(session, &collection, all_sites, output.as_deref()).await,
+        Command::Import {
+            input,
+            all_sites,
+            on_existing,
+            id_field,
+            collection,
+            max_errors,
+        } => {
+            let mut reader = open_input(input.as_deref(), "import", "[INPUT]")?;
+            let options = ImportOptions {
+                site: (!all_sites).then(|| session.site.to_owned()),
+                on_existing,
+                in_flight: transfer::batches_in_flight(session.config.database.max_docs_per_site),
+                errors: std::sync::Arc::new(transfer::ErrorBudget::new(max_errors)),
+            };
+            crate::interrupt::explain_transfer("import");
+            let summary = match (id_field, collection) {
+                (Some(id_field), Some(collection)) => {
+                    let target = PlainTarget {
+                        site: session.site.to_owned(),
+                        collection,
+                        id_field,
+                        actor: session.actor.to_owned(),
+                    };
+                    import_plain(session.store, &mut reader, target, &options).await
+                }
+                _ => transfer::import(session.store, &mut reader, &options).await,
+            }
+            .map_err(|e| crate::interrupt::explain_disk_full(e, "import"))?;
+            finish(summary, out)
+        }
+        Command::Copy {
+            to,
+            collection,
+            follow,
+            until_idle,
+        } => {
+            copy(
+                session,
+                &to,
+                &collection,
+                follow.then_some(until(until_idle)),
+                out,
+            )
+            .await
+        }
+        _ => unreachable!("dispatched by execute"),
+    }
+}
+
+/// `export`: the site's collection (or every site's) as JSON lines into `output` or standard
+/// output.
+async fn export(
+    session: &Session<'_>,
+    collection: &[String],
+    all_sites: bool,
+    output: Option<&Path>,
+) -> Result<(), CliError> {
+    let mut writer: Box<dyn std::io::Write> = match output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .map_err(|e| CliError::io(&path.display().to_string(), e))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(crate::output::stdout_writer())),
+    };
+    let (store, time) = (session.store, session.time);
+    let written = if all_sites {
+        crate::whole_store::export_all_sites(store, collection, time, &mut writer).await?
+    } else {
+        transfer::export(store, session.site, collection, time, &mut writer).await?
+    };
+    eprintln!("exported {written} documents");
     Ok(())
+}
+
+/// `copy --to TO`: the site's collection (or all of it) copied into the store at `to`; with
+/// `follow`, then the changes that follow, until that says.
+async fn copy(
+    session: &Session<'_>,
+    to: &str,
+    collection: &[String],
+    follow: Option<Until>,
+    out: &mut Out,
+) -> Result<(), CliError> {
+    match follow {
+        Some(_) => live_copy::explain_ctrl_c_while_copying(),
+        None => crate::interrupt::explain_transfer("copy"),
+    }
+    let mut to = docstore_any::parse_url(to)?;
+    store_identity::set_busy_timeout(&mut to, session.busy_timeout);
+    store_identity::refuse_copy_onto_itself(&session.config.database, &to)?;
+    if to.backend == Backend::Memory {
+        warn_memory("the --to store");
+    }
+    let destination = docstore_any::open(&to).await?;
+    let in_flight = transfer::batches_in_flight(to.max_docs_per_site);
+    let (store, site) = (session.store, session.site);
+    let Some(until) = follow else {
+        let summary = transfer::copy(store, &destination, site, collection, in_flight)
+            .await
+            .map_err(|e| crate::interrupt::explain_disk_full(e, "copy"))?;
+        return finish(summary, out);
+    };
+    let live =
+        live_copy::copy_and_follow(store, &destination, site, collection, in_flight, until).await?;
+    finish_live_copy(live, out)
+}
+
+/// `watch`: the changes of a collection, a site or the whole store, from where it says.
+async fn watch_command(
+    session: &Session<'_>,
+    command: Command,
+    out: &mut Out,
+) -> Result<(), CliError> {
+    let Command::Watch {
+        collection,
+        after,
+        from,
+        all_sites,
+        jsonl,
+        until_idle,
+    } = command
+    else {
+        unreachable!("dispatched by execute")
+    };
+    let site = session.site;
+    let scope = match (&collection, all_sites) {
+        (_, true) => FeedScope::whole_store(),
+        (Some(collection), false) => FeedScope::collection(site, collection)?,
+        (None, false) => FeedScope::site(site)?,
+    };
+    let start = match (after, from) {
+        (Some(cursor), _) => FeedStart::After(ChangeCursor::parse(&cursor)?),
+        (None, FeedFrom::Start) => FeedStart::Oldest,
+        (None, FeedFrom::Now) => FeedStart::Now,
+        (None, FeedFrom::Snapshot) => FeedStart::Snapshot,
+    };
+    watch::watch(session.store, &scope, start, until(until_idle), jsonl, out).await?;
+    Ok(())
+}
+
+/// When a following command (`watch`, `copy --follow`) ends: idle, or at Ctrl-C.
+fn until(until_idle: bool) -> Until {
+    if until_idle {
+        Until::Idle
+    } else {
+        Until::Interrupted
+    }
 }
 
 /// The collection of `key` written as `actor`: `Store::delete` records no actor on the change
