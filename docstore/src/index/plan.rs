@@ -275,15 +275,15 @@ pub fn candidates(
     query: &CompiledQuery,
 ) -> super::Candidates {
     let parts = conjuncts(query.filter());
-    let leaves: Vec<(usize, &FieldPath, Leaf<'_>)> = parts
+    let usable: Vec<Usable<'_>> = parts
         .iter()
         .enumerate()
-        .filter_map(|(i, f)| leaf(f).map(|(p, l)| (i, p, l)))
+        .filter_map(|(part, filter)| leaf(filter).map(|(path, leaf)| Usable { part, path, leaf }))
         .collect();
     let list = indexes
         .for_collection(collection)
         .iter()
-        .filter_map(|index| plan_one(index, query, &parts, &leaves))
+        .filter_map(|index| plan_one(index, query, &parts, &usable))
         .collect();
     super::Candidates::new(list, query)
 }
@@ -297,250 +297,102 @@ pub fn plan(indexes: &IndexSet, collection: &str, query: &CompiledQuery) -> Opti
         .plan
 }
 
+/// A conjunct of the query's filter the planner understands: where it stands among the
+/// conjuncts, its field, and what it asks of the field.
+struct Usable<'q> {
+    part: usize,
+    path: &'q FieldPath,
+    leaf: Leaf<'q>,
+}
+
+/// A plan in the making: which conjuncts the key ranges decide, and the words of `explain`.
+struct Draft {
+    used: Vec<bool>,
+    described: Vec<String>,
+}
+
+/// The bounds the field after the pinned ones puts on the keys (a range or a prefix), and
+/// whether its conditions can match nothing at all.
+#[derive(Default)]
+struct Bounds {
+    lower: Option<End>,
+    upper: Option<End>,
+    range_field: bool,
+    matches_nothing: bool,
+}
+
+/// One end of a range condition: the value and whether it is included.
+#[derive(Clone, Copy)]
+struct Limit<'q> {
+    value: &'q Value,
+    inclusive: bool,
+}
+
+/// A query order field the index reads in its own order: its position in the query's order
+/// and its direction there.
+struct OrderedField {
+    position: usize,
+    descending: bool,
+}
+
+/// How the index's order serves the query's: the fields after the pinned ones that it reads
+/// in order, the direction of a closing `$id`, and whether the index is read backwards.
+struct IndexOrder {
+    ordered: Vec<OrderedField>,
+    id_descending: Option<bool>,
+    reverse: bool,
+}
+
 fn plan_one(
     index: &CompiledIndex,
     query: &CompiledQuery,
     parts: &[&CompiledFilter],
-    leaves: &[(usize, &FieldPath, Leaf<'_>)],
+    usable: &[Usable<'_>],
 ) -> Option<super::Candidate> {
     let fields = index.fields();
-    let mut used = vec![false; parts.len()];
-    let mut described: Vec<String> = Vec::new();
-    // Equality on a leading run.
-    let mut pins: Vec<Vec<&Value>> = Vec::new();
-    for (path, _) in fields {
-        let eq = leaves.iter().find_map(|(i, p, l)| match l {
-            Leaf::Eq(v) if *p == path && keyable(v) => Some((*i, vec![*v])),
-            _ => None,
-        });
-        let found = eq.or_else(|| {
-            leaves.iter().find_map(|(i, p, l)| match l {
-                Leaf::In(vs) if *p == path && vs.iter().all(keyable) => {
-                    Some((*i, vs.iter().collect()))
-                }
-                _ => None,
-            })
-        });
-        let Some((i, mut values)) = found else { break };
-        used[i] = true;
-        // One range per distinct key component (`1` and `1.0` are one value).
-        values.sort_by(|a, b| compare_values(Some(a), Some(b)));
-        values.dedup_by(|a, b| compare_values(Some(a), Some(b)) == Ordering::Equal);
-        described.push(match values.as_slice() {
-            [one] => format!("{path} = {one}"),
-            many => format!(
-                "{path} in [{}]",
-                many.iter()
-                    .map(|v| v.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        });
-        pins.push(values);
-    }
-    let k = pins.len();
+    let mut draft = Draft {
+        used: vec![false; parts.len()],
+        described: Vec::new(),
+    };
+    let pins = pin_leading_fields(fields, usable, &mut draft);
+    let pinned = pins.len();
     let combinations = pins.iter().try_fold(1usize, |n, values| {
         n.checked_mul(values.len()).filter(|n| *n <= MAX_RANGES)
     })?;
-    // At most one range or prefix on the next field.
-    let mut lower: Option<End> = None;
-    let mut upper: Option<End> = None;
-    let mut nothing = combinations == 0;
-    let mut range_field = false;
-    if let Some((path, descending)) = fields.get(k) {
-        let mut kind: Option<(u8, u8)> = None;
-        let mut lower_value: Option<(&Value, bool)> = None;
-        let mut upper_value: Option<(&Value, bool)> = None;
-        let mut prefix: Option<&str> = None;
-        for (i, p, l) in leaves {
-            if *p != path {
-                continue;
-            }
-            match l {
-                Leaf::Lower(v, inclusive) | Leaf::Upper(v, inclusive) if prefix.is_none() => {
-                    let Some(tags) = kind_tags(v) else {
-                        // A range against null, an array or an object matches nothing.
-                        nothing = true;
-                        used[*i] = true;
-                        continue;
-                    };
-                    if kind.is_some_and(|k| k != tags) {
-                        continue; // another kind: left to the residual (it then matches nothing)
-                    }
-                    let slot = if matches!(l, Leaf::Lower(..)) {
-                        &mut lower_value
-                    } else {
-                        &mut upper_value
-                    };
-                    if slot.is_none() {
-                        kind = Some(tags);
-                        *slot = Some((v, *inclusive));
-                        used[*i] = true;
-                    }
-                }
-                Leaf::Prefix(s) if kind.is_none() && prefix.is_none() => {
-                    prefix = Some(s);
-                    used[*i] = true;
-                }
-                _ => {}
-            }
-        }
-        if let Some(s) = prefix {
-            range_field = true;
-            described.push(format!("{path} starts with {}", Value::from(s)));
-            let mut bytes = encoded(Some(&Value::from(s)), *descending);
-            bytes.truncate(bytes.len() - 2); // drop the terminator: every extension of `s`
-            lower = Some(End::At(bytes.clone(), true));
-            upper = Some(End::At(bytes, true));
-        } else if let Some((first, last)) = kind {
-            range_field = true;
-            let mut text = Vec::new();
-            let kind_start = vec![first];
-            let kind_end = vec![last];
-            let (lo, hi) = (
-                lower_value.map_or(End::At(kind_start, true), |(v, inclusive)| {
-                    text.push(format!("{path} {} {v}", if inclusive { ">=" } else { ">" }));
-                    End::At(key::encode(Some(v)), inclusive)
-                }),
-                upper_value.map_or(End::At(kind_end, true), |(v, inclusive)| {
-                    text.push(format!("{path} {} {v}", if inclusive { "<=" } else { "<" }));
-                    End::At(key::encode(Some(v)), inclusive)
-                }),
-            );
-            described.push(text.join(" and "));
-            // Ascending bytes of the interval [lo, hi]; a descending field inverts them,
-            // which swaps the ends.
-            if *descending {
-                lower = Some(invert_end(hi));
-                upper = Some(invert_end(lo));
-            } else {
-                lower = Some(lo);
-                upper = Some(hi);
-            }
-        }
-    }
-    // The order: leave out fields pinned to one value, stop at `$id`.
-    let pinned_one = |path: &FieldPath| {
-        fields
-            .iter()
-            .zip(&pins)
-            .any(|((p, _), values)| p == path && values.len() == 1)
-    };
-    let mut ordered: Vec<(usize, bool)> = Vec::new(); // (position in the query order, descending)
-    let mut id_descending: Option<bool> = None;
-    for (position, (path, descending)) in query.order().iter().enumerate() {
-        if *path == FieldPath::Id && !fields[..k].iter().any(|(p, _)| p == path) {
-            id_descending = Some(*descending);
-            break;
-        }
-        if pinned_one(path) {
-            continue;
-        }
-        let next = k + ordered.len();
-        match fields.get(next) {
-            Some((p, _)) if p == path => ordered.push((position, *descending)),
-            _ => return None,
-        }
-    }
-    let relation = |ordered: &(usize, bool)| ordered.1;
-    let reverse = match ordered.first() {
-        Some(first) => {
-            let reverse = relation(first) != fields[k].1;
-            let uniform = ordered
-                .iter()
-                .enumerate()
-                .all(|(t, o)| (relation(o) != fields[k + t].1) == reverse);
-            if !uniform {
-                return None;
-            }
-            reverse
-        }
-        None => id_descending.unwrap_or(false),
-    };
-    let j = ordered.len();
-    if k == 0 && !range_field && j == 0 && !nothing {
+    let mut bounds = bound_next_field(fields.get(pinned), usable, &mut draft);
+    bounds.matches_nothing |= combinations == 0;
+    let order = index_order(fields, query, &pins)?;
+    let ordered = order.ordered.len();
+    if pinned == 0 && !bounds.range_field && ordered == 0 && !bounds.matches_nothing {
         return None;
     }
-    let exact_order = k + j == fields.len() && id_descending.unwrap_or(false) == reverse;
-    if !ordered.is_empty() {
-        described.push(format!(
-            "in {}index order",
-            if reverse { "reverse " } else { "" }
-        ));
-    } else if reverse {
-        described.push("in reverse index order".into());
-    }
-    if !exact_order && j + k < fields.len() {
-        described.push(format!("ties on {} field(s) sorted in memory", k + j));
-    }
-    // The ranges: one per combination of pinned values.
-    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
-    for (values, (_, descending)) in pins.iter().zip(fields) {
-        prefixes = prefixes
-            .iter()
-            .flat_map(|p| {
-                values.iter().map(move |v| {
-                    let mut next = p.clone();
-                    key::push(Some(v), *descending, &mut next);
-                    next
-                })
-            })
-            .collect();
-    }
-    let cursor_group = cursor_group(index, query, &pins, &ordered, k);
+    let exact_order =
+        pinned + ordered == fields.len() && order.id_descending.unwrap_or(false) == order.reverse;
+    describe_order(&order, exact_order, pinned, fields.len(), &mut draft);
+    let cursor_group = cursor_group(index, query, &pins, &order.ordered, pinned);
     if cursor_group.is_some() {
-        described.push("from the cursor".into());
+        draft.described.push("from the cursor".into());
     }
-    let mut ranges: Vec<KeyRange> = Vec::new();
-    if !nothing {
-        for prefix in prefixes {
-            let mut range = match (&lower, &upper) {
-                (Some(lo), Some(hi)) => KeyRange {
-                    start: start_of(&prefix, lo),
-                    end: end_of(&prefix, hi),
-                },
-                _ => KeyRange::with_prefix(prefix.clone()),
-            };
-            if let Some(group) = &cursor_group {
-                let mut at = prefix.clone();
-                at.extend_from_slice(group);
-                if reverse {
-                    let end = key::prefix_end(&at);
-                    range.end = match (range.end, end) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                } else if at > range.start {
-                    range.start = at;
-                }
-            }
-            if !range.is_empty() {
-                ranges.push(range);
-            }
-        }
-        ranges.sort_by(|a, b| a.start.cmp(&b.start));
-    }
-    let residual: Vec<CompiledFilter> = parts
-        .iter()
-        .zip(&used)
-        .filter(|(_, used)| !**used)
-        .map(|(f, _)| (*f).clone())
-        .collect();
-    let residual = match residual.len() {
-        0 => None,
-        1 => residual.into_iter().next(),
-        _ => Some(CompiledFilter::And(residual)),
+    let ranges = match bounds.matches_nothing {
+        true => Vec::new(),
+        false => key_ranges(
+            &pins,
+            fields,
+            &bounds,
+            cursor_group.as_deref(),
+            order.reverse,
+        ),
     };
     // Empty ranges read nothing: as cheap as a plan can be.
-    let reading = if exact_order || j > 0 || ranges.is_empty() {
+    let reading = if exact_order || ordered > 0 || ranges.is_empty() {
         super::Reading::StopsAtPage
     } else {
         super::Reading::SortsRange
     };
     let fit = super::Fit {
-        pinned_fields: k,
-        range_field,
-        ordered_fields: j,
+        pinned_fields: pinned,
+        range_field: bounds.range_field,
+        ordered_fields: ordered,
         fewer_ranges: std::cmp::Reverse(ranges.len()),
     };
     Some(super::Candidate {
@@ -549,15 +401,287 @@ fn plan_one(
         plan: IndexPlan {
             index: index.name().to_owned(),
             ranges,
-            reverse,
-            equality_fields: k,
-            range_field,
-            tie_fields: k + j,
+            reverse: order.reverse,
+            equality_fields: pinned,
+            range_field: bounds.range_field,
+            tie_fields: pinned + ordered,
             exact_order,
-            residual,
-            description: described.join("; "),
+            residual: residual(parts, &draft.used),
+            description: draft.described.join("; "),
         },
     })
+}
+
+/// The values each leading field of the index is pinned to by an `Eq` (else an `In`) on it,
+/// distinct and in key order (`1` and `1.0` are one value), up to the first field without.
+fn pin_leading_fields<'q>(
+    fields: &[(FieldPath, bool)],
+    usable: &[Usable<'q>],
+    draft: &mut Draft,
+) -> Vec<Vec<&'q Value>> {
+    let mut pins = Vec::new();
+    for (path, _) in fields {
+        let equal = usable.iter().find_map(|u| match u.leaf {
+            Leaf::Eq(value) if u.path == path && keyable(value) => Some((u.part, vec![value])),
+            _ => None,
+        });
+        let found = equal.or_else(|| {
+            usable.iter().find_map(|u| match u.leaf {
+                Leaf::In(values) if u.path == path && values.iter().all(keyable) => {
+                    Some((u.part, values.iter().collect()))
+                }
+                _ => None,
+            })
+        });
+        let Some((part, mut values)) = found else {
+            break;
+        };
+        draft.used[part] = true;
+        values.sort_by(|a, b| compare_values(Some(a), Some(b)));
+        values.dedup_by(|a, b| compare_values(Some(a), Some(b)) == Ordering::Equal);
+        draft.described.push(match values.as_slice() {
+            [one] => format!("{path} = {one}"),
+            many => {
+                let listed: Vec<String> = many.iter().map(|v| v.to_string()).collect();
+                format!("{path} in [{}]", listed.join(", "))
+            }
+        });
+        pins.push(values);
+    }
+    pins
+}
+
+/// The bounds of at most one range (a lower and an upper end of one kind) or one prefix on
+/// `field`, the one after the pinned fields.
+fn bound_next_field(
+    field: Option<&(FieldPath, bool)>,
+    usable: &[Usable<'_>],
+    draft: &mut Draft,
+) -> Bounds {
+    let Some((path, descending)) = field else {
+        return Bounds::default();
+    };
+    let mut bounds = Bounds::default();
+    let mut kind: Option<(u8, u8)> = None;
+    let mut lower: Option<Limit<'_>> = None;
+    let mut upper: Option<Limit<'_>> = None;
+    let mut prefix: Option<&str> = None;
+    for u in usable.iter().filter(|u| u.path == path) {
+        match u.leaf {
+            Leaf::Lower(value, inclusive) | Leaf::Upper(value, inclusive) if prefix.is_none() => {
+                let Some(tags) = kind_tags(value) else {
+                    // A range against null, an array or an object matches nothing.
+                    bounds.matches_nothing = true;
+                    draft.used[u.part] = true;
+                    continue;
+                };
+                if kind.is_some_and(|kind| kind != tags) {
+                    continue; // another kind: left to the residual (it then matches nothing)
+                }
+                let end = match u.leaf {
+                    Leaf::Lower(..) => &mut lower,
+                    _ => &mut upper,
+                };
+                if end.is_none() {
+                    kind = Some(tags);
+                    *end = Some(Limit { value, inclusive });
+                    draft.used[u.part] = true;
+                }
+            }
+            Leaf::Prefix(text) if kind.is_none() && prefix.is_none() => {
+                prefix = Some(text);
+                draft.used[u.part] = true;
+            }
+            _ => {}
+        }
+    }
+    if let Some(text) = prefix {
+        draft
+            .described
+            .push(format!("{path} starts with {}", Value::from(text)));
+        let mut bytes = encoded(Some(&Value::from(text)), *descending);
+        bytes.truncate(bytes.len() - 2); // drop the terminator: every extension of `text`
+        bounds.lower = Some(End::At(bytes.clone(), true));
+        bounds.upper = Some(End::At(bytes, true));
+        bounds.range_field = true;
+    } else if let Some((first, last)) = kind {
+        let mut text = Vec::new();
+        let mut end = |limit: Option<Limit<'_>>, tag: u8, operators: [&str; 2]| match limit {
+            None => End::At(vec![tag], true),
+            Some(Limit { value, inclusive }) => {
+                text.push(format!(
+                    "{path} {} {value}",
+                    operators[usize::from(inclusive)]
+                ));
+                End::At(key::encode(Some(value)), inclusive)
+            }
+        };
+        let low = end(lower, first, [">", ">="]);
+        let high = end(upper, last, ["<", "<="]);
+        draft.described.push(text.join(" and "));
+        // Ascending bytes of the interval [low, high]; a descending field inverts them,
+        // which swaps the ends.
+        let (lower, upper) = match descending {
+            true => (invert_end(high), invert_end(low)),
+            false => (low, high),
+        };
+        bounds.lower = Some(lower);
+        bounds.upper = Some(upper);
+        bounds.range_field = true;
+    }
+    bounds
+}
+
+/// How the query's order maps onto the index: leaving out fields pinned to one value, the
+/// query's order fields up to `$id` must be the index's next fields, all in its directions
+/// or all reversed; `None` when they are not.
+fn index_order(
+    fields: &[(FieldPath, bool)],
+    query: &CompiledQuery,
+    pins: &[Vec<&Value>],
+) -> Option<IndexOrder> {
+    let pinned = pins.len();
+    let pinned_one = |path: &FieldPath| {
+        fields
+            .iter()
+            .zip(pins)
+            .any(|((p, _), values)| p == path && values.len() == 1)
+    };
+    let mut ordered: Vec<OrderedField> = Vec::new();
+    let mut id_descending = None;
+    for (position, (path, descending)) in query.order().iter().enumerate() {
+        if *path == FieldPath::Id && !fields[..pinned].iter().any(|(p, _)| p == path) {
+            id_descending = Some(*descending);
+            break;
+        }
+        if pinned_one(path) {
+            continue;
+        }
+        match fields.get(pinned + ordered.len()) {
+            Some((p, _)) if p == path => ordered.push(OrderedField {
+                position,
+                descending: *descending,
+            }),
+            _ => return None,
+        }
+    }
+    let reverse = match ordered.first() {
+        Some(first) => {
+            let reverse = first.descending != fields[pinned].1;
+            let uniform = ordered
+                .iter()
+                .zip(&fields[pinned..])
+                .all(|(field, (_, descending))| (field.descending != *descending) == reverse);
+            if !uniform {
+                return None;
+            }
+            reverse
+        }
+        None => id_descending.unwrap_or(false),
+    };
+    Some(IndexOrder {
+        ordered,
+        id_descending,
+        reverse,
+    })
+}
+
+/// The words of `explain` for the order the index is read in.
+fn describe_order(
+    order: &IndexOrder,
+    exact_order: bool,
+    pinned: usize,
+    fields: usize,
+    draft: &mut Draft,
+) {
+    let ordered = order.ordered.len();
+    if ordered > 0 {
+        let direction = if order.reverse { "reverse " } else { "" };
+        draft.described.push(format!("in {direction}index order"));
+    } else if order.reverse {
+        draft.described.push("in reverse index order".into());
+    }
+    if !exact_order && pinned + ordered < fields {
+        let ties = pinned + ordered;
+        draft
+            .described
+            .push(format!("ties on {ties} field(s) sorted in memory"));
+    }
+}
+
+/// The key ranges to read, in key order, empty ones left out: one per combination of pinned
+/// values, each within `bounds`, narrowed to the cursor's tie group when there is one.
+fn key_ranges(
+    pins: &[Vec<&Value>],
+    fields: &[(FieldPath, bool)],
+    bounds: &Bounds,
+    cursor_group: Option<&[u8]>,
+    reverse: bool,
+) -> Vec<KeyRange> {
+    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
+    for (values, (_, descending)) in pins.iter().zip(fields) {
+        prefixes = prefixes
+            .iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |value| {
+                    let mut next = prefix.clone();
+                    key::push(Some(value), *descending, &mut next);
+                    next
+                })
+            })
+            .collect();
+    }
+    let mut ranges: Vec<KeyRange> = prefixes
+        .into_iter()
+        .map(|prefix| {
+            let range = match (&bounds.lower, &bounds.upper) {
+                (Some(lower), Some(upper)) => KeyRange {
+                    start: start_of(&prefix, lower),
+                    end: end_of(&prefix, upper),
+                },
+                _ => KeyRange::with_prefix(prefix.clone()),
+            };
+            match cursor_group {
+                Some(group) => from_cursor(range, &prefix, group, reverse),
+                None => range,
+            }
+        })
+        .filter(|range| !range.is_empty())
+        .collect();
+    ranges.sort_by(|a, b| a.start.cmp(&b.start));
+    ranges
+}
+
+/// `range` (of the keys behind `prefix`) narrowed to start at the cursor's tie group, or to
+/// end after it when read backwards.
+fn from_cursor(mut range: KeyRange, prefix: &[u8], group: &[u8], reverse: bool) -> KeyRange {
+    let mut at = prefix.to_vec();
+    at.extend_from_slice(group);
+    if reverse {
+        let end = key::prefix_end(&at);
+        range.end = match (range.end, end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    } else if at > range.start {
+        range.start = at;
+    }
+    range
+}
+
+/// The conjuncts the key ranges do not decide, as one filter.
+fn residual(parts: &[&CompiledFilter], used: &[bool]) -> Option<CompiledFilter> {
+    let mut residual: Vec<CompiledFilter> = parts
+        .iter()
+        .zip(used)
+        .filter(|(_, used)| !**used)
+        .map(|(part, _)| (*part).clone())
+        .collect();
+    match residual.len() {
+        0 => None,
+        1 => residual.pop(),
+        _ => Some(CompiledFilter::And(residual)),
+    }
 }
 
 fn invert_end(end: End) -> End {
@@ -597,14 +721,18 @@ fn cursor_group(
     index: &CompiledIndex,
     query: &CompiledQuery,
     pins: &[Vec<&Value>],
-    ordered: &[(usize, bool)],
-    k: usize,
+    ordered: &[OrderedField],
+    pinned: usize,
 ) -> Option<Vec<u8>> {
     let position = query.after()?;
-    for (o, (path, _)) in query.order().iter().enumerate() {
-        if let Some(t) = index.fields()[..k].iter().position(|(p, _)| p == path) {
-            let at = position.keys.get(o)?.as_ref();
-            if !pins[t].iter().any(|v| compare_values(at, Some(v)).is_eq()) {
+    let fields = index.fields();
+    for (in_order, (path, _)) in query.order().iter().enumerate() {
+        if let Some(field) = fields[..pinned].iter().position(|(p, _)| p == path) {
+            let at = position.keys.get(in_order)?.as_ref();
+            if !pins[field]
+                .iter()
+                .any(|v| compare_values(at, Some(v)).is_eq())
+            {
                 return None;
             }
         }
@@ -613,9 +741,9 @@ fn cursor_group(
         return None;
     }
     let mut group = Vec::new();
-    for (t, (o, _)) in ordered.iter().enumerate() {
-        let descending = index.fields()[k + t].1;
-        key::push(position.keys.get(*o)?.as_ref(), descending, &mut group);
+    for (field, (_, descending)) in ordered.iter().zip(&fields[pinned..]) {
+        let at = position.keys.get(field.position)?.as_ref();
+        key::push(at, *descending, &mut group);
     }
     Some(group)
 }
