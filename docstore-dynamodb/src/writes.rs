@@ -485,30 +485,31 @@ impl DynamoStore {
                 });
             }
             let w = identity(chosen);
-            let delta = -1;
-            let expect = Expect::Revision(&read);
             let now = self.options.clock.now();
             let shape = self.item_shape().await?;
-            let layout = shape.layout;
             let guards = shape.guards(key, Some(&read.doc), None, &foreign)?;
             let by = (origin.actor, now);
-            let with = delete_companions(layout, key, &read, recorded.as_ref(), by, &w);
+            let with = delete_companions(shape.layout, key, &read, recorded.as_ref(), by, &w);
             // Exact counters move the counter in the delete's transaction; fast counters
             // right after it commits (`count_late`), never in the transaction, so deletes
             // do not contend on the collection's counter item.
-            let moved = if self.counters == CounterMode::Exact {
-                delta
-            } else {
-                0
+            let moved = match self.counters {
+                CounterMode::Exact => DELETED,
+                CounterMode::Fast => 0,
             };
+            let attempt = DeleteTry {
+                key,
+                read: &read,
+                w: &w,
+                recorded: recorded.is_some(),
+                moved,
+            };
+            let expect = Expect::Revision(&read);
             let sent = self
                 .send_delete(key, expect, moved, &w, with, &guards)
                 .await?;
             match sent {
-                Sent::Applied => {
-                    self.count_late(key, delta).await;
-                    return Ok(true);
-                }
+                Sent::Applied => return Ok(self.counted_if_own(key, true).await),
                 // A delete only gives values up: its guard was another document's.
                 Sent::Guarded { at, guard, .. } => {
                     crate::guards::judge(&guards[at], guard.as_ref(), &mut foreign);
@@ -517,93 +518,114 @@ impl DynamoStore {
                     }
                 }
                 Sent::Contended { maybe_applied } => {
-                    if maybe_applied && self.deleted_by(key, &read, &w, recorded.is_some()).await? {
-                        self.count_late(key, delta).await;
-                        return Ok(true);
+                    if maybe_applied && self.deleted_by(key, &read, &w, attempt.recorded).await? {
+                        return Ok(self.counted_if_own(key, true).await);
                     }
                     if !backoff.wait().await {
                         break;
                     }
                 }
                 Sent::Refused { current, resent } => {
-                    if self.expired_in_the_way(key, current.as_ref()).await? {
+                    let refused = Refused {
+                        current: current.as_ref(),
+                        resent,
+                        expected_version,
+                    };
+                    match self.after_refused_delete(attempt, refused).await? {
+                        AfterRefusal::Deleted(deleted) => return Ok(deleted),
                         // Removed as its expiry: read again, and find the key empty.
-                        continue;
-                    }
-                    let same = current.as_ref().filter(|c| c.same_incarnation(&read));
-                    if let Some(still) = same {
-                        // The incarnation read still stands, so no delete of it was applied.
-                        if expected_version.is_some() {
-                            return Err(Error::Conflict {
-                                current: still.doc.version,
-                            });
+                        AfterRefusal::ReadAgain => continue,
+                        AfterRefusal::Wait => {
+                            if !backoff.wait().await {
+                                break;
+                            }
                         }
-                        if !backoff.wait().await {
-                            break;
-                        }
-                        continue;
                     }
-                    // The revision read is gone: deleted by this call's lost attempt or by
-                    // another caller.
-                    if !resent {
-                        return Ok(false);
-                    }
-                    // The revision's stamp names the call that deleted it (it went in with
-                    // the delete, so it exists exactly when some docstore delete committed).
-                    if let Some(stamp) = self.stamp(key, &read).await? {
-                        let own = stamp.deleter == w.as_str();
-                        if own {
-                            self.count_late(key, delta).await;
-                        }
-                        return Ok(own);
-                    }
-                    if recorded.is_some() {
-                        // The record went in with the delete: it says whether that committed.
-                        let own = self.recorded_deletes(key).await?.holds(&w);
-                        if own {
-                            self.count_late(key, delta).await;
-                        }
-                        return Ok(own);
-                    }
-                    // No stamp: the revision was removed by a delete from outside docstore
-                    // (this call's delete would have left one). Exact counters: the counter's
-                    // last mover being this call proves the commit; otherwise the token says
-                    // the lost attempt did not commit.
-                    if moved == 0 {
-                        return Ok(false);
-                    }
-                    if self.counter_proves(key, &w).await? {
-                        return Ok(true);
-                    }
-                    if self.trust_request_tokens {
-                        return Ok(false);
-                    }
-                    return Err(unknown_outcome("delete", key));
                 }
-                Sent::Unknown(err) => {
-                    if let Ok(Some(stamp)) = self.stamp(key, &read).await {
-                        let own = stamp.deleter == w.as_str();
-                        if own {
-                            self.count_late(key, delta).await;
-                        }
-                        return Ok(own);
-                    }
-                    if recorded.is_some() {
-                        let record = self.recorded_deletes(key).await;
-                        if record.is_ok_and(|ids| ids.holds(&w)) {
-                            self.count_late(key, delta).await;
-                            return Ok(true);
-                        }
-                        return Err(err);
-                    }
-                    if moved != 0 && self.counter_proves(key, &w).await.unwrap_or(false) {
-                        return Ok(true);
-                    }
-                    return Err(err);
-                }
+                Sent::Unknown(err) => return self.after_lost_delete(attempt, err).await,
             }
         }
         Err(busy("delete", key))
+    }
+
+    /// What a delete does after `attempt` was refused: the document at the key did not hold
+    /// the revision read. Expired: read again. The revision still there: a conflict for
+    /// `delete_if`, else try again after a wait. Gone: deleted by this call's lost attempt
+    /// or by another caller, which the revision's stamp, the key's delete record or the
+    /// counter tells.
+    async fn after_refused_delete(
+        &self,
+        attempt: DeleteTry<'_>,
+        refused: Refused<'_>,
+    ) -> Result<AfterRefusal> {
+        let DeleteTry { key, read, w, .. } = attempt;
+        if self.expired_in_the_way(key, refused.current).await? {
+            return Ok(AfterRefusal::ReadAgain);
+        }
+        if let Some(still) = refused.current.filter(|c| c.same_incarnation(read)) {
+            // The incarnation read still stands, so no delete of it was applied.
+            if refused.expected_version.is_some() {
+                return Err(Error::Conflict {
+                    current: still.doc.version,
+                });
+            }
+            return Ok(AfterRefusal::Wait);
+        }
+        if !refused.resent {
+            return Ok(AfterRefusal::Deleted(false));
+        }
+        // The revision's stamp names the call that deleted it (it went in with the delete,
+        // so it exists exactly when some docstore delete committed).
+        if let Some(stamp) = self.stamp(key, read).await? {
+            let own = self.counted_if_own(key, stamp.deleter == w.as_str()).await;
+            return Ok(AfterRefusal::Deleted(own));
+        }
+        if attempt.recorded {
+            // The record went in with the delete: it says whether that committed.
+            let own = self.recorded_deletes(key).await?.holds(w);
+            return Ok(AfterRefusal::Deleted(self.counted_if_own(key, own).await));
+        }
+        // No stamp: the revision was removed by a delete from outside docstore (this call's
+        // delete would have left one). Exact counters: the counter's last mover being this
+        // call proves the commit; otherwise the token says the lost attempt did not commit.
+        if attempt.moved == 0 {
+            return Ok(AfterRefusal::Deleted(false));
+        }
+        if self.counter_proves(key, w).await? {
+            return Ok(AfterRefusal::Deleted(true));
+        }
+        if self.trust_request_tokens {
+            return Ok(AfterRefusal::Deleted(false));
+        }
+        Err(unknown_outcome("delete", key))
+    }
+
+    /// Whether `attempt`, whose answer was lost (`err`), deleted the document: its stamp, its
+    /// delete record or the counter says so; `err` when none can.
+    async fn after_lost_delete(&self, attempt: DeleteTry<'_>, err: Error) -> Result<bool> {
+        let DeleteTry { key, read, w, .. } = attempt;
+        if let Ok(Some(stamp)) = self.stamp(key, read).await {
+            return Ok(self.counted_if_own(key, stamp.deleter == w.as_str()).await);
+        }
+        if attempt.recorded {
+            let record = self.recorded_deletes(key).await;
+            if record.is_ok_and(|ids| ids.holds(w)) {
+                return Ok(self.counted_if_own(key, true).await);
+            }
+            return Err(err);
+        }
+        if attempt.moved != 0 && self.counter_proves(key, w).await.unwrap_or(false) {
+            return Ok(true);
+        }
+        Err(err)
+    }
+
+    /// `own`, after moving the fast counter for the delete when it was this call's.
+    async fn counted_if_own(&self, key: &Key, own: bool) -> bool {
+        if own {
+            self.count_late(key, DELETED).await;
+        }
+        own
     }
 
     /// The first read of a delete with the identity `id`: the document (removed first when it
@@ -839,6 +861,39 @@ fn delete_companions(
         None,
     ));
     with
+}
+
+/// The counter move of a delete.
+const DELETED: i64 = -1;
+
+/// A delete's try: its key, the revision it read, the identity it went with, whether the
+/// key's delete record went with it, and the counter move it carried (0: fast counters,
+/// moved after it commits).
+#[derive(Clone, Copy)]
+struct DeleteTry<'a> {
+    key: &'a Key,
+    read: &'a Stored,
+    w: &'a WriteId,
+    recorded: bool,
+    moved: i64,
+}
+
+/// How a delete's try was refused: the document found instead (`None`: none), whether the
+/// request was sent more than once, and the version `delete_if` expected.
+struct Refused<'a> {
+    current: Option<&'a Stored>,
+    resent: bool,
+    expected_version: Option<u64>,
+}
+
+/// What a delete does after a refused try.
+enum AfterRefusal {
+    /// Answer: whether this call deleted the document.
+    Deleted(bool),
+    /// Read the key again at once.
+    ReadAgain,
+    /// Try again after the backoff's wait.
+    Wait,
 }
 
 /// The identity of one attempt: the caller's, or a fresh one.
