@@ -277,157 +277,216 @@ async fn point_workload(
     side: &Side,
     state: &mut State,
 ) -> BenchResult<Figures> {
+    // Inputs are made before the clock starts, in each workload.
+    match workload {
+        "create" => create(spec, side, state).await,
+        "get" => get(spec, side, state).await,
+        "put" => put(spec, side, state).await,
+        "update" | "update_if" => update(spec, side, state, workload).await,
+        "update_if x10 in one batch" => update_if_in_batches(spec, side, state).await,
+        "update_if x10 as 10 single calls" => update_if_as_single_calls(spec, side, state).await,
+        "update, 16 tasks, distinct docs" | "update, 16 tasks, same doc" => {
+            updates_in_tasks(spec, side, state, workload).await
+        }
+        "delete" => delete(spec, side, state).await,
+        other => Err(format!("unknown workload {other}").into()),
+    }
+}
+
+/// Creates `spec.ops` documents, each checked to be at version 1.
+async fn create(spec: &Spec, side: &Side, state: &mut State) -> BenchResult<Figures> {
     let subject = &side.subject;
     let coll = side.point_collection.as_str();
     let max = spec.max_time;
-    // Inputs are made before the clock starts.
-    match workload {
-        "create" => {
-            let mut docs: Vec<Option<docstore::Data>> =
-                (0..spec.ops).map(|n| Some(data::document(n, 0))).collect();
-            let versions = &mut state.versions;
-            counted(side, async || {
-                timed(spec.ops, max, async |i| {
-                    let doc = docs[i].take().expect("each document once");
-                    let v = subject.create(coll, &data::id(i), doc).await?;
-                    versions.push(check_version(subject.as_ref(), i, v, 1)?);
-                    Ok(())
-                })
-                .await
-            })
-            .await
-        }
-        "get" => {
-            let created = state.versions.len();
-            let ids = order(created, 1);
-            counted(side, async || {
-                timed(spec.ops, max, async |i| {
-                    let n = ids[i % created];
-                    if !subject.get(coll, &data::id(n)).await? {
-                        return Err(format!("document {n} missing").into());
-                    }
-                    Ok(())
-                })
-                .await
-            })
-            .await
-        }
-        "put" => {
-            let ids = order(state.versions.len(), 2);
-            let mut docs: Vec<Option<docstore::Data>> =
-                ids.iter().map(|&n| Some(data::document(n, 1))).collect();
-            let versions = &mut state.versions;
-            counted(side, async || {
-                timed(ids.len(), max, async |i| {
-                    let n = ids[i];
-                    let doc = docs[i].take().expect("each document once");
-                    let v = subject.put(coll, &data::id(n), doc).await?;
-                    versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
-                    Ok(())
-                })
-                .await
-            })
-            .await
-        }
-        "update" | "update_if" => {
-            let conditional = workload == "update_if";
-            let ids = order(state.versions.len(), if conditional { 4 } else { 3 });
-            let patches: Vec<docstore::Data> = (0..ids.len()).map(|k| patch(k as u64)).collect();
-            let versions = &mut state.versions;
-            counted(side, async || {
-                timed(ids.len(), max, async |i| {
-                    let n = ids[i];
-                    let id = data::id(n);
-                    let v = if conditional {
-                        subject
-                            .update_if(coll, &id, &patches[i], versions[n])
-                            .await?
-                    } else {
-                        subject.update(coll, &id, &patches[i]).await?
-                    };
-                    versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
-                    Ok(())
-                })
-                .await
-            })
-            .await
-        }
-        "update_if x10 in one batch" => {
-            // Batches of 10 distinct documents, in a shuffled order; one op = one batch.
-            let ids = order(state.versions.len(), 6);
-            let batches: Vec<&[usize]> = ids.chunks_exact(10).collect();
-            let versions = &mut state.versions;
-            counted(side, async || {
-                timed(batches.len(), max, async |i| {
-                    let writes: Vec<(String, docstore::Data, u64)> = batches[i]
-                        .iter()
-                        .enumerate()
-                        .map(|(k, &n)| (data::id(n), patch((i * 10 + k) as u64), versions[n]))
-                        .collect();
-                    let got = subject.update_if_many(coll, &writes).await?;
-                    for (&n, v) in batches[i].iter().zip(got) {
-                        versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
-                    }
-                    Ok(())
-                })
-                .await
-            })
-            .await
-        }
-        "update_if x10 as 10 single calls" => {
-            // The same batches of 10 as the workload above, each write its own call (and on
-            // the baseline its own transaction); one op = ten calls.
-            let ids = order(state.versions.len(), 6);
-            let batches: Vec<&[usize]> = ids.chunks_exact(10).collect();
-            let versions = &mut state.versions;
-            counted(side, async || {
-                timed(batches.len(), max, async |i| {
-                    for (k, &n) in batches[i].iter().enumerate() {
-                        let patch = patch((i * 10 + k) as u64);
-                        let v = subject
-                            .update_if(coll, &data::id(n), &patch, versions[n])
-                            .await?;
-                        versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
-                    }
-                    Ok(())
-                })
-                .await
-            })
-            .await
-        }
-        "update, 16 tasks, distinct docs" | "update, 16 tasks, same doc" => {
-            let same = workload.ends_with("same doc");
-            let tasks = spec.tasks.min(state.versions.len());
-            let figures = counted(side, async || {
-                concurrent_updates(side, tasks, spec.task_ops, same).await
-            })
-            .await?;
-            // Versions moved by an amount the workload knows.
-            if same {
-                state.versions[0] += figures.ops;
-            } else {
-                for v in state.versions.iter_mut().take(tasks) {
-                    *v += spec.task_ops as u64;
-                }
+    let mut docs: Vec<Option<docstore::Data>> =
+        (0..spec.ops).map(|n| Some(data::document(n, 0))).collect();
+    let versions = &mut state.versions;
+    counted(side, async || {
+        timed(spec.ops, max, async |i| {
+            let doc = docs[i].take().expect("each document once");
+            let v = subject.create(coll, &data::id(i), doc).await?;
+            versions.push(check_version(subject.as_ref(), i, v, 1)?);
+            Ok(())
+        })
+        .await
+    })
+    .await
+}
+
+/// Reads the created documents in a shuffled order.
+async fn get(spec: &Spec, side: &Side, state: &mut State) -> BenchResult<Figures> {
+    let subject = &side.subject;
+    let coll = side.point_collection.as_str();
+    let max = spec.max_time;
+    let created = state.versions.len();
+    let ids = order(created, 1);
+    counted(side, async || {
+        timed(spec.ops, max, async |i| {
+            let n = ids[i % created];
+            if !subject.get(coll, &data::id(n)).await? {
+                return Err(format!("document {n} missing").into());
             }
-            Ok(figures)
+            Ok(())
+        })
+        .await
+    })
+    .await
+}
+
+/// Replaces every created document once.
+async fn put(spec: &Spec, side: &Side, state: &mut State) -> BenchResult<Figures> {
+    let subject = &side.subject;
+    let coll = side.point_collection.as_str();
+    let max = spec.max_time;
+    let ids = order(state.versions.len(), 2);
+    let mut docs: Vec<Option<docstore::Data>> =
+        ids.iter().map(|&n| Some(data::document(n, 1))).collect();
+    let versions = &mut state.versions;
+    counted(side, async || {
+        timed(ids.len(), max, async |i| {
+            let n = ids[i];
+            let doc = docs[i].take().expect("each document once");
+            let v = subject.put(coll, &data::id(n), doc).await?;
+            versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
+            Ok(())
+        })
+        .await
+    })
+    .await
+}
+
+/// Merges a patch into every created document once: `update`, or `update_if` at the
+/// version the workload knows when `workload` says so.
+async fn update(
+    spec: &Spec,
+    side: &Side,
+    state: &mut State,
+    workload: &str,
+) -> BenchResult<Figures> {
+    let subject = &side.subject;
+    let coll = side.point_collection.as_str();
+    let max = spec.max_time;
+    let conditional = workload == "update_if";
+    let ids = order(state.versions.len(), if conditional { 4 } else { 3 });
+    let patches: Vec<docstore::Data> = (0..ids.len()).map(|k| patch(k as u64)).collect();
+    let versions = &mut state.versions;
+    counted(side, async || {
+        timed(ids.len(), max, async |i| {
+            let n = ids[i];
+            let id = data::id(n);
+            let v = if conditional {
+                subject
+                    .update_if(coll, &id, &patches[i], versions[n])
+                    .await?
+            } else {
+                subject.update(coll, &id, &patches[i]).await?
+            };
+            versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
+            Ok(())
+        })
+        .await
+    })
+    .await
+}
+
+/// `update_if` of 10 distinct documents in one batch, in a shuffled order; one op = one
+/// batch.
+async fn update_if_in_batches(spec: &Spec, side: &Side, state: &mut State) -> BenchResult<Figures> {
+    let subject = &side.subject;
+    let coll = side.point_collection.as_str();
+    let max = spec.max_time;
+    let ids = order(state.versions.len(), 6);
+    let batches: Vec<&[usize]> = ids.chunks_exact(10).collect();
+    let versions = &mut state.versions;
+    counted(side, async || {
+        timed(batches.len(), max, async |i| {
+            let writes: Vec<(String, docstore::Data, u64)> = batches[i]
+                .iter()
+                .enumerate()
+                .map(|(k, &n)| (data::id(n), patch((i * 10 + k) as u64), versions[n]))
+                .collect();
+            let got = subject.update_if_many(coll, &writes).await?;
+            for (&n, v) in batches[i].iter().zip(got) {
+                versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
+            }
+            Ok(())
+        })
+        .await
+    })
+    .await
+}
+
+/// The same batches of 10 as [`update_if_in_batches`], each write its own call (and on the
+/// baseline its own transaction); one op = ten calls.
+async fn update_if_as_single_calls(
+    spec: &Spec,
+    side: &Side,
+    state: &mut State,
+) -> BenchResult<Figures> {
+    let subject = &side.subject;
+    let coll = side.point_collection.as_str();
+    let max = spec.max_time;
+    let ids = order(state.versions.len(), 6);
+    let batches: Vec<&[usize]> = ids.chunks_exact(10).collect();
+    let versions = &mut state.versions;
+    counted(side, async || {
+        timed(batches.len(), max, async |i| {
+            for (k, &n) in batches[i].iter().enumerate() {
+                let patch = patch((i * 10 + k) as u64);
+                let v = subject
+                    .update_if(coll, &data::id(n), &patch, versions[n])
+                    .await?;
+                versions[n] = check_version(subject.as_ref(), n, v, versions[n] + 1)?;
+            }
+            Ok(())
+        })
+        .await
+    })
+    .await
+}
+
+/// [`concurrent_updates`] of distinct documents, or all of the same one (`workload` says
+/// which).
+async fn updates_in_tasks(
+    spec: &Spec,
+    side: &Side,
+    state: &mut State,
+    workload: &str,
+) -> BenchResult<Figures> {
+    let same = workload.ends_with("same doc");
+    let tasks = spec.tasks.min(state.versions.len());
+    let figures = counted(side, async || {
+        concurrent_updates(side, tasks, spec.task_ops, same).await
+    })
+    .await?;
+    // Versions moved by an amount the workload knows.
+    if same {
+        state.versions[0] += figures.ops;
+    } else {
+        for v in state.versions.iter_mut().take(tasks) {
+            *v += spec.task_ops as u64;
         }
-        "delete" => {
-            let ids = order(state.versions.len(), 5);
-            counted(side, async || {
-                timed(ids.len(), max, async |i| {
-                    let n = ids[i];
-                    if !subject.delete(coll, &data::id(n)).await? {
-                        return Err(format!("document {n} was not there to delete").into());
-                    }
-                    Ok(())
-                })
-                .await
-            })
-            .await
-        }
-        other => Err(format!("unknown workload {other}").into()),
     }
+    Ok(figures)
+}
+
+/// Deletes every document, in a shuffled order.
+async fn delete(spec: &Spec, side: &Side, state: &mut State) -> BenchResult<Figures> {
+    let subject = &side.subject;
+    let coll = side.point_collection.as_str();
+    let max = spec.max_time;
+    let ids = order(state.versions.len(), 5);
+    counted(side, async || {
+        timed(ids.len(), max, async |i| {
+            let n = ids[i];
+            if !subject.delete(coll, &data::id(n)).await? {
+                return Err(format!("document {n} was not there to delete").into());
+            }
+            Ok(())
+        })
+        .await
+    })
+    .await
 }
 
 /// `tasks` tasks each doing `per_task` updates, on document `t` (distinct) or all on
