@@ -59,134 +59,13 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         ..Report::default()
     };
-    let max_time = Duration::from_secs_f64(args.max_seconds);
-    let spec = |ops: usize, query_docs: usize, query_runs: usize, task_ops: usize| Spec {
-        ops,
-        query_docs,
-        query_runs,
-        page_size: args.page_size,
-        tasks: args.tasks,
-        task_ops,
-        max_time,
-    };
     for backend in &args.backends {
         match backend {
-            BackendName::Memory => {
-                let spec = spec(
-                    args.memory_ops,
-                    args.query_docs,
-                    args.query_runs,
-                    args.task_ops,
-                );
-                let retention = args.memory_feed_retention;
-                eprintln!("memory: {spec:?}, feed retention {retention} changes");
-                let mut rounds = Vec::new();
-                for _ in 0..args.repeat.max(1) {
-                    rounds.push(memory(&spec, retention).await?);
-                }
-                report.sections.push(median_round(rounds));
-            }
-            BackendName::Sqlite => {
-                let spec = spec(
-                    args.sqlite_ops,
-                    args.query_docs,
-                    args.query_runs,
-                    args.task_ops,
-                );
-                eprintln!("sqlite: {spec:?}");
-                let temp = tempfile::tempdir()?;
-                let dir = args.dir.as_deref().unwrap_or(temp.path());
-                std::fs::create_dir_all(dir)?;
-                for &feed in args.sqlite_feed.settings() {
-                    let mut rounds = Vec::new();
-                    for _ in 0..args.repeat.max(1) {
-                        rounds.push(sqlite_section(&spec, dir, args.sqlite_sync, feed).await?);
-                    }
-                    report.sections.push(median_round(rounds));
-                }
-            }
-            BackendName::Polodb => {
-                let spec = spec(
-                    args.sqlite_ops,
-                    args.query_docs,
-                    args.query_runs,
-                    args.task_ops,
-                );
-                eprintln!("polodb: {spec:?}");
-                let temp = tempfile::tempdir()?;
-                let dir = args.dir.as_deref().unwrap_or(temp.path());
-                std::fs::create_dir_all(dir)?;
-                let mut rounds = Vec::new();
-                for _ in 0..args.repeat.max(1) {
-                    match polodb_section(&spec, dir, args.sqlite_sync).await? {
-                        Some(section) => rounds.push(section),
-                        None => break,
-                    }
-                }
-                if rounds.is_empty() {
-                    report
-                        .notes
-                        .push("polodb skipped: built without the `polodb` feature".to_owned());
-                } else {
-                    report.sections.push(median_round(rounds));
-                }
-            }
-            BackendName::Postgres => {
-                let Some(url) = &args.postgres_url else {
-                    return Err("postgres: no server; pass --postgres-url or set \
-                                DOCSTORE_POSTGRES_URL (scripts/with-postgres starts a \
-                                private server and sets it)"
-                        .into());
-                };
-                let spec = spec(
-                    args.postgres_ops,
-                    args.postgres_query_docs,
-                    args.postgres_query_runs,
-                    args.postgres_task_ops,
-                );
-                eprintln!("postgres: {spec:?}");
-                let mut rounds = Vec::new();
-                for round in 0..args.repeat.max(1) {
-                    let done = crate::postgres::round(&spec, url, round).await?;
-                    for waits in done.waits {
-                        report
-                            .notes
-                            .push(format!("postgres round {}: {waits}", round + 1));
-                    }
-                    rounds.push(done.section);
-                }
-                report.sections.push(median_round(rounds));
-            }
-            BackendName::Dynamodb => {
-                let Some(endpoint) = &args.dynamodb_endpoint else {
-                    report.notes.push(
-                        "dynamodb skipped: no endpoint (pass --dynamodb-endpoint or run under \
-                         scripts/with-dynamodb-emulators, which sets DOCSTORE_DYNOXIDE_ENDPOINT)"
-                            .to_owned(),
-                    );
-                    continue;
-                };
-                let spec = spec(
-                    args.dynamodb_ops,
-                    args.dynamodb_query_docs,
-                    args.dynamodb_query_runs,
-                    args.dynamodb_task_ops,
-                );
-                eprintln!("dynamodb: {spec:?}");
-                report.notes.push(format!(
-                    "dynamodb runs on the dynoxide emulator at {endpoint} with smaller sizes \
-                     ({} ops per workload, {} query documents, {} updates per task): every call \
-                     is an HTTP round trip to a local emulator, thousands of times slower than \
-                     memory. Its absolute figures say nothing about DynamoDB; the ratios and \
-                     the request counts do",
-                    spec.ops, spec.query_docs, spec.task_ops
-                ));
-                let mut rounds = Vec::new();
-                for _ in 0..args.repeat.max(1) {
-                    rounds.push(dynamodb(&spec, endpoint).await?);
-                }
-                report.sections.push(median_round(rounds));
-            }
+            BackendName::Memory => run_memory(args, &mut report).await?,
+            BackendName::Sqlite => run_sqlite(args, &mut report).await?,
+            BackendName::Polodb => run_polodb(args, &mut report).await?,
+            BackendName::Postgres => run_postgres(args, &mut report).await?,
+            BackendName::Dynamodb => run_dynamodb(args, &mut report).await?,
         }
     }
     if !args.skip_evaluator {
@@ -202,6 +81,144 @@ pub async fn run(args: &Args) -> BenchResult<Report> {
         });
     }
     Ok(report)
+}
+
+/// The workload sizes of one backend, with the flags every backend shares.
+fn spec(args: &Args, ops: usize, query_docs: usize, query_runs: usize, task_ops: usize) -> Spec {
+    Spec {
+        ops,
+        query_docs,
+        query_runs,
+        page_size: args.page_size,
+        tasks: args.tasks,
+        task_ops,
+        max_time: Duration::from_secs_f64(args.max_seconds),
+    }
+}
+
+/// How many rounds each backend runs.
+fn rounds(args: &Args) -> usize {
+    args.repeat.max(1)
+}
+
+async fn run_memory(args: &Args, report: &mut Report) -> BenchResult<()> {
+    let (ops, task_ops) = (args.memory_ops, args.task_ops);
+    let spec = spec(args, ops, args.query_docs, args.query_runs, task_ops);
+    let retention = args.memory_feed_retention;
+    eprintln!("memory: {spec:?}, feed retention {retention} changes");
+    let mut sections = Vec::new();
+    for _ in 0..rounds(args) {
+        sections.push(memory(&spec, retention).await?);
+    }
+    report.sections.push(median_round(sections));
+    Ok(())
+}
+
+/// One section per feed setting `--sqlite-feed` names.
+async fn run_sqlite(args: &Args, report: &mut Report) -> BenchResult<()> {
+    let (ops, task_ops) = (args.sqlite_ops, args.task_ops);
+    let spec = spec(args, ops, args.query_docs, args.query_runs, task_ops);
+    eprintln!("sqlite: {spec:?}");
+    let temp = tempfile::tempdir()?;
+    let dir = args.dir.as_deref().unwrap_or(temp.path());
+    std::fs::create_dir_all(dir)?;
+    for &feed in args.sqlite_feed.settings() {
+        let mut sections = Vec::new();
+        for _ in 0..rounds(args) {
+            sections.push(sqlite_section(&spec, dir, args.sqlite_sync, feed).await?);
+        }
+        report.sections.push(median_round(sections));
+    }
+    Ok(())
+}
+
+/// The PoloDB peer, or a note that it is not built in.
+async fn run_polodb(args: &Args, report: &mut Report) -> BenchResult<()> {
+    let (ops, task_ops) = (args.sqlite_ops, args.task_ops);
+    let spec = spec(args, ops, args.query_docs, args.query_runs, task_ops);
+    eprintln!("polodb: {spec:?}");
+    let temp = tempfile::tempdir()?;
+    let dir = args.dir.as_deref().unwrap_or(temp.path());
+    std::fs::create_dir_all(dir)?;
+    let mut sections = Vec::new();
+    for _ in 0..rounds(args) {
+        match polodb_section(&spec, dir, args.sqlite_sync).await? {
+            Some(section) => sections.push(section),
+            None => break,
+        }
+    }
+    if sections.is_empty() {
+        let skipped = "polodb skipped: built without the `polodb` feature";
+        report.notes.push(skipped.to_owned());
+    } else {
+        report.sections.push(median_round(sections));
+    }
+    Ok(())
+}
+
+/// PostgreSQL, which needs a server (an error without one: it runs only when named).
+async fn run_postgres(args: &Args, report: &mut Report) -> BenchResult<()> {
+    let Some(url) = &args.postgres_url else {
+        return Err("postgres: no server; pass --postgres-url or set \
+                    DOCSTORE_POSTGRES_URL (scripts/with-postgres starts a \
+                    private server and sets it)"
+            .into());
+    };
+    let spec = spec(
+        args,
+        args.postgres_ops,
+        args.postgres_query_docs,
+        args.postgres_query_runs,
+        args.postgres_task_ops,
+    );
+    eprintln!("postgres: {spec:?}");
+    let mut sections = Vec::new();
+    for round in 0..rounds(args) {
+        let done = crate::postgres::round(&spec, url, round).await?;
+        for waits in done.waits {
+            let round = round + 1;
+            report
+                .notes
+                .push(format!("postgres round {round}: {waits}"));
+        }
+        sections.push(done.section);
+    }
+    report.sections.push(median_round(sections));
+    Ok(())
+}
+
+/// DynamoDB on the emulator, or a note that there is none.
+async fn run_dynamodb(args: &Args, report: &mut Report) -> BenchResult<()> {
+    let Some(endpoint) = &args.dynamodb_endpoint else {
+        report.notes.push(
+            "dynamodb skipped: no endpoint (pass --dynamodb-endpoint or run under \
+             scripts/with-dynamodb-emulators, which sets DOCSTORE_DYNOXIDE_ENDPOINT)"
+                .to_owned(),
+        );
+        return Ok(());
+    };
+    let spec = spec(
+        args,
+        args.dynamodb_ops,
+        args.dynamodb_query_docs,
+        args.dynamodb_query_runs,
+        args.dynamodb_task_ops,
+    );
+    eprintln!("dynamodb: {spec:?}");
+    report.notes.push(format!(
+        "dynamodb runs on the dynoxide emulator at {endpoint} with smaller sizes \
+         ({} ops per workload, {} query documents, {} updates per task): every call \
+         is an HTTP round trip to a local emulator, thousands of times slower than \
+         memory. Its absolute figures say nothing about DynamoDB; the ratios and \
+         the request counts do",
+        spec.ops, spec.query_docs, spec.task_ops
+    ));
+    let mut sections = Vec::new();
+    for _ in 0..rounds(args) {
+        sections.push(dynamodb(&spec, endpoint).await?);
+    }
+    report.sections.push(median_round(sections));
+    Ok(())
 }
 
 /// One section from several rounds of the same backend: for each workload the round with the
