@@ -141,31 +141,21 @@ impl DynamoStore {
                     markers.clone(),
                 )
                 .await?;
-            match sent {
-                Sent::Applied => {
+            match self.tried(key, &w, sent, &guards, &mut foreign).await? {
+                Tried::Applied => {
                     self.known.remember(key, doc, w.as_str());
                     return Ok(None);
                 }
-                Sent::Guarded { at, guard, resent } => {
-                    let refused = (&guards[at], guard.as_ref(), resent);
-                    if self.guard_refused(key, &w, refused, &mut foreign).await? {
-                        self.count_late(key, 1).await;
-                        return Ok(None);
-                    }
+                Tried::FoundApplied => {
+                    self.count_late(key, 1).await;
+                    return Ok(None);
+                }
+                Tried::Again => {
                     if !backoff.wait().await {
                         break;
                     }
                 }
-                Sent::Contended { maybe_applied } => {
-                    if maybe_applied && self.holds_write(key, &w).await? {
-                        self.count_late(key, 1).await;
-                        return Ok(None);
-                    }
-                    if !backoff.wait().await {
-                        break;
-                    }
-                }
-                Sent::Refused { current, resent } => {
+                Tried::Refused { current, resent } => {
                     if let Some(current) = current.as_ref().filter(|c| c.holds(&w)) {
                         if !resent {
                             // Not this call's attempt: an earlier call with its identity.
@@ -181,24 +171,11 @@ impl DynamoStore {
                     if !resent {
                         return Err(Error::AlreadyExists);
                     }
-                    if self.transactional(1) {
-                        // The counter's last mover is this call: committed. Otherwise the
-                        // client request token settles it: DynamoDB answers a resent
-                        // transaction that had committed with success, so this refusal is
-                        // genuine.
-                        if self.counter_proves(key, &w).await? {
-                            return Ok(None);
-                        }
-                        if self.trust_request_tokens {
-                            return Err(Error::AlreadyExists);
-                        }
-                    }
-                    return Err(unknown_outcome("create", key));
-                }
-                Sent::Unknown(err) => {
-                    self.settle(key, &w, err).await?;
-                    self.count_late(key, 1).await;
-                    return Ok(None);
+                    return match self.creation_proven(key, &w).await? {
+                        Some(true) => Ok(None),
+                        Some(false) => Err(Error::AlreadyExists),
+                        None => Err(unknown_outcome("create", key)),
+                    };
                 }
             }
         }
@@ -249,34 +226,21 @@ impl DynamoStore {
             let before = current.as_ref().map(|read| &read.doc);
             let guards = shape.guards(key, before, Some(&doc), &foreign)?;
             let markers = self.markers(shape.layout, key, before, Some(&doc)).await?;
+            let sent = self.send_write(key, &action, expect, delta, &w, &guards, markers);
             match self
-                .send_write(key, &action, expect, delta, &w, &guards, markers)
+                .tried(key, &w, sent.await?, &guards, &mut foreign)
                 .await?
             {
-                Sent::Applied => {
+                Tried::Applied => {
                     self.known.remember(key, &doc, w.as_str());
                     return Ok(doc);
                 }
-                Sent::Guarded { at, guard, resent } => {
-                    let refused = (&guards[at], guard.as_ref(), resent);
-                    if self.guard_refused(key, &w, refused, &mut foreign).await? {
-                        self.count_late(key, delta).await;
-                        return Ok(doc);
-                    }
-                    if !backoff.wait().await {
-                        break;
-                    }
+                Tried::FoundApplied => {
+                    self.count_late(key, delta).await;
+                    return Ok(doc);
                 }
-                Sent::Contended { maybe_applied } => {
-                    if maybe_applied && self.holds_write(key, &w).await? {
-                        self.count_late(key, delta).await;
-                        return Ok(doc);
-                    }
-                    if !backoff.wait().await {
-                        break;
-                    }
-                }
-                Sent::Refused {
+                Tried::Again => {}
+                Tried::Refused {
                     current: now_there,
                     resent,
                 } => {
@@ -296,22 +260,16 @@ impl DynamoStore {
                             return Err(unknown_outcome("put", key));
                         }
                         // A creation in a transaction: the token settles it, as for create.
-                        if self.counter_proves(key, &w).await? {
-                            return Ok(doc);
-                        }
-                        if !self.trust_request_tokens {
-                            return Err(unknown_outcome("put", key));
+                        match self.creation_proven(key, &w).await? {
+                            Some(true) => return Ok(doc),
+                            Some(false) => {}
+                            None => return Err(unknown_outcome("put", key)),
                         }
                     }
-                    if !backoff.wait().await {
-                        break;
-                    }
                 }
-                Sent::Unknown(err) => {
-                    self.settle(key, &w, err).await?;
-                    self.count_late(key, delta).await;
-                    return Ok(doc);
-                }
+            }
+            if !backoff.wait().await {
+                break;
             }
         }
         Err(busy("put", key))
@@ -731,25 +689,14 @@ impl DynamoStore {
         let RevisionWrite { key, w, read, .. } = write;
         let expect = Expect::Revision(read);
         let sent = self.send_write(key, write.action, expect, 0, w, guards, markers);
-        match sent.await? {
-            Sent::Applied => {
+        match self.tried(key, w, sent.await?, guards, foreign).await? {
+            Tried::Applied => {
                 self.known.remember(key, write.doc, w.as_str());
                 Ok(Revised::Written)
             }
-            Sent::Guarded { at, guard, resent } => {
-                let refused = (&guards[at], guard.as_ref(), resent);
-                match self.guard_refused(key, w, refused, foreign).await? {
-                    true => Ok(Revised::Written),
-                    false => Ok(Revised::Again),
-                }
-            }
-            Sent::Contended { maybe_applied } => {
-                match maybe_applied && self.holds_write(key, w).await? {
-                    true => Ok(Revised::Written),
-                    false => Ok(Revised::Again),
-                }
-            }
-            Sent::Refused { current, resent } => {
+            Tried::FoundApplied => Ok(Revised::Written),
+            Tried::Again => Ok(Revised::Again),
+            Tried::Refused { current, resent } => {
                 if current.as_ref().is_some_and(|c| c.holds(w)) {
                     return Ok(Revised::Written);
                 }
@@ -761,11 +708,59 @@ impl DynamoStore {
                 }
                 Ok(Revised::Refused(current))
             }
+        }
+    }
+
+    /// Settles what every single write settles alike: a guard that refused it (the call's
+    /// own earlier attempt, a value another document gave up, or the
+    /// [`Error::UniqueViolation`] naming the holder), contention (an earlier attempt may
+    /// stand), and a lost answer (the item says whether the write is there; else the error
+    /// says it may have been applied). The refusal by the document's condition is the
+    /// write's own to judge.
+    async fn tried(
+        &self,
+        key: &Key,
+        w: &WriteId,
+        sent: Sent,
+        guards: &[GuardAction],
+        foreign: &mut Foreign,
+    ) -> Result<Tried> {
+        Ok(match sent {
+            Sent::Applied => Tried::Applied,
+            Sent::Guarded { at, guard, resent } => {
+                let refused = (&guards[at], guard.as_ref(), resent);
+                match self.guard_refused(key, w, refused, foreign).await? {
+                    true => Tried::FoundApplied,
+                    false => Tried::Again,
+                }
+            }
+            Sent::Contended { maybe_applied } => {
+                match maybe_applied && self.holds_write(key, w).await? {
+                    true => Tried::FoundApplied,
+                    false => Tried::Again,
+                }
+            }
+            Sent::Refused { current, resent } => Tried::Refused { current, resent },
             Sent::Unknown(err) => {
                 self.settle(key, w, err).await?;
-                Ok(Revised::Written)
+                Tried::FoundApplied
             }
+        })
+    }
+
+    /// A resent transactional creation refused because the key holds a document: whether it
+    /// was this call's. `Some(true)`: the counter's last mover is this call (committed);
+    /// `Some(false)`: not, and the client request token settles it (DynamoDB answers a
+    /// resent transaction that had committed with success, so the refusal is genuine);
+    /// `None`: neither can tell.
+    async fn creation_proven(&self, key: &Key, w: &WriteId) -> Result<Option<bool>> {
+        if !self.transactional(1) {
+            return Ok(None);
         }
+        if self.counter_proves(key, w).await? {
+            return Ok(Some(true));
+        }
+        Ok(self.trust_request_tokens.then_some(false))
     }
 
     /// A single write's guard `refused` (the action, the guard item, whether the request was
@@ -1011,6 +1006,24 @@ struct RevisionWrite<'a> {
     doc: &'a Document,
     read: &'a Stored,
     w: &'a WriteId,
+}
+
+/// How a single write's try ended, once [`DynamoStore::tried`] settled what every write
+/// settles alike.
+enum Tried {
+    /// This send applied it.
+    Applied,
+    /// An earlier send of the call applied it (its guard, its contention or its lost answer
+    /// proved so): a fast counter has yet to move.
+    FoundApplied,
+    /// Another writer, throttling, or a guard given up meanwhile: wait and send again.
+    Again,
+    /// The document's condition failed on `current` (`None`: no document); `resent`: the
+    /// request went more than once, so an earlier attempt may have been applied.
+    Refused {
+        current: Option<Stored>,
+        resent: bool,
+    },
 }
 
 /// What became of a [`RevisionWrite`].
