@@ -55,6 +55,51 @@ struct Planned {
     markers: Vec<Companion>,
 }
 
+/// The counter moves of a batch being planned, and the documents each of its sites counts
+/// with the batch's writes so far (read once per site, only under `max_docs_per_site`).
+#[derive(Default)]
+struct Moves {
+    site_counts: HashMap<String, u64>,
+    counters: Vec<CounterMove>,
+}
+
+/// One write of a batch being planned: its position, the write, what was read at its key,
+/// and the batch's identity.
+struct Planning<'a> {
+    index: usize,
+    write: &'a Write,
+    current: &'a Option<Stored>,
+    w: &'a WriteId,
+}
+
+/// A batch's transaction as sent: its keys, its planned writes, its counter moves, and its
+/// identity (what proves that it committed).
+#[derive(Clone, Copy)]
+struct BatchTry<'a> {
+    keys: &'a [Key],
+    planned: &'a [Planned],
+    counters: &'a [CounterMove],
+    w: &'a WriteId,
+}
+
+/// The write of a batch whose document's condition failed: its position, the item found
+/// instead when returned, and whether the request was sent more than once.
+struct BatchRefusal {
+    index: usize,
+    current: Option<Stored>,
+    resent: bool,
+}
+
+/// What a batch does after sending its transaction.
+enum BatchSettled {
+    /// It committed: answer its outcomes.
+    Committed,
+    /// Read the keys again at once.
+    ReadAgain,
+    /// Send again after the backoff's wait.
+    Again,
+}
+
 /// What a batch adds to one counter shard.
 #[derive(Debug)]
 struct CounterMove {
@@ -234,81 +279,26 @@ impl DynamoStore {
                 counters,
             } = self.plan(batch, &read, actor, &w, &foreign).await?;
             let stamps = Stamps::split(&planned, guards.len() + counters.len());
+            let sent = self.send_batch(&planned, &guards, &counters, &stamps.inside, &w);
+            let sent = sent.await?;
+            let tried = BatchTry {
+                keys: &keys,
+                planned: &planned,
+                counters: &counters,
+                w: &w,
+            };
             match self
-                .send_batch(&planned, &guards, &counters, &stamps.inside, &w)
+                .settled(tried, sent, writes, &guards, &mut foreign)
                 .await?
             {
-                Sent::Applied => {
+                BatchSettled::Committed => {
                     return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
                 }
-                Sent::Guarded { refused, resent } => {
-                    if resent && self.batch_proves(&keys, &planned, &counters, &w).await? {
-                        return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
-                    }
-                    let refused = self.guards_refused(&keys, &guards, refused, &mut foreign);
-                    if let Some(err) = refused.await? {
-                        return Err(err);
-                    }
+                BatchSettled::ReadAgain => continue,
+                BatchSettled::Again => {
                     if !backoff.wait().await {
                         break;
                     }
-                }
-                Sent::Contended { maybe_applied } => {
-                    if maybe_applied && self.batch_proves(&keys, &planned, &counters, &w).await? {
-                        return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
-                    }
-                    if !backoff.wait().await {
-                        break;
-                    }
-                }
-                Sent::Refused {
-                    index,
-                    current,
-                    resent,
-                } => {
-                    let current = match current {
-                        Some(current) => Some(current),
-                        None => self.read(&keys[index]).await?,
-                    };
-                    if current.as_ref().is_some_and(|c| c.holds(&w)) {
-                        return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
-                    }
-                    if !resent
-                        && self
-                            .expired_in_the_way(&keys[index], current.as_ref())
-                            .await?
-                    {
-                        continue;
-                    }
-                    if resent {
-                        if self.batch_proves(&keys, &planned, &counters, &w).await? {
-                            return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
-                        }
-                        if !self.trust_request_tokens {
-                            return Err(Error::Unavailable {
-                                message: "the answer to this write_all was lost and the items \
-                                          changed before the SDK's resend: the batch may or \
-                                          may not have been applied"
-                                    .into(),
-                                source: None,
-                                write_id: None,
-                            });
-                        }
-                    }
-                    match refusal(&writes[index], current) {
-                        Some(err) => return Err(batch::failed(index, err)),
-                        None => {
-                            if !backoff.wait().await {
-                                break;
-                            }
-                        }
-                    }
-                }
-                Sent::Unknown(err) => {
-                    if self.batch_proves(&keys, &planned, &counters, &w).await? {
-                        return Ok(self.committed(planned, stamps.after, (&keys, &w)).await);
-                    }
-                    return Err(maybe_applied(err));
                 }
             }
         }
@@ -319,6 +309,104 @@ impl DynamoStore {
             source: None,
             write_id: None,
         })
+    }
+
+    /// What the answer to a batch's transaction means: committed (by this send, or by an
+    /// earlier one its items, counters or guards prove), to be sent again (contention, a
+    /// guard given up meanwhile), to be read again (a document in the way expired), or the
+    /// error the call ends with (a unique value held, the refused write's error, an outcome
+    /// nothing can settle).
+    async fn settled(
+        &self,
+        tried: BatchTry<'_>,
+        sent: Sent,
+        writes: &[Write],
+        guards: &[GuardAction],
+        foreign: &mut Foreign,
+    ) -> Result<BatchSettled> {
+        let proves = || self.batch_proves(tried.keys, tried.planned, tried.counters, tried.w);
+        match sent {
+            Sent::Applied => Ok(BatchSettled::Committed),
+            Sent::Guarded { refused, resent } => {
+                if resent && proves().await? {
+                    return Ok(BatchSettled::Committed);
+                }
+                match self
+                    .guards_refused(tried.keys, guards, refused, foreign)
+                    .await?
+                {
+                    Some(err) => Err(err),
+                    None => Ok(BatchSettled::Again),
+                }
+            }
+            Sent::Contended { maybe_applied } => match maybe_applied && proves().await? {
+                true => Ok(BatchSettled::Committed),
+                false => Ok(BatchSettled::Again),
+            },
+            Sent::Refused {
+                index,
+                current,
+                resent,
+            } => {
+                let refused = BatchRefusal {
+                    index,
+                    current,
+                    resent,
+                };
+                self.after_refused_batch(tried, writes, refused).await
+            }
+            Sent::Unknown(err) => match proves().await? {
+                true => Ok(BatchSettled::Committed),
+                false => Err(maybe_applied(err)),
+            },
+        }
+    }
+
+    /// A batch whose write at `refused.index` met a document other than the one it read:
+    /// the batch's own (committed), an expired one (read again), or, unless a resend may
+    /// have committed, that write's error or another try.
+    async fn after_refused_batch(
+        &self,
+        tried: BatchTry<'_>,
+        writes: &[Write],
+        refused: BatchRefusal,
+    ) -> Result<BatchSettled> {
+        let BatchRefusal {
+            index,
+            current,
+            resent,
+        } = refused;
+        let key = &tried.keys[index];
+        let current = match current {
+            Some(current) => Some(current),
+            None => self.read(key).await?,
+        };
+        if current.as_ref().is_some_and(|c| c.holds(tried.w)) {
+            return Ok(BatchSettled::Committed);
+        }
+        if !resent && self.expired_in_the_way(key, current.as_ref()).await? {
+            return Ok(BatchSettled::ReadAgain);
+        }
+        if resent {
+            let proves = self.batch_proves(tried.keys, tried.planned, tried.counters, tried.w);
+            if proves.await? {
+                return Ok(BatchSettled::Committed);
+            }
+            if !self.trust_request_tokens {
+                return Err(Error::Unavailable {
+                    message: "the answer to this write_all was lost and the items changed \
+                              before the SDK's resend: the batch may or may not have been \
+                              applied"
+                        .into(),
+                    source: None,
+                    write_id: None,
+                });
+            }
+        }
+        match refusal(&writes[index], current) {
+            Some(err) => Err(batch::failed(index, err)),
+            None => Ok(BatchSettled::Again),
+        }
     }
 
     /// Decides every write on what was read: the failing write's error, or the actions and
@@ -337,104 +425,30 @@ impl DynamoStore {
         let now = self.options.clock.now();
         let limit = self.options.max_doc_bytes;
         let shape = self.item_shape().await?;
-        let layout = shape.layout;
-        let mut site_counts: HashMap<String, u64> = HashMap::new();
-        let mut counters: Vec<CounterMove> = Vec::new();
+        let mut moves = Moves::default();
         let mut planned = Vec::with_capacity(writes.len());
         for (index, (write, current)) in writes.iter().zip(read).enumerate() {
-            let key = write.key();
-            let fail = |err: Error| batch::failed(index, err);
-            let decision = batch::decide(
-                index,
-                write,
-                current.as_ref().map(|read| &read.doc),
-                actor,
-                now,
-                limit,
-                &mut bytes,
-            )?
-            .expire(batch.expiry(index));
-            let expect = match current {
-                None => Expect::Absent,
-                Some(read) => Expect::Revision(read),
-            };
+            let found = current.as_ref().map(|read| &read.doc);
+            let decision = batch::decide(index, write, found, actor, now, limit, &mut bytes)?
+                .expire(batch.expiry(index));
             let delta = decision.counter_delta();
+            if delta != 0 {
+                self.move_counter(index, write.key(), delta, &mut moves)
+                    .await?;
+            }
             let doc = match decision {
                 Decision::Store { document, .. } => Some(document),
                 Decision::Remove | Decision::Keep => None,
             };
-            if delta != 0 {
-                if let Some(quota) = self.options.max_docs_per_site {
-                    let count = match site_counts.get_mut(key.site()) {
-                        Some(count) => count,
-                        None => {
-                            let stored: u64 = self
-                                .read_counters(key.site())
-                                .await?
-                                .iter()
-                                .map(|(_, n)| n)
-                                .sum();
-                            site_counts.entry(key.site().to_owned()).or_insert(stored)
-                        }
-                    };
-                    if delta > 0 && *count >= quota {
-                        return Err(fail(Error::QuotaExceeded { limit: quota }));
-                    }
-                    *count = count.saturating_add_signed(delta);
-                }
-                let shard = self.counter_shard(key);
-                match counters.iter_mut().find(|moved| moved.shard == shard) {
-                    Some(moved) => moved.delta += delta,
-                    None => counters.push(CounterMove { shard, delta }),
-                }
-            }
-            let stamp = match write {
-                Write::DeleteIf { .. } => current
-                    .as_ref()
-                    .map(|read| crate::stamps::stamp_item(layout, key, read, actor, now, w)),
-                _ => None,
+            let one = Planning {
+                index,
+                write,
+                current,
+                w,
             };
-            let (action, outcome, puts) = match (write, doc) {
-                (Write::DeleteIf { .. }, _) => (
-                    transact_action(&self.table, layout, key, Guarded::Delete, expect)?,
-                    WriteOutcome::Deleted,
-                    false,
-                ),
-                (Write::Check { .. }, _) => (
-                    transact_action(&self.table, layout, key, Guarded::Check, expect)?,
-                    WriteOutcome::Checked,
-                    false,
-                ),
-                (_, Some(doc)) => {
-                    check_item_size(
-                        key,
-                        data_text(&doc.data).len(),
-                        doc.created_by.len(),
-                        doc.updated_by.len(),
-                    )
-                    .map_err(fail)?;
-                    let history = match current {
-                        Some(read) if !matches!(expect, Expect::Absent) => read.next_history(w),
-                        _ => vec![w.as_str().to_owned()],
-                    };
-                    let item = indexed_item(&shape, key, &doc, &history).map_err(fail)?;
-                    (
-                        transact_action(&self.table, layout, key, Guarded::Put(item), expect)?,
-                        WriteOutcome::Written(doc),
-                        true,
-                    )
-                }
-                (_, None) => unreachable!("every other write has a document"),
-            };
-            let markers = self.batch_markers(layout, write, current, &outcome).await?;
-            planned.push(Planned {
-                action,
-                outcome,
-                puts,
-                stamp,
-                markers,
-            });
+            planned.push(self.planned(&shape, one, doc, (actor, now)).await?);
         }
+        let mut counters = moves.counters;
         counters.retain(|moved| moved.delta != 0);
         let guards = batch_guards(&shape, writes, read, &planned, foreign)?;
         PlannedBatch {
@@ -443,6 +457,93 @@ impl DynamoStore {
             counters,
         }
         .within_one_transaction()
+    }
+
+    /// Moves the counter shard of `key` by `delta`, first holding the site's quota
+    /// (`max_docs_per_site`: the stored shards counted once per site, then as the batch moves
+    /// them); a create past it fails the batch at `index`.
+    async fn move_counter(
+        &self,
+        index: usize,
+        key: &Key,
+        delta: i64,
+        moves: &mut Moves,
+    ) -> Result<()> {
+        if let Some(quota) = self.options.max_docs_per_site {
+            let count = match moves.site_counts.get_mut(key.site()) {
+                Some(count) => count,
+                None => {
+                    let shards = self.read_counters(key.site()).await?;
+                    let stored: u64 = shards.iter().map(|(_, n)| n).sum();
+                    let sites = &mut moves.site_counts;
+                    sites.entry(key.site().to_owned()).or_insert(stored)
+                }
+            };
+            if delta > 0 && *count >= quota {
+                return Err(batch::failed(index, Error::QuotaExceeded { limit: quota }));
+            }
+            *count = count.saturating_add_signed(delta);
+        }
+        let shard = self.counter_shard(key);
+        match moves.counters.iter_mut().find(|moved| moved.shard == shard) {
+            Some(moved) => moved.delta += delta,
+            None => moves.counters.push(CounterMove { shard, delta }),
+        }
+        Ok(())
+    }
+
+    /// The action, outcome, stamp and expiry markers of one write of a batch decided to
+    /// store `doc` (or, without one, to delete or check), sent on what was read at its key.
+    async fn planned(
+        &self,
+        shape: &ItemShape,
+        one: Planning<'_>,
+        doc: Option<Document>,
+        (actor, now): (&str, i64),
+    ) -> Result<Planned> {
+        let Planning {
+            index,
+            write,
+            current,
+            w,
+        } = one;
+        let (key, layout) = (write.key(), shape.layout);
+        let fail = |err: Error| batch::failed(index, err);
+        let stamp = match (write, current) {
+            (Write::DeleteIf { .. }, Some(read)) => {
+                Some(crate::stamps::stamp_item(layout, key, read, actor, now, w))
+            }
+            _ => None,
+        };
+        let (guarded, outcome) = match (write, doc) {
+            (Write::DeleteIf { .. }, _) => (Guarded::Delete, WriteOutcome::Deleted),
+            (Write::Check { .. }, _) => (Guarded::Check, WriteOutcome::Checked),
+            (_, Some(doc)) => {
+                let (data, created_by) = (data_text(&doc.data), doc.created_by.len());
+                check_item_size(key, data.len(), created_by, doc.updated_by.len()).map_err(fail)?;
+                let history = match current {
+                    Some(read) => read.next_history(w),
+                    None => vec![w.as_str().to_owned()],
+                };
+                let item = indexed_item(shape, key, &doc, &history).map_err(fail)?;
+                (Guarded::Put(item), WriteOutcome::Written(doc))
+            }
+            (_, None) => unreachable!("every other write has a document"),
+        };
+        let puts = matches!(guarded, Guarded::Put(_));
+        let expect = match current {
+            None => Expect::Absent,
+            Some(read) => Expect::Revision(read),
+        };
+        let action = transact_action(&self.table, layout, key, guarded, expect)?;
+        let markers = self.batch_markers(layout, write, current, &outcome).await?;
+        Ok(Planned {
+            action,
+            outcome,
+            puts,
+            stamp,
+            markers,
+        })
     }
 
     /// The expiry markers one write of a batch puts and deletes (a check: none).
