@@ -695,13 +695,7 @@ impl MemoryStore {
             return Ok(true);
         }
         self.expire_due(&mut sites, key, expired);
-        let Some(site) = sites.get_mut(key.site()) else {
-            return Ok(false);
-        };
-        let Some(collection) = site.get_mut(key.collection()) else {
-            return Ok(false);
-        };
-        let Some(current) = collection.get(key.id()) else {
+        let Some(current) = Self::lookup(&sites, key) else {
             return Ok(false);
         };
         if let Some(expected) = expected_version
@@ -711,11 +705,7 @@ impl MemoryStore {
                 current: current.version,
             });
         }
-        let removed = collection.remove(self.defs(key.collection()), key.id());
-        if collection.is_empty() {
-            retired.collection = site.remove(key.collection());
-        }
-        if let Some(removed) = removed {
+        if let Some(removed) = self.take_out(&mut sites, key, retired) {
             let chain = (key, ChangeKind::Deleted, removed.last_change);
             let appended = self.feed.removed(chain, removed.doc, now, origin.actor);
             retired.entry = appended.evicted;
@@ -890,6 +880,17 @@ impl MemoryStore {
         retired: &mut Retired,
     ) -> Option<Slot> {
         self.identities.lock().forget(key);
+        self.take_out(sites, key, retired)
+    }
+
+    /// Takes the document at `key` out of its collection; a collection it empties is
+    /// retired (dropped after the write lock) and a site it empties is dropped.
+    fn take_out(
+        &self,
+        sites: &mut HashMap<String, Site>,
+        key: &Key,
+        retired: &mut Retired,
+    ) -> Option<Slot> {
         let site = sites.get_mut(key.site())?;
         let collection = site.get_mut(key.collection())?;
         let removed = collection.remove(self.defs(key.collection()), key.id());
@@ -1485,6 +1486,27 @@ mod tests {
             assert_eq!(walked(Some(&id), true), before);
         }
         assert_eq!(collection.len(), left.len());
+    }
+
+    /// Deleting the last document of a site leaves nothing of the site behind (a test suite
+    /// that gives every case a site of its own would otherwise keep an empty map per case).
+    #[tokio::test]
+    async fn deleting_a_sites_last_document_drops_the_site() {
+        let memory = Arc::new(MemoryStore::new());
+        let store = docstore::Store::from_driver(memory.clone());
+        for (site, delete_if) in [("plain", false), ("conditional", true)] {
+            let key = Key::new(site, "c", "d").unwrap();
+            let created = store
+                .create(&key, docstore::Data::new(), "a")
+                .await
+                .unwrap();
+            if delete_if {
+                store.delete_if(&key, created.version).await.unwrap();
+            } else {
+                assert!(store.delete(&key).await.unwrap());
+            }
+            assert!(!memory.sites.read().contains_key(site), "{site}");
+        }
     }
 
     /// The store's background task removes an expired document by itself, recording its
