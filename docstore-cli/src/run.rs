@@ -82,8 +82,6 @@ struct Session<'a> {
     config: &'a Config,
     site: &'a str,
     actor: &'a str,
-    /// `--site` as given (`fsck` checks every site without it).
-    site_flag: Option<&'a str>,
     time: timefmt::TimeFormat,
     busy_timeout: Option<u64>,
 }
@@ -106,7 +104,6 @@ async fn execute(
         config,
         site: cli.site.as_deref().unwrap_or(DEFAULT_SITE),
         actor: cli.actor.as_str(),
-        site_flag: cli.site.as_deref(),
         time: cli.time,
         busy_timeout: cli.busy_timeout,
     };
@@ -129,7 +126,8 @@ async fn execute(
         }
         command @ Command::Watch { .. } => watch_command(&session, command, out).await,
         Command::Fsck { repair } => {
-            crate::whole_store::fsck(store, session.site_flag, repair, out).await
+            // Without `--site`, every site.
+            crate::whole_store::fsck(store, cli.site.as_deref(), repair, out).await
         }
         Command::Batch { .. } => {
             let batch = batch.expect("a batch is read before the store opens");
