@@ -167,7 +167,8 @@ struct Log {
 pub(crate) struct Feed {
     instance: u64,
     log: Mutex<Log>,
-    /// The position of the last change appended.
+    /// Wakes the readers waiting for a change: the position of the last change appended,
+    /// sent only while someone waits ([`Feed::wait`] reads the log itself first).
     head: watch::Sender<u64>,
 }
 
@@ -251,7 +252,11 @@ impl Feed {
         } else {
             None
         };
-        self.head.send_replace(position);
+        // Under the log's lock, as `wait` reads the log: a waiter that subscribed after this
+        // check reads this change there, one that subscribed before is woken.
+        if self.head.receiver_count() > 0 {
+            self.head.send_replace(position);
+        }
         Appended { position, evicted }
     }
 
@@ -332,6 +337,11 @@ impl Feed {
         let Ok(position) = self.position(after, u64::MAX) else {
             return Ok(());
         };
+        // Subscribed first: a change appended from now on is sent (`append`), and one
+        // appended before is in the log; the channel's own value may be older than both.
+        if self.log.lock().next - 1 > position {
+            return Ok(());
+        }
         // The sender lives as long as the store, which the caller borrows.
         let _ = head.wait_for(|&last| last > position).await;
         Ok(())

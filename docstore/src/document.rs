@@ -186,70 +186,57 @@ pub fn data_size_bound(data: &Data) -> usize {
     size_bound(data).unwrap_or(usize::MAX)
 }
 
-/// Refuses data nested deeper than [`MAX_DEPTH`] ([`Error::InvalidArgument`]), without
-/// recursion (a hostile value cannot exhaust the stack here). [`check_size`] includes it;
+/// Refuses data nested deeper than [`MAX_DEPTH`] ([`Error::InvalidArgument`]), looking no
+/// deeper than that (a hostile value cannot exhaust the stack here). [`check_size`] includes it;
 /// a backend that serializes the data anyway can call this and compare the text's length.
 pub fn check_depth(data: &Data) -> Result<()> {
     size_bound(data).map(drop)
 }
 
 /// Checks the depth and returns an upper bound of the compact serialization's length: every
-/// string byte may become a 6-byte escape, a number takes at most 24 characters. Scalars are
-/// counted where they are met; only arrays and objects wait in `pending` (so flat data
-/// allocates nothing here).
+/// string byte may become a 6-byte escape, a number takes at most 24 characters. It recurses
+/// into a container only within [`MAX_DEPTH`], so a hostile value cannot exhaust the stack,
+/// and allocates nothing (an explicit stack of pending containers cost a `malloc` and a
+/// `free` per document with any nesting, on every write).
 fn size_bound(data: &serde_json::Map<String, Value>) -> Result<usize> {
-    fn string(s: &str) -> usize {
-        s.len().saturating_mul(6).saturating_add(2)
-    }
-    /// A scalar's bound; `None` for an array or an object.
-    fn scalar(value: &Value) -> Option<usize> {
-        match value {
-            Value::Null | Value::Bool(_) => Some(5),
-            Value::Number(_) => Some(24),
-            Value::String(s) => Some(string(s)),
-            Value::Array(_) | Value::Object(_) => None,
-        }
-    }
-    /// Counts a scalar; queues a container at `depth`.
-    fn visit<'v>(
-        bound: &mut usize,
-        value: &'v Value,
-        depth: usize,
-        pending: &mut Vec<(&'v Value, usize)>,
-    ) {
-        match scalar(value) {
-            Some(add) => *bound = bound.saturating_add(add),
-            None => pending.push((value, depth)),
-        }
-    }
-    let mut bound = 2usize;
-    let mut pending: Vec<(&Value, usize)> = Vec::new();
-    for (key, value) in data {
-        bound = bound.saturating_add(string(key) + 2);
-        visit(&mut bound, value, 2, &mut pending);
-    }
-    while let Some((value, depth)) = pending.pop() {
-        if depth > MAX_DEPTH {
-            return Err(too_deep());
-        }
-        match value {
-            Value::Array(items) => {
-                bound = bound.saturating_add(items.len() + 2);
-                for item in items {
-                    visit(&mut bound, item, depth + 1, &mut pending);
-                }
-            }
-            Value::Object(map) => {
-                bound = bound.saturating_add(map.len() + 2);
-                for (key, item) in map {
-                    bound = bound.saturating_add(string(key) + 1);
-                    visit(&mut bound, item, depth + 1, &mut pending);
-                }
-            }
-            scalar_value => bound = bound.saturating_add(scalar(scalar_value).unwrap_or(0)),
-        }
+    members_bound(data, 1)
+}
+
+/// A string's bound: quotes, and every byte escaped.
+fn string_bound(s: &str) -> usize {
+    s.len().saturating_mul(6).saturating_add(2)
+}
+
+/// The bound of an object's braces, separators and members, the object at `depth` (the
+/// document's data is at 1).
+fn members_bound(map: &serde_json::Map<String, Value>, depth: usize) -> Result<usize> {
+    let mut bound = map.len() + 2;
+    for (key, value) in map {
+        let member = string_bound(key).saturating_add(1);
+        bound = bound
+            .saturating_add(member)
+            .saturating_add(value_bound(value, depth + 1)?);
     }
     Ok(bound)
+}
+
+/// The bound of `value`, at `depth`; a container deeper than [`MAX_DEPTH`] is refused before
+/// anything inside it is looked at.
+fn value_bound(value: &Value, depth: usize) -> Result<usize> {
+    Ok(match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => string_bound(s),
+        _ if depth > MAX_DEPTH => return Err(too_deep()),
+        Value::Array(items) => {
+            let mut bound = items.len() + 2;
+            for item in items {
+                bound = bound.saturating_add(value_bound(item, depth + 1)?);
+            }
+            bound
+        }
+        Value::Object(map) => members_bound(map, depth)?,
+    })
 }
 
 fn too_deep() -> Error {

@@ -395,3 +395,43 @@ async fn a_refused_merge_is_undone() {
     assert_eq!(changes[2].previous.as_ref(), Some(&original));
     assert_eq!(changes[2].document.as_ref(), Some(&moved));
 }
+
+/// The log sends its head to waiting readers only while one is subscribed: a reader whose
+/// cursor is behind changes logged before it waited returns at once, from the log itself,
+/// and one at the head is woken by the next change.
+#[tokio::test]
+async fn a_wait_sees_changes_logged_before_it_and_wakes_for_the_next() {
+    use docstore::driver::Driver;
+    use std::time::Duration;
+    let (store, _clock, memory) = store_with(100);
+    let scope = FeedScope::whole_store();
+    let key = |id: &str| Key::new("s", "c", id).unwrap();
+    let before = store.changes(&scope, &FeedStart::Oldest, 10).await.unwrap();
+    store.create(&key("a"), Data::new(), "ann").await.unwrap();
+    let behind = tokio::time::timeout(
+        Duration::from_secs(30),
+        memory.wait_for_changes(&before.next),
+    );
+    behind
+        .await
+        .expect("a change is logged after the cursor")
+        .unwrap();
+
+    let head = store
+        .changes(&scope, &FeedStart::After(before.next), 10)
+        .await
+        .unwrap();
+    assert_eq!(head.changes.len(), 1);
+    let waiting = tokio::spawn({
+        let memory = Arc::clone(&memory);
+        async move { memory.wait_for_changes(&head.next).await }
+    });
+    tokio::task::yield_now().await;
+    store.create(&key("b"), Data::new(), "ann").await.unwrap();
+    let woken = tokio::time::timeout(Duration::from_secs(30), waiting);
+    woken
+        .await
+        .expect("woken by the next change")
+        .unwrap()
+        .unwrap();
+}
