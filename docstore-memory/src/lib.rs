@@ -198,9 +198,18 @@ impl Collection {
         self.docs.get(id)
     }
 
-    /// The documents, in no particular order.
+    /// The documents, in no particular order, each reached early ([`TOUCH_AHEAD`]).
     fn documents(&self) -> impl Iterator<Item = &Document> {
-        self.docs.values().map(|slot| slot.doc.as_ref())
+        let slots = self.docs.as_slice();
+        slots.values().enumerate().map(move |(position, slot)| {
+            if let Some((_, ahead)) = slots.get_index(position + TOUCH_AHEAD) {
+                std::hint::black_box(ahead.doc.version);
+            }
+            if let Some((_, ahead)) = slots.get_index(position + TOUCH_AHEAD / 2) {
+                std::hint::black_box(ahead.doc.data.len());
+            }
+            slot.doc.as_ref()
+        })
     }
 
     /// The documents after the id `after` (from the first without one) in id order,
@@ -312,6 +321,14 @@ impl Collection {
         Some(slot)
     }
 }
+
+/// How many documents ahead a scan reads one field of the document, and half as many ahead
+/// one of its data: a scan's time goes into waiting for each document, then its data, to
+/// come from memory (a filter of three fields over 100 000 documents spent 72 % of its time
+/// in the data's lookups), and a read issued this early is loaded while the documents before
+/// it are evaluated, so the waits overlap instead of following each other. Measured on the
+/// bench's selective query: 53 ms without, 46 ms with (`docs/benchmarks.md`).
+const TOUCH_AHEAD: usize = 16;
 
 /// What a write took out of the store under the write lock — the log entry the retention
 /// pushed out, with the document or the displaced values it kept, and a collection it
