@@ -11,25 +11,26 @@ pub(crate) const DOC_COLUMNS: &str = "id, coalesce(raw, data::text), created_at,
 
 /// The document in `row`'s [`DOC_COLUMNS`] from column `offset`.
 pub(crate) fn document(row: &Row, offset: usize) -> Result<Document, Fail> {
-    let version: i64 = row.try_get(offset + 6)?;
-    Ok(Document {
-        id: row.try_get(offset)?,
-        data: crate::json::parse(row.try_get(offset + 1)?)?,
-        created_at: row.try_get(offset + 2)?,
-        updated_at: row.try_get(offset + 3)?,
-        created_by: row.try_get(offset + 4)?,
-        updated_by: row.try_get(offset + 5)?,
-        version: u64::try_from(version).map_err(|_| corrupt("negative version"))?,
-        expires_at: row.try_get(offset + 7)?,
-    })
+    let data = |row: &Row| Ok(crate::json::parse(row.try_get(offset + 1)?)?);
+    versioned(row, offset, data).map(Document::from)
 }
 
 /// [`document`] with its data left as the JSON text the row holds.
 pub(crate) fn document_text(row: &Row, offset: usize) -> Result<Versioned<String>, Fail> {
+    versioned(row, offset, |row| Ok(row.try_get(offset + 1)?))
+}
+
+/// The metadata in `row`'s [`DOC_COLUMNS`] from column `offset`, with the data as `data`
+/// reads it.
+fn versioned<T>(
+    row: &Row,
+    offset: usize,
+    data: impl FnOnce(&Row) -> Result<T, Fail>,
+) -> Result<Versioned<T>, Fail> {
     let version: i64 = row.try_get(offset + 6)?;
     Ok(Versioned {
         id: row.try_get(offset)?,
-        value: row.try_get(offset + 1)?,
+        value: data(row)?,
         created_at: row.try_get(offset + 2)?,
         updated_at: row.try_get(offset + 3)?,
         created_by: row.try_get(offset + 4)?,

@@ -99,22 +99,32 @@ pub(crate) fn text(data: &Data) -> Result<String, Error> {
 
 /// A document from a row holding [`COLUMNS`].
 pub(crate) fn document(row: &Row<'_>) -> Result<Document, Fail> {
-    // Parsed where SQLite holds it: no copy of the text.
-    let text = row
-        .get_ref(1)?
-        .as_str()
-        .map_err(|err| corrupt(format!("data: {err}")))?;
-    let data: Data = serde_json::from_str(text).map_err(|err| corrupt(format!("data: {err}")))?;
+    versioned(row, |row| {
+        // Parsed where SQLite holds it: no copy of the text.
+        let text = row
+            .get_ref(1)?
+            .as_str()
+            .map_err(|err| corrupt(format!("data: {err}")))?;
+        serde_json::from_str(text).map_err(|err| Fail::Store(corrupt(format!("data: {err}"))))
+    })
+    .map(Document::from)
+}
+
+/// The metadata of a row holding [`COLUMNS`], with the data as `data` reads it.
+fn versioned<T>(
+    row: &Row<'_>,
+    data: impl FnOnce(&Row<'_>) -> Result<T, Fail>,
+) -> Result<Versioned<T>, Fail> {
     let version: i64 = row.get(6)?;
-    Ok(Document {
-        expires_at: row.get(7)?,
+    Ok(Versioned {
         id: row.get(0)?,
-        data,
+        value: data(row)?,
         created_at: row.get(2)?,
         updated_at: row.get(3)?,
         created_by: row.get(4)?,
         updated_by: row.get(5)?,
         version: u64::try_from(version).map_err(|_| corrupt("negative version"))?,
+        expires_at: row.get(7)?,
     })
 }
 
@@ -289,17 +299,7 @@ fn load_row<T>(
 
 /// A row holding [`COLUMNS`] with its data as text, the rest as [`document`] reads it.
 fn document_text(row: &Row<'_>) -> Result<Versioned<String>, Fail> {
-    let version: i64 = row.get(6)?;
-    Ok(Versioned {
-        id: row.get(0)?,
-        value: row.get(1)?,
-        created_at: row.get(2)?,
-        updated_at: row.get(3)?,
-        created_by: row.get(4)?,
-        updated_by: row.get(5)?,
-        version: u64::try_from(version).map_err(|_| corrupt("negative version"))?,
-        expires_at: row.get(7)?,
-    })
+    versioned(row, |row| Ok(row.get(1)?))
 }
 
 /// [`load_metadata`]'s statement.

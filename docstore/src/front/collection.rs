@@ -69,6 +69,40 @@ impl<T> Versioned<T> {
     }
 }
 
+/// A document from its data with the metadata: what a backend reading the metadata once,
+/// for a document or for its text ([`Fetched::Text`]), makes of the first.
+///
+/// ```
+/// use docstore::{Data, Document, Versioned};
+///
+/// let read = Versioned {
+///     id: "T-1".to_owned(),
+///     value: Data::new(),
+///     version: 2,
+///     created_at: 10,
+///     updated_at: 20,
+///     created_by: "ann".to_owned(),
+///     updated_by: "bob".to_owned(),
+///     expires_at: None,
+/// };
+/// let doc = Document::from(read);
+/// assert_eq!((doc.id.as_str(), doc.version, doc.updated_by.as_str()), ("T-1", 2, "bob"));
+/// ```
+impl From<Versioned<Data>> for Document {
+    fn from(read: Versioned<Data>) -> Self {
+        Document {
+            id: read.id,
+            data: read.value,
+            created_at: read.created_at,
+            updated_at: read.updated_at,
+            created_by: read.created_by,
+            updated_by: read.updated_by,
+            version: read.version,
+            expires_at: read.expires_at,
+        }
+    }
+}
+
 /// One page of a typed query: the values in the query's order, the cursor of the next page
 /// (`None` on the last) and whether the backend stopped early ([`Page::exhausted_scan`]).
 #[derive(Clone, Debug, PartialEq)]
