@@ -200,22 +200,13 @@ impl DynamoStore {
                 return Ok(read.doc.clone());
             }
             let w = identity(chosen);
-            let now = self.options.clock.now();
-            let (doc, history, delta) = match &current {
-                None => {
-                    if self.quota_reached(key.site()).await? {
-                        return Err(self.quota_error());
-                    }
-                    let mut doc = Document::first(key.id(), data.clone(), actor, now);
-                    doc.expires_at = origin.expiry.apply(None, doc.updated_at);
-                    (doc, vec![w.as_str().to_owned()], 1)
-                }
-                Some(read) => {
-                    let mut doc = read.doc.next(data.clone(), actor, now);
-                    doc.expires_at = origin.expiry.apply(doc.expires_at, doc.updated_at);
-                    (doc, read.next_history(&w), 0)
-                }
-            };
+            let PutVersion {
+                doc,
+                history,
+                delta,
+            } = self
+                .put_version(key, current.as_ref(), &data, origin, &w)
+                .await?;
             check_item_size(key, text.len(), doc.created_by.len(), actor.len())?;
             let shape = self.item_shape().await?;
             let action = Action::Put(indexed_item(&shape, key, &doc, &history)?);
@@ -244,27 +235,9 @@ impl DynamoStore {
                     current: now_there,
                     resent,
                 } => {
-                    if now_there.as_ref().is_some_and(|c| c.holds(&w)) {
-                        self.count_late(key, delta).await;
+                    let refused = (current.as_ref(), now_there.as_ref(), resent);
+                    if self.put_proven(key, refused, &w, delta).await? {
                         return Ok(doc);
-                    }
-                    // A resent creation that meets someone else's document, or a resent
-                    // replacement that meets a new incarnation or a long history: ours may
-                    // have been applied and overwritten since.
-                    let not_applied = match (&current, &now_there) {
-                        (Some(read), Some(there)) => there.proves_not_applied(read, &w),
-                        _ => false,
-                    };
-                    if resent && !not_applied {
-                        if !self.transactional(delta) {
-                            return Err(unknown_outcome("put", key));
-                        }
-                        // A creation in a transaction: the token settles it, as for create.
-                        match self.creation_proven(key, &w).await? {
-                            Some(true) => return Ok(doc),
-                            Some(false) => {}
-                            None => return Err(unknown_outcome("put", key)),
-                        }
                     }
                 }
             }
@@ -273,6 +246,76 @@ impl DynamoStore {
             }
         }
         Err(busy("put", key))
+    }
+
+    /// The version a put writes over `current` (none: a creation, within the site's quota),
+    /// with the write-identity history it keeps and the counter's move.
+    async fn put_version(
+        &self,
+        key: &Key,
+        current: Option<&Stored>,
+        data: &Data,
+        origin: Origin<'_>,
+        w: &WriteId,
+    ) -> Result<PutVersion> {
+        let now = self.options.clock.now();
+        let version = match current {
+            None => {
+                if self.quota_reached(key.site()).await? {
+                    return Err(self.quota_error());
+                }
+                let mut doc = Document::first(key.id(), data.clone(), origin.actor, now);
+                doc.expires_at = origin.expiry.apply(None, doc.updated_at);
+                PutVersion {
+                    doc,
+                    history: vec![w.as_str().to_owned()],
+                    delta: 1,
+                }
+            }
+            Some(read) => {
+                let mut doc = read.doc.next(data.clone(), origin.actor, now);
+                doc.expires_at = origin.expiry.apply(doc.expires_at, doc.updated_at);
+                PutVersion {
+                    doc,
+                    history: read.next_history(w),
+                    delta: 0,
+                }
+            }
+        };
+        Ok(version)
+    }
+
+    /// Whether a put refused on `now_there` (having read `read`; `resent`: sent more than
+    /// once) was applied after all, by an earlier attempt; `false`: wait and try again.
+    async fn put_proven(
+        &self,
+        key: &Key,
+        (read, now_there, resent): (Option<&Stored>, Option<&Stored>, bool),
+        w: &WriteId,
+        delta: i64,
+    ) -> Result<bool> {
+        if now_there.is_some_and(|c| c.holds(w)) {
+            self.count_late(key, delta).await;
+            return Ok(true);
+        }
+        // A resent creation that meets someone else's document, or a resent replacement
+        // that meets a new incarnation or a long history: ours may have been applied and
+        // overwritten since.
+        let not_applied = match (read, now_there) {
+            (Some(read), Some(there)) => there.proves_not_applied(read, w),
+            _ => false,
+        };
+        if !resent || not_applied {
+            return Ok(false);
+        }
+        if !self.transactional(delta) {
+            return Err(unknown_outcome("put", key));
+        }
+        // A creation in a transaction: the token settles it, as for create.
+        match self.creation_proven(key, w).await? {
+            Some(proven) => Ok(proven),
+            None => Err(unknown_outcome("put", key)),
+        }
     }
 
     /// `update`: read, merge, write conditioned on the revision read; another write in
@@ -466,44 +509,59 @@ impl DynamoStore {
             let sent = self
                 .send_delete(key, expect, moved, &w, with, &guards)
                 .await?;
-            match sent {
-                Sent::Applied => return Ok(self.counted_if_own(key, true).await),
-                // A delete only gives values up: its guard was another document's.
-                Sent::Guarded { at, guard, .. } => {
-                    crate::guards::judge(&guards[at], guard.as_ref(), &mut foreign);
+            let guarded = (guards.as_slice(), &mut foreign);
+            match self
+                .delete_sent(attempt, sent, guarded, expected_version)
+                .await?
+            {
+                DeleteStep::Deleted(deleted) => return Ok(deleted),
+                // Removed as its expiry: read again, and find the key empty.
+                DeleteStep::ReadAgain => continue,
+                DeleteStep::Wait => {
                     if !backoff.wait().await {
                         break;
                     }
                 }
-                Sent::Contended { maybe_applied } => {
-                    if maybe_applied && self.deleted_by(key, &read, &w, attempt.recorded).await? {
-                        return Ok(self.counted_if_own(key, true).await);
-                    }
-                    if !backoff.wait().await {
-                        break;
-                    }
-                }
-                Sent::Refused { current, resent } => {
-                    let refused = Refused {
-                        current: current.as_ref(),
-                        resent,
-                        expected_version,
-                    };
-                    match self.after_refused_delete(attempt, refused).await? {
-                        AfterRefusal::Deleted(deleted) => return Ok(deleted),
-                        // Removed as its expiry: read again, and find the key empty.
-                        AfterRefusal::ReadAgain => continue,
-                        AfterRefusal::Wait => {
-                            if !backoff.wait().await {
-                                break;
-                            }
-                        }
-                    }
-                }
-                Sent::Unknown(err) => return self.after_lost_delete(attempt, err).await,
             }
         }
         Err(busy("delete", key))
+    }
+
+    /// What a delete does after `attempt` went out as `sent`: answer, or try again (a guard
+    /// of `guards` refused it, `foreign` learns why), or settle a refusal or a lost answer.
+    async fn delete_sent(
+        &self,
+        attempt: DeleteTry<'_>,
+        sent: Sent,
+        (guards, foreign): (&[GuardAction], &mut Foreign),
+        expected_version: Option<u64>,
+    ) -> Result<DeleteStep> {
+        let key = attempt.key;
+        Ok(match sent {
+            Sent::Applied => DeleteStep::Deleted(self.counted_if_own(key, true).await),
+            // A delete only gives values up: its guard was another document's.
+            Sent::Guarded { at, guard, .. } => {
+                crate::guards::judge(&guards[at], guard.as_ref(), foreign);
+                DeleteStep::Wait
+            }
+            Sent::Contended { maybe_applied } => {
+                let (read, w) = (attempt.read, attempt.w);
+                if maybe_applied && self.deleted_by(key, read, w, attempt.recorded).await? {
+                    DeleteStep::Deleted(self.counted_if_own(key, true).await)
+                } else {
+                    DeleteStep::Wait
+                }
+            }
+            Sent::Refused { current, resent } => {
+                let refused = Refused {
+                    current: current.as_ref(),
+                    resent,
+                    expected_version,
+                };
+                self.after_refused_delete(attempt, refused).await?
+            }
+            Sent::Unknown(err) => DeleteStep::Deleted(self.after_lost_delete(attempt, err).await?),
+        })
     }
 
     /// What a delete does after `attempt` was refused: the document at the key did not hold
@@ -515,10 +573,10 @@ impl DynamoStore {
         &self,
         attempt: DeleteTry<'_>,
         refused: Refused<'_>,
-    ) -> Result<AfterRefusal> {
+    ) -> Result<DeleteStep> {
         let DeleteTry { key, read, w, .. } = attempt;
         if self.expired_in_the_way(key, refused.current).await? {
-            return Ok(AfterRefusal::ReadAgain);
+            return Ok(DeleteStep::ReadAgain);
         }
         if let Some(still) = refused.current.filter(|c| c.same_incarnation(read)) {
             // The incarnation read still stands, so no delete of it was applied.
@@ -527,33 +585,33 @@ impl DynamoStore {
                     current: still.doc.version,
                 });
             }
-            return Ok(AfterRefusal::Wait);
+            return Ok(DeleteStep::Wait);
         }
         if !refused.resent {
-            return Ok(AfterRefusal::Deleted(false));
+            return Ok(DeleteStep::Deleted(false));
         }
         // The revision's stamp names the call that deleted it (it went in with the delete,
         // so it exists exactly when some docstore delete committed).
         if let Some(stamp) = self.stamp(key, read).await? {
             let own = self.counted_if_own(key, stamp.deleter == w.as_str()).await;
-            return Ok(AfterRefusal::Deleted(own));
+            return Ok(DeleteStep::Deleted(own));
         }
         if attempt.recorded {
             // The record went in with the delete: it says whether that committed.
             let own = self.recorded_deletes(key).await?.holds(w);
-            return Ok(AfterRefusal::Deleted(self.counted_if_own(key, own).await));
+            return Ok(DeleteStep::Deleted(self.counted_if_own(key, own).await));
         }
         // No stamp: the revision was removed by a delete from outside docstore (this call's
         // delete would have left one). Exact counters: the counter's last mover being this
         // call proves the commit; otherwise the token says the lost attempt did not commit.
         if attempt.moved == 0 {
-            return Ok(AfterRefusal::Deleted(false));
+            return Ok(DeleteStep::Deleted(false));
         }
         if self.counter_proves(key, w).await? {
-            return Ok(AfterRefusal::Deleted(true));
+            return Ok(DeleteStep::Deleted(true));
         }
         if self.trust_request_tokens {
-            return Ok(AfterRefusal::Deleted(false));
+            return Ok(DeleteStep::Deleted(false));
         }
         Err(unknown_outcome("delete", key))
     }
@@ -881,8 +939,8 @@ struct Refused<'a> {
     expected_version: Option<u64>,
 }
 
-/// What a delete does after a refused try.
-enum AfterRefusal {
+/// What a delete does after a try.
+enum DeleteStep {
     /// Answer: whether this call deleted the document.
     Deleted(bool),
     /// Read the key again at once.
@@ -1024,6 +1082,14 @@ enum Tried {
         current: Option<Stored>,
         resent: bool,
     },
+}
+
+/// The version a put writes, the write-identity history it keeps, and how it moves the
+/// collection's counter (1: a creation).
+struct PutVersion {
+    doc: Document,
+    history: Vec<String>,
+    delta: i64,
 }
 
 /// What became of a [`RevisionWrite`].
