@@ -81,48 +81,80 @@ pub(crate) enum Before {
     Patched(Box<Reversal>),
 }
 
-/// How to make a merged document the version it was before the merge: what the patch
-/// displaced ([`reverse::merge`]) and the metadata the write replaced (the version is one
+/// How to make a document written in place the version it was before the write: what the
+/// write did to the data ([`DataUndo`]) and the metadata it replaced (the version is one
 /// less; the id and the creation's fields never change).
 #[derive(Debug)]
 pub(crate) struct Reversal {
-    /// The patch, shared with the caller's request (never changed: [`Data`] is copied on
-    /// write), to which `displaced` is aligned.
-    pub(crate) patch: Data,
-    pub(crate) displaced: Vec<Displaced>,
+    pub(crate) data: DataUndo,
     pub(crate) updated_at: i64,
     /// `None` when the write's actor was the previous one too.
     pub(crate) updated_by: Option<String>,
     pub(crate) expires_at: Option<i64>,
 }
 
+/// What a write in place did to a document's data, kept so that it can be taken back.
+#[derive(Debug)]
+pub(crate) enum DataUndo {
+    /// A merge: the patch, shared with the caller's request (never changed: [`Data`] is
+    /// copied on write), and what it displaced ([`reverse::merge`]), aligned with it.
+    Merged {
+        patch: Data,
+        displaced: Vec<Displaced>,
+    },
+    /// A put: the data it replaced whole.
+    Replaced(Data),
+}
+
+impl DataUndo {
+    /// Makes `data`, as the write left it, the data before the write, copying it first if
+    /// it is shared.
+    fn undo(&self, data: &mut Data) {
+        match self {
+            // An empty patch changed nothing: the data stays shared.
+            DataUndo::Merged { patch, .. } if patch.is_empty() => {}
+            DataUndo::Merged { patch, displaced } => reverse::undo(data, patch, displaced),
+            DataUndo::Replaced(before) => *data = before.clone(),
+        }
+    }
+
+    /// [`DataUndo::undo`], moving what the write displaced back.
+    pub(crate) fn restore(self, data: &mut Data) {
+        match self {
+            DataUndo::Merged { patch, .. } if patch.is_empty() => {}
+            DataUndo::Merged { patch, displaced } => reverse::restore(data, &patch, displaced),
+            DataUndo::Replaced(before) => *data = before,
+        }
+    }
+}
+
 impl Reversal {
     /// Makes `doc`, the version this reversal's write left, the version before it, copying
     /// its data first if it is shared.
     fn undo(&self, doc: &mut Document) {
-        doc.version -= 1;
-        doc.updated_at = self.updated_at;
+        self.undo_stamp(doc);
         if let Some(actor) = &self.updated_by {
             doc.updated_by.clone_from(actor);
         }
-        doc.expires_at = self.expires_at;
-        // An empty patch changed nothing: the data stays shared.
-        if !self.patch.is_empty() {
-            reverse::undo(&mut doc.data, &self.patch, &self.displaced);
-        }
+        self.data.undo(&mut doc.data);
     }
 
-    /// [`Reversal::undo`] of a write refused after its merge, moving what it displaced back.
+    /// [`Reversal::undo`] of a write refused after it was made, moving what it displaced
+    /// back.
     pub(crate) fn restore(self, doc: &mut Document) {
-        doc.version -= 1;
-        doc.updated_at = self.updated_at;
+        self.undo_stamp(doc);
         if let Some(actor) = self.updated_by {
             doc.updated_by = actor;
         }
+        self.data.restore(&mut doc.data);
+    }
+
+    /// The version, write time and expiry back to the version before (the actor is moved
+    /// or copied by the caller).
+    fn undo_stamp(&self, doc: &mut Document) {
+        doc.version -= 1;
+        doc.updated_at = self.updated_at;
         doc.expires_at = self.expires_at;
-        if !self.patch.is_empty() {
-            reverse::restore(&mut doc.data, &self.patch, self.displaced);
-        }
     }
 }
 

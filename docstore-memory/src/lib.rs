@@ -6,8 +6,10 @@
 //! cursor to the end of its page.
 //!
 //! An update merges its patch into the stored document in place, and the change log keeps
-//! only what the merge displaced (a reverse patch, moved out of the document); a write that
-//! replaces or removes a document whole moves the old version into the log. A feed read
+//! only what the merge displaced (a reverse patch, moved out of the document); a `put` over
+//! a stored document swaps its data in place, and the log keeps the data it replaced; a
+//! write that replaces or removes a document otherwise (`replace_if`, a batch, a delete)
+//! moves the old version into the log. A feed read
 //! rebuilds the versions its changes carry from the stored document backwards (`feed`), so
 //! no write copies a document for the log. Answers share the stored data ([`Data`] is copied
 //! on write): `get`, a query page and every write's answer copy a document's id and actors,
@@ -612,10 +614,13 @@ impl MemoryStore {
         origin: Origin<'_>,
     ) -> Result<Shared> {
         let by = (origin.actor, origin.expiry);
+        let edit = update::Edit::Merge {
+            patch,
+            bound: docstore::document::data_size_bound(patch),
+        };
         let call = update::Patch {
             key,
-            patch,
-            patch_bound: docstore::document::data_size_bound(patch),
+            edit,
             expected: expected_version,
         };
         self.write_once(key, origin, |sites, retired| {
@@ -1035,19 +1040,22 @@ impl MemoryStore {
     async fn put(&self, key: &Key, data: Whole, origin: Origin<'_>) -> Result<Document> {
         let ((data, size_bound), actor, now) = (data, origin.actor, self.now());
         let written = self.write_once(key, origin, |sites, retired| {
-            let Some(current) = Self::lookup_slot(sites, key) else {
+            if Self::lookup_slot(sites, key).is_none() {
                 let mut doc = Document::first(key.id(), data, actor, now);
                 doc.expires_at = origin.expiry.apply(None, doc.updated_at);
                 let doc = Arc::new(doc);
                 return self.insert_new(sites, key, Merged { doc, size_bound }, retired);
+            }
+            // Written over in place, as an update is: the log keeps the data it replaced.
+            let call = update::Patch {
+                key,
+                edit: update::Edit::Replace {
+                    data,
+                    bound: size_bound,
+                },
+                expected: None,
             };
-            let mut doc = current.doc.next(data, actor, now);
-            doc.expires_at = origin.expiry.apply(doc.expires_at, doc.updated_at);
-            let next = Merged {
-                doc: Arc::new(doc),
-                size_bound,
-            };
-            self.replace(sites, key, (Current::of(current), next), retired)
+            self.patch_locked(sites, call, ((actor, origin.expiry), now), retired)
         });
         written.map(Arc::unwrap_or_clone)
     }

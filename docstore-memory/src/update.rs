@@ -1,7 +1,7 @@
-//! `update` and `update_if` on the memory store: the merge patch goes into the stored
-//! document in place, under the write lock, and the change log keeps what the merge
-//! displaced ([`Reversal`]) instead of the version it replaced, so an update copies nothing
-//! of the document (unless a reader or an earlier answer still shares its data, which is then
+//! `update`, `update_if`, and `put` over a stored document on the memory store: the merge
+//! patch (or the put's data) goes into the stored document in place, under the write lock,
+//! and the change log keeps what the write displaced ([`Reversal`]) instead of the version
+//! it replaced, so the write copies nothing of the document (unless a reader or an earlier answer still shares its data, which is then
 //! copied first: `docs/contract.md`, "Documents"). Every [`KEYFRAME_EVERY`]th update of a
 //! document copies it instead and the log keeps the whole replaced version, which bounds
 //! what a feed read undoes.
@@ -9,7 +9,7 @@
 //! A write refused after its merge — the result over the size limit, or holding a unique
 //! value another document holds — moves what it displaced back, so it changes nothing.
 
-use crate::feed::{Before, KEYFRAME_EVERY, Logged, Reversal};
+use crate::feed::{Before, DataUndo, KEYFRAME_EVERY, Logged, Reversal};
 use crate::{
     Applied, By, Collection, MemoryStore, Placement, Retired, Shared, Site, Slot, reverse,
 };
@@ -22,19 +22,37 @@ use docstore::{Data, Error, Key, Result};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// An update call: the key, the patch, and the version it must find (`update_if`).
+/// A write in place of a stored document (an update, or a put over one): the key, what it
+/// does to the data, and the version it must find (`update_if`).
 pub(crate) struct Patch<'a> {
     pub(crate) key: &'a Key,
-    pub(crate) patch: &'a Data,
-    /// The patch's [`data_size_bound`], found before the write lock is taken.
-    pub(crate) patch_bound: usize,
+    pub(crate) edit: Edit<'a>,
     pub(crate) expected: Option<u64>,
 }
 
-/// What the merge of one update needs to know besides the document.
+/// What a write in place does to a document's data.
+pub(crate) enum Edit<'a> {
+    /// Merges `patch`, whose [`data_size_bound`] is `bound` (found before the write lock).
+    Merge { patch: &'a Data, bound: usize },
+    /// Replaces the data whole (a put), with its size bound when the front end measured it.
+    Replace { data: Data, bound: Option<usize> },
+}
+
+impl Edit<'_> {
+    /// The size bound of the data the edit leaves, given the stored data's (`stored`):
+    /// the two added for a merge (never larger than both together), the new data's for a
+    /// replacement; `None` when not known.
+    fn bound_over(&self, stored: impl FnOnce() -> usize) -> Option<usize> {
+        match self {
+            Edit::Merge { bound, .. } => Some(stored().saturating_add(*bound)),
+            Edit::Replace { bound, .. } => *bound,
+        }
+    }
+}
+
+/// What the edit of one write in place needs to know besides the document.
 struct Merge<'a> {
-    patch: &'a Data,
-    patch_bound: usize,
+    edit: Edit<'a>,
     by: By<'a>,
     now: i64,
     limit: usize,
@@ -60,8 +78,7 @@ impl MemoryStore {
     ) -> Result<Shared> {
         let Patch {
             key,
-            patch,
-            patch_bound,
+            edit,
             expected,
         } = call;
         let defs = self.defs(key.collection());
@@ -70,8 +87,7 @@ impl MemoryStore {
             .and_then(|site| site.get_mut(key.collection()))
             .ok_or_else(|| Error::not_found(key))?;
         let merge = Merge {
-            patch,
-            patch_bound,
+            edit,
             by,
             now,
             limit: self.options.max_doc_bytes,
@@ -126,10 +142,13 @@ impl MemoryStore {
                 _ => return None,
             };
             let defs = self.defs(key.collection());
-            (!defs.iter().any(CompiledIndex::is_unique)).then(|| Patch {
-                key,
+            let edit = Edit::Merge {
                 patch,
-                patch_bound: data_size_bound(patch),
+                bound: data_size_bound(patch),
+            };
+            (!defs.iter().any(CompiledIndex::is_unique)).then_some(Patch {
+                key,
+                edit,
                 expected,
             })
         };
@@ -178,8 +197,11 @@ impl MemoryStore {
             let Some(slot) = Self::lookup_slot(sites, call.key) else {
                 return false;
             };
-            let stored = (slot.size_bound).unwrap_or_else(|| data_size_bound(&slot.doc.data));
-            let bound = stored.saturating_add(call.patch_bound);
+            let stored = || {
+                slot.size_bound
+                    .unwrap_or_else(|| data_size_bound(&slot.doc.data))
+            };
+            let bound = call.edit.bound_over(stored).unwrap_or(usize::MAX);
             call.expected
                 .is_none_or(|version| version == slot.doc.version)
                 && bound <= self.options.max_doc_bytes
@@ -242,10 +264,13 @@ impl Merge<'_> {
     /// reverse patch, or (every [`KEYFRAME_EVERY`]th update) into a copy, keeping the whole
     /// version it replaced. A result over the size limit is undone and refused.
     fn apply(&self, slot: &mut Slot) -> Result<Merged> {
-        let stored_bound = slot
-            .size_bound
-            .unwrap_or_else(|| data_size_bound(&slot.doc.data));
-        let size_bound = Some(stored_bound.saturating_add(self.patch_bound))
+        let stored = || {
+            slot.size_bound
+                .unwrap_or_else(|| data_size_bound(&slot.doc.data))
+        };
+        let size_bound = self
+            .edit
+            .bound_over(stored)
             .filter(|bound| *bound <= self.limit);
         let keyframe = slot.patched_run + 1 >= KEYFRAME_EVERY;
         let before = if keyframe {
@@ -261,36 +286,45 @@ impl Merge<'_> {
         Ok(Merged { before, size_bound })
     }
 
-    /// The merge into the stored data itself; its reversal (the metadata still the
-    /// replaced version's, stamped by the caller).
+    /// The edit of the stored data itself; its reversal (the metadata still the replaced
+    /// version's, stamped by the caller).
     fn in_place(&self, slot: &mut Slot, fits: bool) -> Result<Before> {
         let (actor, _) = self.by;
         let doc = Arc::make_mut(&mut slot.doc);
-        let displaced = if self.patch.is_empty() {
-            Vec::new()
-        } else {
-            reverse::merge(&mut doc.data, self.patch)
+        let undo = match &self.edit {
+            Edit::Merge { patch, .. } => DataUndo::Merged {
+                patch: Data::clone(patch),
+                displaced: match patch.is_empty() {
+                    true => Vec::new(),
+                    false => reverse::merge(&mut doc.data, patch),
+                },
+            },
+            Edit::Replace { data, .. } => {
+                DataUndo::Replaced(std::mem::replace(&mut doc.data, data.clone()))
+            }
         };
         if !fits && let Err(err) = check_size(&doc.data, self.limit) {
-            reverse::restore(&mut doc.data, self.patch, displaced);
+            undo.restore(&mut doc.data);
             return Err(err);
         }
         let updated_by = (doc.updated_by != actor).then(|| std::mem::take(&mut doc.updated_by));
         Ok(Before::Patched(Box::new(Reversal {
-            patch: self.patch.clone(),
-            displaced,
+            data: undo,
             updated_at: doc.updated_at,
             updated_by,
             expires_at: doc.expires_at,
         })))
     }
 
-    /// The merge into a copy of the stored document, the log keeping the replaced version.
+    /// The edit of a copy of the stored document, the log keeping the replaced version.
     fn in_a_copy(&self, slot: &mut Slot, fits: bool) -> Result<Before> {
         let kept = Arc::clone(&slot.doc);
-        // `kept` shares the document: this copies it, and its data below.
+        // `kept` shares the document: this copies it (and a merge its data below).
         let doc = Arc::make_mut(&mut slot.doc);
-        docstore::merge_patch(&mut doc.data, self.patch);
+        match &self.edit {
+            Edit::Merge { patch, .. } => docstore::merge_patch(&mut doc.data, patch),
+            Edit::Replace { data, .. } => doc.data = data.clone(),
+        }
         if !fits && let Err(err) = check_size(&doc.data, self.limit) {
             slot.doc = kept;
             return Err(err);
