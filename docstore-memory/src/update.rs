@@ -1,8 +1,9 @@
 //! `update`, `update_if`, and `put` over a stored document on the memory store: the merge
 //! patch (or the put's data) goes into the stored document in place, under the write lock,
 //! and the change log keeps what the write displaced ([`Reversal`]) instead of the version
-//! it replaced, so the write copies nothing of the document (unless a reader or an earlier answer still shares its data, which is then
-//! copied first: `docs/contract.md`, "Documents"). Every [`KEYFRAME_EVERY`]th update of a
+//! it replaced, so the write copies nothing of the document (unless a reader or an earlier
+//! answer still shares its data, which is then copied first: `docs/contract.md`,
+//! "Documents"). Every [`KEYFRAME_EVERY`]th update of a
 //! document copies it instead and the log keeps the whole replaced version, which bounds
 //! what a feed read undoes.
 //!
