@@ -107,6 +107,12 @@ struct Slot {
 }
 
 impl Slot {
+    /// An upper bound of the document's data size: the one remembered, else measured now.
+    fn data_bound(&self) -> usize {
+        self.size_bound
+            .unwrap_or_else(|| docstore::document::data_size_bound(&self.doc.data))
+    }
+
     /// A document just stored whole, logged at `position`.
     fn whole(doc: Shared, size_bound: Option<usize>, position: u64) -> Self {
         Slot {
@@ -346,7 +352,7 @@ struct Retired {
 
 /// A document about to be stored whole and, when known, its data's size bound: data the
 /// front end measured ([`Request::data_size_bound`]).
-struct Merged {
+struct NewVersion {
     doc: Shared,
     size_bound: Option<usize>,
 }
@@ -447,10 +453,10 @@ impl MemoryStore {
         &self,
         sites: &mut HashMap<String, Site>,
         key: &Key,
-        new: Merged,
+        new: NewVersion,
         retired: &mut Retired,
     ) -> Result<Shared> {
-        let Merged { doc, size_bound } = new;
+        let NewVersion { doc, size_bound } = new;
         let site = sites.get(key.site());
         if site
             .and_then(|s| s.get(key.collection()))
@@ -480,7 +486,7 @@ impl MemoryStore {
         &self,
         sites: &mut HashMap<String, Site>,
         key: &Key,
-        (current, next): (Current, Merged),
+        (current, next): (Current, NewVersion),
         retired: &mut Retired,
     ) -> Result<Shared> {
         self.check_unique(sites, key, &next.doc)?;
@@ -591,7 +597,7 @@ impl MemoryStore {
         key: &Key,
         expected_version: Option<u64>,
         retired: &mut Retired,
-        next: impl FnOnce(&Document) -> Merged,
+        next: impl FnOnce(&Document) -> NewVersion,
     ) -> Result<Shared> {
         let current = Self::lookup_slot(sites, key).ok_or_else(|| Error::not_found(key))?;
         if expected_version.is_some_and(|v| v != current.doc.version) {
@@ -618,13 +624,13 @@ impl MemoryStore {
             patch,
             bound: docstore::document::data_size_bound(patch),
         };
-        let call = update::Patch {
+        let call = update::InPlace {
             key,
             edit,
             expected: expected_version,
         };
         self.write_once(key, origin, |sites, retired| {
-            self.patch_locked(sites, call, (by, self.now()), retired)
+            self.write_in_place(sites, call, (by, self.now()), retired)
         })
     }
 
@@ -1027,7 +1033,7 @@ impl MemoryStore {
         let (data, size_bound) = data;
         let mut doc = Document::first(key.id(), data, origin.actor, self.now());
         doc.expires_at = origin.expiry.apply(None, doc.updated_at);
-        let new = Merged {
+        let new = NewVersion {
             doc: Arc::new(doc),
             size_bound,
         };
@@ -1044,10 +1050,10 @@ impl MemoryStore {
                 let mut doc = Document::first(key.id(), data, actor, now);
                 doc.expires_at = origin.expiry.apply(None, doc.updated_at);
                 let doc = Arc::new(doc);
-                return self.insert_new(sites, key, Merged { doc, size_bound }, retired);
+                return self.insert_new(sites, key, NewVersion { doc, size_bound }, retired);
             }
             // Written over in place, as an update is: the log keeps the data it replaced.
-            let call = update::Patch {
+            let call = update::InPlace {
                 key,
                 edit: update::Edit::Replace {
                     data,
@@ -1055,7 +1061,7 @@ impl MemoryStore {
                 },
                 expected: None,
             };
-            self.patch_locked(sites, call, ((actor, origin.expiry), now), retired)
+            self.write_in_place(sites, call, ((actor, origin.expiry), now), retired)
         });
         written.map(Arc::unwrap_or_clone)
     }
@@ -1085,7 +1091,7 @@ impl MemoryStore {
                 let mut doc = current.next(data, actor, now);
                 doc.expires_at = origin.expiry.apply(doc.expires_at, doc.updated_at);
                 let doc = Arc::new(doc);
-                Merged { doc, size_bound }
+                NewVersion { doc, size_bound }
             })
         });
         written.map(Arc::unwrap_or_clone)
@@ -1107,7 +1113,7 @@ impl MemoryStore {
         document: &Document,
         origin: Origin<'_>,
     ) -> Result<Document> {
-        let new = Merged {
+        let new = NewVersion {
             doc: Arc::new(document.clone()),
             size_bound: None,
         };

@@ -3,11 +3,10 @@
 //! and the change log keeps what the write displaced ([`Reversal`]) instead of the version
 //! it replaced, so the write copies nothing of the document (unless a reader or an earlier
 //! answer still shares its data, which is then copied first: `docs/contract.md`,
-//! "Documents"). Every [`KEYFRAME_EVERY`]th update of a
-//! document copies it instead and the log keeps the whole replaced version, which bounds
-//! what a feed read undoes.
+//! "Documents"). Every [`KEYFRAME_EVERY`]th update of a document copies it instead and the
+//! log keeps the whole replaced version, which bounds what a feed read undoes.
 //!
-//! A write refused after its merge — the result over the size limit, or holding a unique
+//! A write refused after its edit — the result over the size limit, or holding a unique
 //! value another document holds — moves what it displaced back, so it changes nothing.
 
 use crate::feed::{Before, DataUndo, KEYFRAME_EVERY, Logged, Reversal};
@@ -25,7 +24,7 @@ use std::sync::Arc;
 
 /// A write in place of a stored document (an update, or a put over one): the key, what it
 /// does to the data, and the version it must find (`update_if`).
-pub(crate) struct Patch<'a> {
+pub(crate) struct InPlace<'a> {
     pub(crate) key: &'a Key,
     pub(crate) edit: Edit<'a>,
     pub(crate) expected: Option<u64>,
@@ -52,16 +51,16 @@ impl Edit<'_> {
 }
 
 /// What the edit of one write in place needs to know besides the document.
-struct Merge<'a> {
+struct Editing<'a> {
     edit: Edit<'a>,
     by: By<'a>,
     now: i64,
     limit: usize,
 }
 
-/// A merge done in place: what the log keeps of the version it replaced, and the merged
-/// data's size bound when it certainly fits (the stored bound plus the patch's).
-struct Merged {
+/// An edit done in place: what the log keeps of the version it replaced, and the edited
+/// data's size bound when it certainly fits (for a merge, the stored bound plus the patch's).
+struct Edited {
     before: Before,
     size_bound: Option<usize>,
 }
@@ -70,14 +69,14 @@ impl MemoryStore {
     /// Merges the patch into the document at its key under the write lock and logs it;
     /// [`Error::NotFound`] when there is none, [`Error::Conflict`] when it is not at the
     /// expected version.
-    pub(crate) fn patch_locked(
+    pub(crate) fn write_in_place(
         &self,
         sites: &mut HashMap<String, Site>,
-        call: Patch<'_>,
+        call: InPlace<'_>,
         (by, now): (By<'_>, i64),
         retired: &mut Retired,
     ) -> Result<Shared> {
-        let Patch {
+        let InPlace {
             key,
             edit,
             expected,
@@ -87,7 +86,7 @@ impl MemoryStore {
             .get_mut(key.site())
             .and_then(|site| site.get_mut(key.collection()))
             .ok_or_else(|| Error::not_found(key))?;
-        let merge = Merge {
+        let editing = Editing {
             edit,
             by,
             now,
@@ -97,17 +96,17 @@ impl MemoryStore {
             .docs
             .get_mut(key.id())
             .ok_or_else(|| Error::not_found(key))?;
-        let (merged, placement) = merge_in_place(slot, defs, expected, &merge)?;
+        let (edited, placement) = edit_in_place(slot, defs, expected, &editing)?;
         // Searched again only when the document was filed anew (indexes, a new expiry).
         let slot = match placement {
             None => slot,
             Some(old) => {
-                if let Err(err) = collection.refile(defs, key, old, merge.now) {
-                    let slot = collection.docs.get_mut(key.id()).expect("just merged");
-                    undo_merge(slot, merged.before);
+                if let Err(err) = collection.refile(defs, key, old, editing.now) {
+                    let slot = collection.docs.get_mut(key.id()).expect("just edited");
+                    undo_edit(slot, edited.before);
                     return Err(err);
                 }
-                collection.docs.get_mut(key.id()).expect("just merged")
+                collection.docs.get_mut(key.id()).expect("just edited")
             }
         };
         let appended = self.feed.stored(Logged {
@@ -115,11 +114,11 @@ impl MemoryStore {
             kind: ChangeKind::Updated,
             after: &slot.doc,
             chain: slot.last_change,
-            before: merged.before,
+            before: edited.before,
         });
         retired.entry = appended.evicted;
         slot.last_change = appended.position;
-        slot.size_bound = merged.size_bound;
+        slot.size_bound = edited.size_bound;
         Ok(Arc::clone(&slot.doc))
     }
 }
@@ -131,7 +130,7 @@ impl MemoryStore {
     /// The batch's calls when every write is an `Update` or `UpdateIf` in a collection
     /// without unique indexes, so that [`MemoryStore::patch_all_locked`] may apply it: each
     /// patch's size bound found here, before the write lock, as a single update's is.
-    pub(crate) fn batch_patches<'b>(&self, writes: &'b [Write]) -> Option<Vec<Patch<'b>>> {
+    pub(crate) fn batch_patches<'b>(&self, writes: &'b [Write]) -> Option<Vec<InPlace<'b>>> {
         let call = |write: &'b Write| {
             let (key, patch, expected) = match write {
                 Write::Update { key, patch } => (key, patch, None),
@@ -147,7 +146,7 @@ impl MemoryStore {
                 patch,
                 bound: data_size_bound(patch),
             };
-            (!defs.iter().any(CompiledIndex::is_unique)).then_some(Patch {
+            (!defs.iter().any(CompiledIndex::is_unique)).then_some(InPlace {
                 key,
                 edit,
                 expected,
@@ -163,7 +162,7 @@ impl MemoryStore {
     pub(crate) fn patch_all_locked(
         &self,
         sites: &mut HashMap<String, Site>,
-        (calls, checked): (Vec<Patch<'_>>, &CheckedBatch<'_>),
+        (calls, checked): (Vec<InPlace<'_>>, &CheckedBatch<'_>),
         (actor, now): (&str, i64),
         retired: &mut Vec<Retired>,
     ) -> Option<Vec<Applied>> {
@@ -173,7 +172,7 @@ impl MemoryStore {
         let applied = calls.into_iter().enumerate().map(|(index, call)| {
             let mut gone = Retired::default();
             let by = (actor, checked.expiry(index));
-            let doc = self.patch_locked(sites, call, (by, now), &mut gone);
+            let doc = self.write_in_place(sites, call, (by, now), &mut gone);
             retired.push(gone);
             Applied::Written(doc.expect("checked by `certain`: nothing refuses it"))
         });
@@ -190,7 +189,7 @@ impl MemoryStore {
     fn certain(
         &self,
         sites: &HashMap<String, Site>,
-        calls: &[Patch<'_>],
+        calls: &[InPlace<'_>],
         checked: &CheckedBatch<'_>,
     ) -> bool {
         let mut bytes = checked.bytes();
@@ -198,11 +197,10 @@ impl MemoryStore {
             let Some(slot) = Self::lookup_slot(sites, call.key) else {
                 return false;
             };
-            let stored = || {
-                slot.size_bound
-                    .unwrap_or_else(|| data_size_bound(&slot.doc.data))
-            };
-            let bound = call.edit.bound_over(stored).unwrap_or(usize::MAX);
+            let bound = call
+                .edit
+                .bound_over(|| slot.data_bound())
+                .unwrap_or(usize::MAX);
             call.expected
                 .is_none_or(|version| version == slot.doc.version)
                 && bound <= self.options.max_doc_bytes
@@ -211,15 +209,15 @@ impl MemoryStore {
     }
 }
 
-/// Merges `merge`'s patch into `slot`'s document, if at `expected`, and stamps its next
-/// version; where it was filed before, when that may have moved (the collection has indexes,
-/// or the write changed the expiry).
-fn merge_in_place(
+/// Edits `slot`'s document as `editing` says (a merge or a replacement), if at `expected`,
+/// and stamps its next version; where it was filed before, when that may have moved (the
+/// collection has indexes, or the write changed the expiry).
+fn edit_in_place(
     slot: &mut Slot,
     defs: &[CompiledIndex],
     expected: Option<u64>,
-    merge: &Merge<'_>,
-) -> Result<(Merged, Option<Placement>)> {
+    editing: &Editing<'_>,
+) -> Result<(Edited, Option<Placement>)> {
     if let Some(expected) = expected
         && expected != slot.doc.version
     {
@@ -231,13 +229,13 @@ fn merge_in_place(
         expires_at: slot.doc.expires_at,
         keys: defs.iter().map(|def| def.key(&slot.doc)).collect(),
     };
-    let merged = merge.apply(slot)?;
+    let edited = editing.apply(slot)?;
     let moved = !defs.is_empty() || old.expires_at != slot.doc.expires_at;
-    Ok((merged, moved.then_some(old)))
+    Ok((edited, moved.then_some(old)))
 }
 
 impl Collection {
-    /// Files the merged document `key` names anew (expiry, index keys) from `old`, once its
+    /// Files the edited document `key` names anew (expiry, index keys) from `old`, once its
     /// unique values are checked (a refusal changes nothing here: the caller undoes the
     /// merge).
     fn refile(
@@ -260,18 +258,14 @@ impl Collection {
     }
 }
 
-impl Merge<'_> {
+impl Editing<'_> {
     /// Merges into `slot`'s document and stamps its next version: in place, keeping a
     /// reverse patch, or (every [`KEYFRAME_EVERY`]th update) into a copy, keeping the whole
     /// version it replaced. A result over the size limit is undone and refused.
-    fn apply(&self, slot: &mut Slot) -> Result<Merged> {
-        let stored = || {
-            slot.size_bound
-                .unwrap_or_else(|| data_size_bound(&slot.doc.data))
-        };
+    fn apply(&self, slot: &mut Slot) -> Result<Edited> {
         let size_bound = self
             .edit
-            .bound_over(stored)
+            .bound_over(|| slot.data_bound())
             .filter(|bound| *bound <= self.limit);
         let keyframe = slot.patched_run + 1 >= KEYFRAME_EVERY;
         let before = if keyframe {
@@ -284,7 +278,7 @@ impl Merge<'_> {
         let doc = Arc::make_mut(&mut slot.doc);
         doc.stamp_next(actor, self.now);
         doc.expires_at = expiry.apply(doc.expires_at, doc.updated_at);
-        Ok(Merged { before, size_bound })
+        Ok(Edited { before, size_bound })
     }
 
     /// The edit of the stored data itself; its reversal (the metadata still the replaced
@@ -334,9 +328,9 @@ impl Merge<'_> {
     }
 }
 
-/// Makes `slot`'s document the version before the merge that kept `before` again (a write
-/// refused after its merge), metadata included.
-fn undo_merge(slot: &mut Slot, before: Before) {
+/// Makes `slot`'s document the version before the edit that kept `before` again (a write
+/// refused after its edit), metadata included.
+fn undo_edit(slot: &mut Slot, before: Before) {
     match before {
         Before::Whole(kept) => {
             slot.doc = kept;
