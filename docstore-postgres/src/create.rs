@@ -96,7 +96,7 @@ pub(crate) async fn run(inner: &Inner, request: &Request<'_>) -> Result<Option<A
         &feed.channel,
     ];
     let client = inner.pool.get().await.map_err(crate::error::pool)?;
-    let statement = client.prepare_cached(&inner.sql.create).await?;
+    let statement = client.prepare_cached(&inner.sql.write.create).await?;
     match client.execute(&statement, &params).await {
         Ok(_) => Ok(Some(Answer::applied(decisions))),
         Err(err) => {

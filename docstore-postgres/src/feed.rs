@@ -82,7 +82,7 @@ impl Feed {
     pub(crate) async fn page(
         &self,
         client: &mut deadpool_postgres::Client,
-        sql: &crate::sql::Statements,
+        sql: &crate::sql::Reads,
         (scope, start, limit): (&FeedScope, &FeedStart, usize),
     ) -> Result<ChangePage, Fail> {
         let tx = client

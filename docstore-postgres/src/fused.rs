@@ -6,9 +6,9 @@
 //! change is inserted last, its feed lock taken once the other two finished (the lock's row
 //! reads a count of each), so the lock is held for the least time, as in the pipeline.
 
-use crate::sql::Statements;
+use crate::sql::Writes;
 
-/// What every change insert of [`Statements`] starts with: the feed's lock, in a `WITH`
+/// What every change insert of [`Writes`] starts with: the feed's lock, in a `WITH`
 /// query named `lock` (the statement's `$1` and `$2`).
 const LOCK: &str =
     "WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($1), pg_notify($2, '')) ";
@@ -40,7 +40,7 @@ pub(crate) fn statement(writes: &[&str], log: &str) -> Option<String> {
 
 /// The update, identity and change statements of one update, fused; `None` when the change
 /// insert is not of the expected shape.
-pub(crate) fn update(sql: &Statements) -> Option<String> {
+pub(crate) fn update(sql: &Writes) -> Option<String> {
     statement(&[&sql.update, &sql.keep_ids], &sql.log_change)
 }
 
@@ -106,8 +106,8 @@ mod tests {
 
     #[test]
     fn the_stores_statements_fuse() {
-        let sql = Statements::new("s");
-        let fused = update(&sql).expect("the change insert starts with the feed lock");
+        let sql = crate::sql::Statements::new("s");
+        let fused = update(&sql.write).expect("the change insert starts with the feed lock");
         assert_eq!(parameters(&fused), 9 + 5 + 14);
         assert!(fused.contains("pg_advisory_xact_lock($15), pg_notify($16, '')"));
     }

@@ -178,7 +178,7 @@ impl Target<'_> {
         let candidates = docstore::index::candidates(self.indexes, self.collection, query);
         let size = async {
             let sizes = Statement {
-                text: self.sql.size.clone(),
+                text: self.sql.read.size.clone(),
                 params: self.params(),
             };
             Ok(match sizes.rows(self.client).await?.first() {

@@ -1,10 +1,19 @@
 //! The fixed statements of one store, with its schema's name in them (the only SQL text not
 //! written here; checked by [`crate::schema::check_name`]). Every value is a parameter.
 
-/// The statements, built once at open.
+/// The statements, built once at open: the writes' and the reads'.
 #[derive(Debug)]
 pub(crate) struct Statements {
+    /// The schema's name, quoted.
     pub(crate) schema: String,
+    pub(crate) write: Writes,
+    pub(crate) read: Reads,
+}
+
+/// What a write's transaction sends: its locking read, the document, counter, identity,
+/// claim and change statements.
+#[derive(Debug)]
+pub(crate) struct Writes {
     pub(crate) lock: String,
     pub(crate) insert: String,
     /// A create in one statement ([`crate::create`]).
@@ -21,6 +30,15 @@ pub(crate) struct Statements {
     pub(crate) log_change: String,
     /// `update`, `keep_ids` and `log_change` as one statement ([`crate::fused`]).
     pub(crate) update_fused: Option<String>,
+    pub(crate) claim: String,
+    pub(crate) release_claim: String,
+    pub(crate) release_claims: String,
+    pub(crate) set_counter: String,
+}
+
+/// What reads, counts, pages the feed and finds claims' holders and expired documents.
+#[derive(Debug)]
+pub(crate) struct Reads {
     pub(crate) get: String,
     pub(crate) get_many: String,
     pub(crate) site_count: String,
@@ -29,12 +47,8 @@ pub(crate) struct Statements {
     pub(crate) counted: String,
     pub(crate) counters: String,
     pub(crate) size: String,
-    pub(crate) set_counter: String,
     pub(crate) head: String,
     pub(crate) changes: String,
-    pub(crate) claim: String,
-    pub(crate) release_claim: String,
-    pub(crate) release_claims: String,
     pub(crate) holders: String,
     pub(crate) expired: String,
 }
@@ -45,13 +59,26 @@ pub(crate) fn live(n: usize) -> String {
     format!("(expires_at IS NULL OR expires_at > ${n})")
 }
 
+/// One key's row: the key's names in the first three parameters.
+const KEY: &str = "site = $1 AND collection = $2 AND id = $3";
+
 impl Statements {
     pub(crate) fn new(schema: &str) -> Self {
         let s = format!("\"{schema}\"");
-        let doc = crate::rows::DOC_COLUMNS;
-        let key = "site = $1 AND collection = $2 AND id = $3";
-        let keys =
-            "(site, collection, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))";
+        let mut write = Writes::new(&s);
+        write.update_fused = crate::fused::update(&write);
+        Statements {
+            write,
+            read: Reads::new(&s),
+            schema: s,
+        }
+    }
+}
+
+impl Writes {
+    /// The statements in schema `s` (quoted), but the fused one.
+    fn new(s: &str) -> Self {
+        let (doc, key) = (crate::rows::DOC_COLUMNS, KEY);
         let log = format!(
             "WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($1), pg_notify($2, '')) \
              INSERT INTO {s}.changes (position, site, collection, id, kind, version, body, \
@@ -60,7 +87,7 @@ impl Statements {
         );
         let change = "$3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], \
              $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::bigint[], $14::text[]";
-        let mut statements = Statements {
+        Writes {
             // One key's document and identities, locked; one row, NULLs for what is missing.
             lock: format!(
                 "WITH d AS MATERIALIZED (SELECT {doc} FROM {s}.documents WHERE {key} FOR UPDATE), \
@@ -68,7 +95,7 @@ impl Statements {
                  FOR UPDATE) SELECT d.*, w.* FROM (SELECT) AS one LEFT JOIN d ON TRUE \
                  LEFT JOIN w ON TRUE"
             ),
-            create: crate::create::statement(&s),
+            create: crate::create::statement(s),
             insert: format!(
                 "INSERT INTO {s}.documents (site, collection, id, data, raw, updated_at, \
                  updated_by, version, expires_at, created_at, created_by) \
@@ -105,6 +132,28 @@ impl Statements {
             log_changes: format!("{log} c.* FROM lock, unnest({change}) AS c"),
             // One change: the arrays' first elements (no `unnest` to execute).
             log_change: format!("{log} {} FROM lock", first(change)),
+            update_fused: None,
+            claim: format!(
+                "INSERT INTO {s}.unique_claims (site, collection, id, ix, claim) \
+                 VALUES ($1, $2, $3, $4, $5)"
+            ),
+            release_claim: format!("DELETE FROM {s}.unique_claims WHERE {key} AND ix = $4"),
+            release_claims: format!("DELETE FROM {s}.unique_claims WHERE {key}"),
+            set_counter: format!(
+                "INSERT INTO {s}.counters (site, collection, n) VALUES ($1, $2, $3) \
+                 ON CONFLICT (site, collection) DO UPDATE SET n = excluded.n"
+            ),
+        }
+    }
+}
+
+impl Reads {
+    /// The statements in schema `s` (quoted).
+    fn new(s: &str) -> Self {
+        let (doc, key) = (crate::rows::DOC_COLUMNS, KEY);
+        let keys =
+            "(site, collection, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))";
+        Reads {
             get: format!(
                 "SELECT {doc} FROM {s}.documents WHERE {key} AND {}",
                 live(4)
@@ -137,10 +186,6 @@ impl Statements {
                  AND collection = $2 AND expires_at <= $3) FROM {s}.counters \
                  WHERE site = $1 AND collection = $2"
             ),
-            set_counter: format!(
-                "INSERT INTO {s}.counters (site, collection, n) VALUES ($1, $2, $3) \
-                 ON CONFLICT (site, collection) DO UPDATE SET n = excluded.n"
-            ),
             head: format!(
                 "SELECT greatest((SELECT coalesce(max(position), 0) FROM {s}.changes), \
                  pruned_through), pruned_through FROM {s}.meta"
@@ -152,12 +197,6 @@ impl Statements {
                  AND ($2::text IS NULL OR site = $2) AND ($3::text IS NULL OR collection = $3) \
                  ORDER BY position LIMIT $4"
             ),
-            claim: format!(
-                "INSERT INTO {s}.unique_claims (site, collection, id, ix, claim) \
-                 VALUES ($1, $2, $3, $4, $5)"
-            ),
-            release_claim: format!("DELETE FROM {s}.unique_claims WHERE {key} AND ix = $4"),
-            release_claims: format!("DELETE FROM {s}.unique_claims WHERE {key}"),
             // The holders of claims ($1 sites, $2 indexes, $3 claims), whether their
             // document is there and when it expires.
             holders: format!(
@@ -171,11 +210,7 @@ impl Statements {
                 "SELECT site, collection, id FROM {s}.documents WHERE expires_at <= $1 \
                  ORDER BY expires_at LIMIT $2"
             ),
-            schema: s,
-            update_fused: None,
-        };
-        statements.update_fused = crate::fused::update(&statements);
-        statements
+        }
     }
 }
 

@@ -207,7 +207,7 @@ impl PostgresStore {
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
             [&key.site(), &key.collection(), &key.id(), &now];
         Ok(self
-            .query_rows(&self.inner.sql.get, &params, row)
+            .query_rows(&self.inner.sql.read.get, &params, row)
             .await?
             .pop())
     }
@@ -262,7 +262,7 @@ impl Driver for PostgresStore {
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
             [&arrays.sites, &arrays.collections, &arrays.ids, &now];
         let found = self
-            .query_rows(&self.inner.sql.get_many, &params, |row| {
+            .query_rows(&self.inner.sql.read.get_many, &params, |row| {
                 Ok((crate::rows::key(row)?, crate::rows::document(row, 2)?))
             })
             .await?;
@@ -296,7 +296,7 @@ impl Driver for PostgresStore {
 
     async fn collections(&self, site: &str) -> Result<Vec<(String, u64)>> {
         let now = self.inner.now();
-        self.query_rows(&self.inner.sql.collections, &[&site, &now], |row| {
+        self.query_rows(&self.inner.sql.read.collections, &[&site, &now], |row| {
             Ok((row.try_get(0)?, row.try_get::<_, i64>(1)? as u64))
         })
         .await
@@ -305,7 +305,7 @@ impl Driver for PostgresStore {
     async fn count(&self, site: &str) -> Result<u64> {
         let counts = self
             .query_rows(
-                &self.inner.sql.site_count,
+                &self.inner.sql.read.site_count,
                 &[&site, &self.inner.now()],
                 |row| Ok(row.try_get::<_, i64>(0)? as u64),
             )
@@ -317,8 +317,10 @@ impl Driver for PostgresStore {
     /// primary key.
     async fn sites(&self) -> Result<Vec<String>> {
         let now = self.inner.now();
-        self.query_rows(&self.inner.sql.sites, &[&now], |row| Ok(row.try_get(0)?))
-            .await
+        self.query_rows(&self.inner.sql.read.sites, &[&now], |row| {
+            Ok(row.try_get(0)?)
+        })
+        .await
     }
 
     /// Counts and compares in one transaction (a repair sets the counters in it).
@@ -327,13 +329,13 @@ impl Driver for PostgresStore {
         let sql = &self.inner.sql;
         let recounted = async {
             let tx = client.transaction().await?;
-            let counted = tx.query(&sql.counted, &[&site]).await?;
+            let counted = tx.query(&sql.read.counted, &[&site]).await?;
             let collections: Vec<(String, u64)> = counted
                 .iter()
                 .map(|row| Ok((row.try_get(0)?, row.try_get::<_, i64>(1)? as u64)))
                 .collect::<std::result::Result<_, Fail>>()?;
             let counters: BTreeMap<String, u64> = tx
-                .query(&sql.counters, &[&site])
+                .query(&sql.read.counters, &[&site])
                 .await?
                 .iter()
                 .map(|row| Ok((row.try_get(0)?, row.try_get::<_, i64>(1)? as u64)))
@@ -342,7 +344,7 @@ impl Driver for PostgresStore {
             if mode == RecountMode::Repair {
                 for change in &recount.changes {
                     let n = change.documents as i64;
-                    tx.execute(&sql.set_counter, &[&site, &change.collection, &n])
+                    tx.execute(&sql.write.set_counter, &[&site, &change.collection, &n])
                         .await?;
                 }
             }
@@ -372,7 +374,7 @@ impl Driver for PostgresStore {
         docstore::feed::check_page_size(limit)?;
         let mut client = self.client().await?;
         let feed = &self.inner.feed;
-        feed.page(&mut client, &self.inner.sql, (scope, start, limit))
+        feed.page(&mut client, &self.inner.sql.read, (scope, start, limit))
             .await
             .map_err(Fail::into_error)
     }
@@ -386,7 +388,7 @@ impl Driver for PostgresStore {
         };
         feed.listen(&self.inner.config);
         let head = || async {
-            let head = self.query_rows(&self.inner.sql.head, &[], |row| {
+            let head = self.query_rows(&self.inner.sql.read.head, &[], |row| {
                 Ok(row.try_get::<_, i64>(0)?)
             });
             Ok(head.await?.first().map_or(0, |&head| head as u64))

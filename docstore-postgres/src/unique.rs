@@ -40,7 +40,7 @@ pub(crate) async fn judge(
         names.push(crate::keys::name(claim.index.declaration()));
         values.push(claim.value.as_slice());
     }
-    let statement = client.prepare_cached(&inner.sql.holders).await?;
+    let statement = client.prepare_cached(&inner.sql.read.holders).await?;
     let rows = client.query(&statement, &[&sites, &names, &values]).await?;
     let holders = rows.iter().map(|row| {
         Ok(Holder {

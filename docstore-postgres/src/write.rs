@@ -123,7 +123,7 @@ pub(crate) async fn remove_expired(inner: &Inner, keys: &[Key]) -> Result<usize,
 pub(crate) async fn sweep(inner: &Inner, limit: usize) -> Result<usize, Fail> {
     sweep_in_chunks(limit, |chunk| async move {
         let client = inner.pool.get().await.map_err(crate::error::pool)?;
-        let statement = client.prepare_cached(&inner.sql.expired).await?;
+        let statement = client.prepare_cached(&inner.sql.read.expired).await?;
         let params: [&(dyn ToSql + Sync); 2] = [&inner.now(), &(chunk as i64)];
         let keys = client.query(&statement, &params).await?;
         drop(client);
@@ -145,8 +145,8 @@ async fn read<'c>(
     now: i64,
 ) -> Result<(Open<'c>, Read), Fail> {
     let (lock, count) = futures_util::future::try_join(
-        client.prepare_cached(&inner.sql.lock),
-        client.prepare_cached(&inner.sql.site_count),
+        client.prepare_cached(&inner.sql.write.lock),
+        client.prepare_cached(&inner.sql.read.site_count),
     )
     .await?;
     let names: Vec<[&str; 3]> = keys
@@ -222,7 +222,7 @@ struct Statements<'s> {
 impl<'s> Statements<'s> {
     /// Each effect of `plan` as its statement (the changes as one).
     fn of(inner: &'s Inner, plan: &Plan<'_>) -> Result<Self, Fail> {
-        let sql = &inner.sql;
+        let sql = &inner.sql.write;
         let mut statements = Vec::with_capacity(plan.effects().len());
         let mut changes = ChangeRows::default();
         let mut kept = KeptRows::gathered(plan);
@@ -267,7 +267,7 @@ impl<'s> Statements<'s> {
     /// The statements of a single update (document, identities, change) as the one
     /// statement that does all three ([`crate::fused`]): one answer to wait for, not three.
     fn fuse(&mut self) {
-        let sql = &self.inner.sql;
+        let sql = &self.inner.sql.write;
         let Some(fused) = &sql.update_fused else {
             return;
         };
@@ -319,7 +319,7 @@ impl<'s> Statements<'s> {
 
 /// The insert (`creates`) or update storing `d` at `key`, `body` its data's text.
 fn store<'s>(
-    sql: &'s crate::sql::Statements,
+    sql: &'s crate::sql::Writes,
     key: &Key,
     d: &Document,
     creates: bool,
@@ -338,7 +338,7 @@ fn store<'s>(
 
 /// The statement of `effect`, one that neither stores a document nor logs a change.
 fn statement<'s>(
-    sql: &'s crate::sql::Statements,
+    sql: &'s crate::sql::Writes,
     columns: &crate::keys::Columns,
     effect: &Effect<'_>,
 ) -> (&'s str, Vec<Param>) {
