@@ -5,8 +5,9 @@
 //! The log does not keep the versions its changes wrote: the store's map holds the current
 //! one and an update merges into it in place. An entry keeps what rebuilds the version
 //! *before* its write from the version after it ([`Before`]): nothing for a create; for a
-//! merge patch, the values it displaced, moved out of the stored map (a reverse patch,
-//! [`crate::reverse`]) with the metadata it replaced; for a write that replaced or removed
+//! merge patch, the patch's keys and the values it displaced, moved out of the stored map
+//! and written as one short text when the change is logged (a reverse patch,
+//! [`crate::reverse`]), with the metadata it replaced; for a write that replaced or removed
 //! the whole document (put, replace, a batch's write, delete, expiry), that document itself,
 //! moved out of the map. Every [`KEYFRAME_EVERY`]th update of a document keeps the whole
 //! version too (that update copies the document, as every update did before), so a read
@@ -96,12 +97,16 @@ pub(crate) struct Reversal {
 /// What a write in place did to a document's data, kept so that it can be taken back.
 #[derive(Debug)]
 pub(crate) enum DataUndo {
-    /// A merge: the patch, shared with the caller's request (never changed: [`Data`] is
-    /// copied on write), and what it displaced ([`reverse::merge`]), aligned with it.
+    /// A merge not yet logged: the patch, shared with the caller's request (never changed:
+    /// [`Data`] is copied on write), and what it displaced ([`reverse::merge`]), aligned
+    /// with it; what a refused write moves back.
     Merged {
         patch: Data,
         displaced: Vec<Displaced>,
     },
+    /// A merge as the log keeps it: the two as one text ([`reverse::recorded`]), empty for
+    /// an empty patch (which changed nothing).
+    Recorded(Vec<u8>),
     /// A put: the data it replaced whole.
     Replaced(Data),
 }
@@ -114,6 +119,9 @@ impl DataUndo {
             // An empty patch changed nothing: the data stays shared.
             DataUndo::Merged { patch, .. } if patch.is_empty() => {}
             DataUndo::Merged { patch, displaced } => reverse::undo(data, patch, displaced),
+            // Nothing to undo, and the data stays shared.
+            DataUndo::Recorded(record) if record.is_empty() => {}
+            DataUndo::Recorded(record) => reverse::undo_recorded(data, record),
             DataUndo::Replaced(before) => *data = before.clone(),
         }
     }
@@ -123,7 +131,34 @@ impl DataUndo {
         match self {
             DataUndo::Merged { patch, .. } if patch.is_empty() => {}
             DataUndo::Merged { patch, displaced } => reverse::restore(data, &patch, displaced),
+            DataUndo::Recorded(_) => self.undo(data),
             DataUndo::Replaced(before) => *data = before,
+        }
+    }
+
+    /// What the log keeps: a merge as its text, dropping the patch and the displaced values
+    /// here, while the write has them in cache.
+    fn logged(self) -> Self {
+        match self {
+            DataUndo::Merged { patch, .. } if patch.is_empty() => DataUndo::Recorded(Vec::new()),
+            DataUndo::Merged { patch, displaced } => {
+                DataUndo::Recorded(reverse::recorded(&patch, displaced))
+            }
+            other => other,
+        }
+    }
+}
+
+impl Before {
+    /// What the log keeps of it ([`DataUndo::logged`]).
+    fn logged(self) -> Self {
+        match self {
+            Before::Patched(mut reversal) => {
+                let data = std::mem::replace(&mut reversal.data, DataUndo::Recorded(Vec::new()));
+                reversal.data = data.logged();
+                Before::Patched(reversal)
+            }
+            other => other,
         }
     }
 }
@@ -235,7 +270,7 @@ impl Feed {
                 version: after.version,
                 time: after.updated_at,
                 actor: None,
-                before: logged.before,
+                before: logged.before.logged(),
                 next_of_key: 0,
             },
             logged.chain,
