@@ -182,97 +182,10 @@ pub async fn failing_write_changes_nothing_at_any_position(h: &dyn Harness) {
         .await
         .unwrap();
     let missing = ctx.key("c", "missing");
-    let big = obj(json!({"big": "x".repeat(2_000)}));
-    type Kind = fn(&Error) -> bool;
-    let already: Kind = |e| matches!(e, Error::AlreadyExists);
-    let not_found: Kind = |e| matches!(e, Error::NotFound { .. });
-    let conflict: Kind = |e| matches!(e, Error::Conflict { current: 1 });
-    let too_large: Kind = |e| matches!(e, Error::TooLarge { limit: 1_000, .. });
-    let invalid: Kind = |e| matches!(e, Error::InvalidArgument(_));
-    let mut deep = json!(1);
-    for _ in 0..200 {
-        deep = json!([deep]);
-    }
-    let failures: Vec<(&str, Write, Kind)> = vec![
-        (
-            "create existing",
-            Write::create(existing.clone(), obj(json!({}))),
-            already,
-        ),
-        (
-            "check absent",
-            Write::check(existing.clone(), None),
-            already,
-        ),
-        (
-            "restore existing",
-            Write::restore(existing.clone(), restored("existing")),
-            already,
-        ),
-        (
-            "update missing",
-            Write::update(missing.clone(), obj(json!({"a": 1}))),
-            not_found,
-        ),
-        (
-            "update_if missing",
-            Write::update_if(missing.clone(), obj(json!({})), 1),
-            not_found,
-        ),
-        (
-            "delete_if missing",
-            Write::delete_if(missing.clone(), 1),
-            not_found,
-        ),
-        (
-            "check missing",
-            Write::check(missing.clone(), Some(1)),
-            not_found,
-        ),
-        (
-            "update_if stale",
-            Write::update_if(existing.clone(), obj(json!({})), 7),
-            conflict,
-        ),
-        (
-            "delete_if stale",
-            Write::delete_if(existing.clone(), 2),
-            conflict,
-        ),
-        (
-            "check stale",
-            Write::check(existing.clone(), Some(3)),
-            conflict,
-        ),
-        (
-            "create too large",
-            Write::create(missing.clone(), big.clone()),
-            too_large,
-        ),
-        (
-            "put too large",
-            Write::put(existing.clone(), big.clone()),
-            too_large,
-        ),
-        (
-            "merge too large",
-            Write::update(existing.clone(), big.clone()),
-            too_large,
-        ),
-        (
-            "update_if merge too large",
-            Write::update_if(existing.clone(), big.clone(), 1),
-            too_large,
-        ),
-        (
-            "create too deep",
-            Write::create(missing.clone(), obj(json!({"d": deep}))),
-            invalid,
-        ),
-    ];
+    let failures = failing_writes(&existing, &missing);
     let collections = ["c", "d", "e"];
     let before = snapshot(&ctx, &collections).await;
-    for (what, failing, kind) in failures {
+    for FailingWrite { what, write, kind } in failures {
         for position in [0, 2, 4] {
             let mut writes = vec![
                 Write::create(ctx.key("e", "fresh"), obj(json!({"f": 1}))),
@@ -280,7 +193,7 @@ pub async fn failing_write_changes_nothing_at_any_position(h: &dyn Harness) {
                 Write::delete_if(doomed.clone(), 1),
                 Write::create(ctx.key("d", "other"), obj(json!({"o": 1}))),
             ];
-            writes.insert(position, failing.clone());
+            writes.insert(position, write.clone());
             let result = ctx.store.write_all(&writes, "batch").await;
             assert_failed_at(result, position, kind, &format!("{what} at {position}"));
             assert_eq!(
@@ -290,6 +203,113 @@ pub async fn failing_write_changes_nothing_at_any_position(h: &dyn Harness) {
             );
         }
     }
+}
+
+/// How a failing write's error is recognised.
+type Kind = fn(&Error) -> bool;
+
+/// A write of a batch that fails on its own: what it is, the write, and its error's kind.
+struct FailingWrite {
+    what: &'static str,
+    write: Write,
+    kind: Kind,
+}
+
+/// A [`FailingWrite`].
+fn failing(what: &'static str, write: Write, kind: Kind) -> FailingWrite {
+    FailingWrite { what, write, kind }
+}
+
+/// One write of each failure kind, given a document that `existing` holds (at version 1), a
+/// key that `missing` does not, and a store taking documents of at most 1 000 bytes.
+fn failing_writes(existing: &Key, missing: &Key) -> Vec<FailingWrite> {
+    let big = obj(json!({"big": "x".repeat(2_000)}));
+    let already: Kind = |e| matches!(e, Error::AlreadyExists);
+    let not_found: Kind = |e| matches!(e, Error::NotFound { .. });
+    let conflict: Kind = |e| matches!(e, Error::Conflict { current: 1 });
+    let too_large: Kind = |e| matches!(e, Error::TooLarge { limit: 1_000, .. });
+    let invalid: Kind = |e| matches!(e, Error::InvalidArgument(_));
+    let mut deep = json!(1);
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    vec![
+        failing(
+            "create existing",
+            Write::create(existing.clone(), obj(json!({}))),
+            already,
+        ),
+        failing(
+            "check absent",
+            Write::check(existing.clone(), None),
+            already,
+        ),
+        failing(
+            "restore existing",
+            Write::restore(existing.clone(), restored("existing")),
+            already,
+        ),
+        failing(
+            "update missing",
+            Write::update(missing.clone(), obj(json!({"a": 1}))),
+            not_found,
+        ),
+        failing(
+            "update_if missing",
+            Write::update_if(missing.clone(), obj(json!({})), 1),
+            not_found,
+        ),
+        failing(
+            "delete_if missing",
+            Write::delete_if(missing.clone(), 1),
+            not_found,
+        ),
+        failing(
+            "check missing",
+            Write::check(missing.clone(), Some(1)),
+            not_found,
+        ),
+        failing(
+            "update_if stale",
+            Write::update_if(existing.clone(), obj(json!({})), 7),
+            conflict,
+        ),
+        failing(
+            "delete_if stale",
+            Write::delete_if(existing.clone(), 2),
+            conflict,
+        ),
+        failing(
+            "check stale",
+            Write::check(existing.clone(), Some(3)),
+            conflict,
+        ),
+        failing(
+            "create too large",
+            Write::create(missing.clone(), big.clone()),
+            too_large,
+        ),
+        failing(
+            "put too large",
+            Write::put(existing.clone(), big.clone()),
+            too_large,
+        ),
+        failing(
+            "merge too large",
+            Write::update(existing.clone(), big.clone()),
+            too_large,
+        ),
+        failing(
+            "update_if merge too large",
+            Write::update_if(existing.clone(), big.clone(), 1),
+            too_large,
+        ),
+        failing(
+            "create too deep",
+            Write::create(missing.clone(), obj(json!({"d": deep}))),
+            invalid,
+        ),
+    ]
 }
 
 /// With a quota, a batch that would create past it fails at the write that would exceed it
