@@ -6,12 +6,13 @@
 //! cursor to the end of its page.
 //!
 //! An update merges its patch into the stored document in place, and the change log keeps
-//! only what the merge displaced (a reverse patch, moved out of the document); a `put` over
-//! a stored document swaps its data in place, and the log keeps the data it replaced; a
-//! write that replaces or removes a document otherwise (`replace_if`, a batch, a delete)
-//! moves the old version into the log. A feed read
-//! rebuilds the versions its changes carry from the stored document backwards (`feed`), so
-//! no write copies a document for the log. Answers share the stored data ([`Data`] is copied
+//! only what the merge displaced and the patch's keys, written as one short text (a reverse
+//! patch; the update then frees the patch and the displaced values itself, while they are in
+//! cache); a `put` over a stored document swaps its data in place, and the log keeps the data
+//! it replaced; a write that replaces or removes a document otherwise (`replace_if`, a batch,
+//! a delete) moves the old version into the log. A feed read rebuilds the versions its
+//! changes carry from the stored document backwards (`feed`), so no write copies a document
+//! for the log. Answers share the stored data ([`Data`] is copied
 //! on write): `get`, a query page and every write's answer copy a document's id and actors,
 //! never its data; an update copies the data only while a reader or an earlier answer still
 //! holds it (and every 64th update of a document, whose whole previous version the log keeps
