@@ -6,8 +6,8 @@
 //! one and an update merges into it in place. An entry keeps what rebuilds the version
 //! *before* its write from the version after it ([`Before`]): nothing for a create; for a
 //! merge patch, the patch's keys and the values it displaced, moved out of the stored map
-//! and written as one short text when the change is logged (a reverse patch,
-//! [`crate::reverse`]), with the metadata it replaced; for a write that replaced or removed
+//! and written as one short text by the merge (a reverse patch, [`crate::reverse`]), with
+//! the metadata it replaced; for a write that replaced or removed
 //! the whole document (put, replace, a batch's write, delete, expiry), that document itself,
 //! moved out of the map. Every [`KEYFRAME_EVERY`]th update of a document keeps the whole
 //! version too (that update copies the document, as every update did before), so a read
@@ -25,7 +25,7 @@
 //! instance (random per store) tells a cursor of another store — of an earlier process, say —
 //! which is [`Error::CursorExpired`]: that log is gone.
 
-use crate::reverse::{self, Displaced};
+use crate::reverse;
 use docstore::feed::{Change, ChangeCursor, ChangeKind, ChangePage, FeedScope, FeedStart};
 use docstore::{Data, Document, Error, Key, Result};
 use parking_lot::Mutex;
@@ -97,15 +97,8 @@ pub(crate) struct Reversal {
 /// What a write in place did to a document's data, kept so that it can be taken back.
 #[derive(Debug)]
 pub(crate) enum DataUndo {
-    /// A merge not yet logged: the patch, shared with the caller's request (never changed:
-    /// [`Data`] is copied on write), and what it displaced ([`reverse::merge`]), aligned
-    /// with it; what a refused write moves back.
-    Merged {
-        patch: Data,
-        displaced: Vec<Displaced>,
-    },
-    /// A merge as the log keeps it: the two as one text ([`reverse::recorded`]), empty for
-    /// an empty patch (which changed nothing).
+    /// A merge: the patch's keys and what it displaced as one text ([`reverse::recorded`]),
+    /// empty for an empty patch (which changed nothing).
     Recorded(Vec<u8>),
     /// A put: the data it replaced whole.
     Replaced(Data),
@@ -116,9 +109,6 @@ impl DataUndo {
     /// it is shared.
     fn undo(&self, data: &mut Data) {
         match self {
-            // An empty patch changed nothing: the data stays shared.
-            DataUndo::Merged { patch, .. } if patch.is_empty() => {}
-            DataUndo::Merged { patch, displaced } => reverse::undo(data, patch, displaced),
             // Nothing to undo, and the data stays shared.
             DataUndo::Recorded(record) if record.is_empty() => {}
             DataUndo::Recorded(record) => reverse::undo_recorded(data, record),
@@ -126,39 +116,11 @@ impl DataUndo {
         }
     }
 
-    /// [`DataUndo::undo`], moving what the write displaced back.
+    /// [`DataUndo::undo`], moving the replaced data back rather than copying it.
     pub(crate) fn restore(self, data: &mut Data) {
         match self {
-            DataUndo::Merged { patch, .. } if patch.is_empty() => {}
-            DataUndo::Merged { patch, displaced } => reverse::restore(data, &patch, displaced),
             DataUndo::Recorded(_) => self.undo(data),
             DataUndo::Replaced(before) => *data = before,
-        }
-    }
-
-    /// What the log keeps: a merge as its text, dropping the patch and the displaced values
-    /// here, while the write has them in cache.
-    fn logged(self) -> Self {
-        match self {
-            DataUndo::Merged { patch, .. } if patch.is_empty() => DataUndo::Recorded(Vec::new()),
-            DataUndo::Merged { patch, displaced } => {
-                DataUndo::Recorded(reverse::recorded(&patch, displaced))
-            }
-            other => other,
-        }
-    }
-}
-
-impl Before {
-    /// What the log keeps of it ([`DataUndo::logged`]).
-    fn logged(self) -> Self {
-        match self {
-            Before::Patched(mut reversal) => {
-                let data = std::mem::replace(&mut reversal.data, DataUndo::Recorded(Vec::new()));
-                reversal.data = data.logged();
-                Before::Patched(reversal)
-            }
-            other => other,
         }
     }
 }
@@ -174,8 +136,8 @@ impl Reversal {
         self.data.undo(&mut doc.data);
     }
 
-    /// [`Reversal::undo`] of a write refused after it was made, moving what it displaced
-    /// back.
+    /// [`Reversal::undo`] of a write refused after it was made (the actor and a put's
+    /// replaced data moved back rather than copied).
     pub(crate) fn restore(self, doc: &mut Document) {
         self.undo_stamp(doc);
         if let Some(actor) = self.updated_by {
@@ -270,7 +232,7 @@ impl Feed {
                 version: after.version,
                 time: after.updated_at,
                 actor: None,
-                before: logged.before.logged(),
+                before: logged.before,
                 next_of_key: 0,
             },
             logged.chain,

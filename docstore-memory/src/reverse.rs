@@ -4,25 +4,24 @@
 //! keeping, or copying, the version it replaced.
 //!
 //! [`merge`] is [`docstore::merge_patch`] on a map nobody else holds, moving every value the
-//! patch replaces or removes out of the map into the record instead of dropping it; where the
-//! patch merges an object into an object it records that object's displaced members the same
-//! way, so nothing the patch leaves in place is copied. [`undo`] rebuilds the earlier version
-//! on a copy (the log keeps its record for the next read); [`restore`] moves the record back
-//! into the map (a write refused after its merge, by the size limit or a unique index).
+//! patch replaces or removes out of the map into its record instead of dropping it; where
+//! the patch merges an object into an object it records that object's displaced members the
+//! same way, so nothing the patch leaves in place is copied. The record is aligned with the
+//! patch: its `n`-th item is what the patch's `n`-th key displaced.
 //!
-//! A record is aligned with the patch it came from: its `n`-th item is what the patch's
-//! `n`-th key displaced. Once the write is logged, the patch and its record become one piece
-//! of text ([`recorded`]), which [`undo_recorded`] reads: the log then holds one allocation
-//! per update instead of the patch's and the displaced values' dozen, and the caller's patch
-//! and the displaced values are freed by the write itself, while in cache, instead of when
-//! the retention lets the change go (which had the write that pushed it out free them from
-//! cold memory: a quarter of an update's time, half of it with 16 writers on two threads;
-//! `docs/benchmarks.md`).
+//! The patch's keys and the record are then written as one piece of text ([`recorded`]),
+//! which [`undo_recorded`] reads to rebuild the earlier version: for a feed read, on a copy,
+//! and for a write refused after its merge (by the size limit or a unique index), on the
+//! document itself. The log holds one allocation per update instead of the patch's and the
+//! displaced values' dozen, and the caller's patch and the displaced values are freed by the
+//! write itself, while in cache, instead of when the retention lets the change go (which had
+//! the write that pushed it out free them from cold memory: a quarter of an update's time,
+//! half of it with 16 writers on two threads; `docs/benchmarks.md`).
 
 use serde_json::{Map, Value};
 
 /// What one key of a merge patch displaced from the object the patch was merged into.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum Displaced {
     /// The key was absent (the patch added it, or removed nothing).
     Absent,
@@ -70,53 +69,6 @@ fn fresh(value: &Value) -> Value {
                 .collect(),
         ),
         other => other.clone(),
-    }
-}
-
-/// Makes `target`, the result of merging `patch` with record `displaced`, what it was before
-/// the merge, copying the recorded values (the record stays as it is).
-pub(crate) fn undo(
-    target: &mut Map<String, Value>,
-    patch: &Map<String, Value>,
-    displaced: &[Displaced],
-) {
-    for ((key, value), displaced) in patch.iter().zip(displaced) {
-        match displaced {
-            Displaced::Absent => {
-                target.remove(key);
-            }
-            Displaced::Was(old) => put_back(target, key, old.clone()),
-            Displaced::Merged(inner) => {
-                if let (Some(Value::Object(object)), Value::Object(members)) =
-                    (target.get_mut(key), value)
-                {
-                    undo(object, members, inner);
-                }
-            }
-        }
-    }
-}
-
-/// [`undo`], moving the recorded values back instead of copying them.
-pub(crate) fn restore(
-    target: &mut Map<String, Value>,
-    patch: &Map<String, Value>,
-    displaced: Vec<Displaced>,
-) {
-    for ((key, value), displaced) in patch.iter().zip(displaced) {
-        match displaced {
-            Displaced::Absent => {
-                target.remove(key);
-            }
-            Displaced::Was(old) => put_back(target, key, old),
-            Displaced::Merged(inner) => {
-                if let (Some(Value::Object(object)), Value::Object(members)) =
-                    (target.get_mut(key), value)
-                {
-                    restore(object, members, inner);
-                }
-            }
-        }
     }
 }
 
@@ -210,16 +162,6 @@ fn undo_items(target: &mut Map<String, Value>, mut items: impl Iterator<Item = V
     }
 }
 
-/// Sets `key` to `value`, reusing the key already in the map when there is one.
-fn put_back(target: &mut Map<String, Value>, key: &String, value: Value) {
-    match target.get_mut(key) {
-        Some(slot) => *slot = value,
-        None => {
-            target.insert(key.clone(), value);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,8 +174,8 @@ mod tests {
         }
     }
 
-    /// Merges `patch` into `doc` both ways and checks that the results agree with
-    /// `docstore::merge_patch` and that undo and restore give `doc` back.
+    /// Merges `patch` into `doc`, checks that the result agrees with `docstore::merge_patch`
+    /// and that undoing it from its record's text gives `doc` back.
     fn round_trip(doc: &Value, patch: &Value) {
         let (doc, patch) = (map(doc.clone()), map(patch.clone()));
         let mut expected = docstore::Data::from(doc.clone());
@@ -243,14 +185,8 @@ mod tests {
         let displaced = merge(&mut merged, &patch);
         assert_eq!(merged, *expected, "merge of {patch:?} into {doc:?}");
 
-        let mut undone = merged.clone();
-        undo(&mut undone, &patch, &displaced);
-        assert_eq!(undone, doc, "undo of {patch:?}");
-        let mut undone = merged.clone();
-        undo_recorded(&mut undone, &recorded(&patch, displaced.clone()));
-        assert_eq!(undone, doc, "undo of {patch:?} from its text");
-        restore(&mut merged, &patch, displaced);
-        assert_eq!(merged, doc, "restore of {patch:?}");
+        undo_recorded(&mut merged, &recorded(&patch, displaced));
+        assert_eq!(merged, doc, "undo of {patch:?} from its text");
     }
 
     /// Every example of RFC 7386 appendix A, and a few of objects merged into objects.

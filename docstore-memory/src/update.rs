@@ -7,7 +7,7 @@
 //! log keeps the whole replaced version, which bounds what a feed read undoes.
 //!
 //! A write refused after its edit — the result over the size limit, or holding a unique
-//! value another document holds — moves what it displaced back, so it changes nothing.
+//! value another document holds — puts back what it displaced, so it changes nothing.
 
 use crate::feed::{Before, DataUndo, KEYFRAME_EVERY, Logged, Reversal};
 use crate::{
@@ -287,13 +287,11 @@ impl Editing<'_> {
         let (actor, _) = self.by;
         let doc = Arc::make_mut(&mut slot.doc);
         let undo = match &self.edit {
-            Edit::Merge { patch, .. } => DataUndo::Merged {
-                patch: Data::clone(patch),
-                displaced: match patch.is_empty() {
-                    true => Vec::new(),
-                    false => reverse::merge(&mut doc.data, patch),
-                },
-            },
+            Edit::Merge { patch, .. } if patch.is_empty() => DataUndo::Recorded(Vec::new()),
+            Edit::Merge { patch, .. } => {
+                let displaced = reverse::merge(&mut doc.data, patch);
+                DataUndo::Recorded(reverse::recorded(patch, displaced))
+            }
             Edit::Replace { data, .. } => {
                 DataUndo::Replaced(std::mem::replace(&mut doc.data, data.clone()))
             }
