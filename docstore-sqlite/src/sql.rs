@@ -5,7 +5,12 @@
 //! `OR` are plain boolean logic, and each leaf is exactly the reference leaf:
 //! - strings, `true`, `false` and `null` compare natively: `json_type` tells the JSON kind
 //!   (SQLite's `json_extract` alone turns `true` into 1), `->>` gives the unescaped string,
-//!   and SQLite compares text with `memcmp`, which is code point order for UTF-8;
+//!   and SQLite compares text with `memcmp`, which is code point order for UTF-8; the
+//!   value's comparison comes before the kind's check, as SQLite stops an `AND` at its
+//!   first false term: a scan checks the kind only of the few values that compared (a
+//!   selective query over 100 000 documents: 76 → 65 ms, `docs/benchmarks.md`), and the
+//!   pair is still never `NULL`: the comparison is `NULL` only where the value is missing,
+//!   and the kind check is then false;
 //! - every other leaf (numbers of any kind, arrays, objects, `In`, `Contains`) calls
 //!   `docstore_leaf`, which runs `docstore`'s own comparison on the value serde_json parses
 //!   from the verbatim JSON text `data -> path` gives;
@@ -73,7 +78,7 @@ impl Sql {
             (Target::JsonPath(p), Value::String(s)) => {
                 let p = self.bind_text(p);
                 let s = self.bind_text(s.as_str());
-                format!("(json_type(data, {p}) IS 'text' AND (data ->> {p}) IS {s})")
+                format!("((data ->> {p}) IS {s} AND json_type(data, {p}) IS 'text')")
             }
             (Target::JsonPath(p), _) => {
                 format!("(json_type(data, {}) IS '{kind}')", self.bind_text(p))
@@ -91,7 +96,7 @@ impl Sql {
             (Target::JsonPath(p), Value::String(s)) => {
                 let p = self.bind_text(p);
                 let s = self.bind_text(s.as_str());
-                format!("(json_type(data, {p}) IS 'text' AND (data ->> {p}) {sql_op} {s})")
+                format!("((data ->> {p}) {sql_op} {s} AND json_type(data, {p}) IS 'text')")
             }
             (Target::Column(column, ColumnKind::Text), Value::String(s)) => {
                 format!("({column} {sql_op} {})", self.bind_text(s.as_str()))
@@ -120,8 +125,8 @@ impl Sql {
                 let n = self.bind(SqlValue::Integer(n));
                 let b = self.bind(SqlValue::Blob(prefix.as_bytes().to_vec()));
                 format!(
-                    "(json_type(data, {p}) IS 'text' AND \
-                     substr(CAST((data ->> {p}) AS BLOB), 1, {n}) IS {b})"
+                    "(substr(CAST((data ->> {p}) AS BLOB), 1, {n}) IS {b} AND \
+                     json_type(data, {p}) IS 'text')"
                 )
             }
             Target::Column(column, ColumnKind::Text) => {
