@@ -620,7 +620,10 @@ impl MemoryStore {
         expected_version: Option<u64>,
         origin: Origin<'_>,
     ) -> Result<Shared> {
-        let by = (origin.actor, origin.expiry);
+        // Read before the write lock, as every other write does: the lock is held for the
+        // write alone (the document's `updated_at` still never goes back:
+        // `Document::stamp_next`).
+        let (by, now) = ((origin.actor, origin.expiry), self.now());
         let edit = update::Edit::Merge {
             patch,
             bound: docstore::document::data_size_bound(patch),
@@ -631,7 +634,7 @@ impl MemoryStore {
             expected: expected_version,
         };
         self.write_once(key, origin, |sites, retired| {
-            self.write_in_place(sites, call, (by, self.now()), retired)
+            self.write_in_place(sites, call, (by, now), retired)
         })
     }
 
