@@ -5,12 +5,8 @@
 //! `OR` are plain boolean logic, and each leaf is exactly the reference leaf:
 //! - strings, `true`, `false` and `null` compare natively: `json_type` tells the JSON kind
 //!   (SQLite's `json_extract` alone turns `true` into 1), `->>` gives the unescaped string,
-//!   and SQLite compares text with `memcmp`, which is code point order for UTF-8; the
-//!   value's comparison comes before the kind's check, as SQLite stops an `AND` at its
-//!   first false term: a scan checks the kind only of the few values that compared (a
-//!   selective query over 100 000 documents: 76 → 65 ms, `docs/benchmarks.md`), and the
-//!   pair is still never `NULL`: the comparison is `NULL` only where the value is missing,
-//!   and the kind check is then false;
+//!   and SQLite compares text with `memcmp`, which is code point order for UTF-8 (each
+//!   comparison with a string is followed by the check that the value is one: [`on_string`]);
 //! - every other leaf (numbers of any kind, arrays, objects, `In`, `Contains`) calls
 //!   `docstore_leaf`, which runs `docstore`'s own comparison on the value serde_json parses
 //!   from the verbatim JSON text `data -> path` gives;
@@ -78,7 +74,7 @@ impl Sql {
             (Target::JsonPath(p), Value::String(s)) => {
                 let p = self.bind_text(p);
                 let s = self.bind_text(s.as_str());
-                format!("((data ->> {p}) IS {s} AND json_type(data, {p}) IS 'text')")
+                on_string(&p, &format!("(data ->> {p}) IS {s}"))
             }
             (Target::JsonPath(p), _) => {
                 format!("(json_type(data, {}) IS '{kind}')", self.bind_text(p))
@@ -96,7 +92,7 @@ impl Sql {
             (Target::JsonPath(p), Value::String(s)) => {
                 let p = self.bind_text(p);
                 let s = self.bind_text(s.as_str());
-                format!("((data ->> {p}) {sql_op} {s} AND json_type(data, {p}) IS 'text')")
+                on_string(&p, &format!("(data ->> {p}) {sql_op} {s}"))
             }
             (Target::Column(column, ColumnKind::Text), Value::String(s)) => {
                 format!("({column} {sql_op} {})", self.bind_text(s.as_str()))
@@ -124,9 +120,9 @@ impl Sql {
                 let p = self.bind_text(p);
                 let n = self.bind(SqlValue::Integer(n));
                 let b = self.bind(SqlValue::Blob(prefix.as_bytes().to_vec()));
-                format!(
-                    "(substr(CAST((data ->> {p}) AS BLOB), 1, {n}) IS {b} AND \
-                     json_type(data, {p}) IS 'text')"
+                on_string(
+                    &p,
+                    &format!("substr(CAST((data ->> {p}) AS BLOB), 1, {n}) IS {b}"),
                 )
             }
             Target::Column(column, ColumnKind::Text) => {
@@ -242,6 +238,16 @@ impl ConditionSql for Sql {
     fn constant(&self, value: bool) -> &'static str {
         if value { "1" } else { "0" }
     }
+}
+
+/// `comparison` of the value at the path bound as `p`, true only where that value is a
+/// string: the comparison first, then the kind check, as SQLite stops an `AND` at its first
+/// false term, so a scan checks the kind only of the few values that compared (a selective
+/// query over 100 000 documents: 76 → 65 ms, `docs/benchmarks.md`). The pair is still never
+/// `NULL`: the comparison is `NULL` only where the value is missing, and the kind check is
+/// then false.
+fn on_string(p: &str, comparison: &str) -> String {
+    format!("({comparison} AND json_type(data, {p}) IS 'text')")
 }
 
 /// The deepest expression tree SQLite accepts is 1000 levels (`SQLITE_MAX_EXPR_DEPTH`);
